@@ -1,0 +1,3 @@
+from sensorveil.cli import main
+
+raise SystemExit(main())

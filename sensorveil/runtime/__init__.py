@@ -1,0 +1,7 @@
+"""Torch-free runtime: numpy plus one backend library. Never imports torch, sdk or export."""
+from sensorveil.runtime.bundle import SCHEMA_VERSION, Bundle, open_bundle
+from sensorveil.runtime.errors import BackendUnavailableError, BundleError, InputError, SensorveilError
+from sensorveil.runtime.privatizer import Privatizer
+
+__all__ = ["Privatizer", "Bundle", "open_bundle", "SCHEMA_VERSION", "BundleError", "InputError",
+           "BackendUnavailableError", "SensorveilError"]

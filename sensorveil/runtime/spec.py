@@ -1,0 +1,91 @@
+"""Input/output specs: validation of sensor data and the sensor-units <-> model-units mapping.
+
+The manifest states ``normalization = {"offset": o, "scale": s}``; the model sees
+``(x - o) / s`` and its output maps back as ``y * s + o``. Keeping this in numpy (rather than
+inside the graph) lets every backend, int8 ones included, share one definition.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sensorveil.runtime.errors import InputError
+
+# numpy kinds that carry sensor readings: unsigned, signed integers and floats.
+NUMERIC_KINDS = "uif"
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    sample_shape: tuple
+    model_shape: tuple        # per-sample shape the model takes (batch axis excluded)
+    dtype: np.dtype
+    low: float
+    high: float
+    offset: float
+    scale: float
+    units: str = ""
+
+    @classmethod
+    def from_manifest(cls, spec: dict) -> "TensorSpec":
+        low, high = spec["sensor_range"]
+        norm = spec["normalization"]
+        return cls(name=spec["name"], sample_shape=tuple(spec["sample_shape"]),
+                   model_shape=tuple(spec["model_shape"])[1:], dtype=np.dtype(spec["dtype"]),
+                   low=float(low), high=float(high), offset=float(norm["offset"]),
+                   scale=float(norm["scale"]), units=spec.get("units", ""))
+
+    def describe(self) -> str:
+        return (f"{self.dtype.name} array of shape {self.sample_shape} (one sample) or "
+                f"(N, {', '.join(map(str, self.sample_shape))}) (a batch), finite, in sensor units"
+                + (f" ({self.units})" if self.units else ""))
+
+
+def check_sensor_input(x, spec: TensorSpec) -> tuple[np.ndarray, bool]:
+    """Return (batch, was_single) or raise one InputError that says what was expected."""
+    if not isinstance(x, np.ndarray):
+        try:
+            x = np.asarray(x)
+        except (TypeError, ValueError) as error:
+            raise InputError(f"input is not array-like ({error}); expected {spec.describe()}") from None
+    if x.dtype.kind not in NUMERIC_KINDS:
+        raise InputError(f"input dtype {x.dtype} is not numeric; expected {spec.describe()}")
+    if x.size == 0:
+        raise InputError(f"input is empty (shape {x.shape}); expected {spec.describe()}")
+    ndim = len(spec.sample_shape)
+    if x.shape == spec.sample_shape:
+        single = True
+        batch = x[None]
+    elif x.ndim == ndim + 1 and x.shape[1:] == spec.sample_shape:
+        single = False
+        batch = x
+    else:
+        raise InputError(f"input shape {x.shape} does not match; expected {spec.describe()}")
+    if x.dtype.kind == "f" and not np.isfinite(batch).all():
+        bad = int(np.count_nonzero(~np.isfinite(batch)))
+        raise InputError(f"input has {bad} NaN/inf value(s); expected {spec.describe()}")
+    return batch, single
+
+
+def to_model_units(batch: np.ndarray, spec: TensorSpec) -> np.ndarray:
+    """Clip to the sensor's valid range, normalize, and lay out as the model expects (float32)."""
+    model = batch.astype(np.float32, copy=True)
+    np.clip(model, spec.low, spec.high, out=model)
+    if spec.offset:
+        model -= np.float32(spec.offset)
+    model *= np.float32(1.0 / spec.scale)
+    return model.reshape((batch.shape[0],) + spec.model_shape)
+
+
+def to_sensor_units(model_out: np.ndarray, spec: TensorSpec) -> np.ndarray:
+    """Undo the normalization, clip to the sensor range and cast to the sensor dtype."""
+    out = np.asarray(model_out, dtype=np.float32).reshape((model_out.shape[0],) + spec.sample_shape)
+    out = out * np.float32(spec.scale)
+    if spec.offset:
+        out += np.float32(spec.offset)
+    np.clip(out, spec.low, spec.high, out=out)
+    if spec.dtype.kind in "ui":
+        np.rint(out, out=out)
+    return out.astype(spec.dtype, copy=False)

@@ -1,0 +1,586 @@
+"""Datasets for training and evaluating privacy mechanisms (PR-GAN settings).
+
+Every loader returns a :class:`SensorDataset`: raw samples in sensor units plus
+integer-coded attributes, so that any pair of attributes can play the roles of
+"useful" and "private" information.  Registered names (see :data:`DATASETS`):
+
+* ``digits``          scikit-learn's 8x8 handwritten digits (PR-GAN section 6.1).
+* ``ujiindoorloc``    WiFi fingerprints, binarised heard / not heard (section 6.1).
+* ``synthetic-depth`` generated overhead Kinect depth patches of people walking
+                      under a door (stand-in for OccuTherm, clearly synthetic).
+* ``npz``             any ``.npz`` with ``x`` and one integer array per attribute.
+
+numpy and the standard library only; scikit-learn is imported inside the digits
+loader so that the rest works without it.
+"""
+from __future__ import annotations
+
+import functools
+import io
+import math
+import os
+import zipfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+PriorFn = Callable[[str, str], "np.ndarray | None"]
+
+
+@dataclass
+class SensorDataset:
+    """Samples in sensor units with integer-coded attributes (labels 0..K-1)."""
+
+    name: str
+    x: np.ndarray
+    attributes: dict[str, np.ndarray]
+    num_classes: dict[str, int]
+    modality: str
+    sensor_range: tuple[float, float]
+    units: str
+    synthetic: bool
+    description: str
+    class_names: dict[str, list[str]] = field(default_factory=dict)
+    # Structural prior of the dataset; it is a property of the attribute
+    # definitions, not of the rows, so subsets keep it unchanged.
+    prior_fn: PriorFn | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def sample_shape(self) -> tuple:
+        return tuple(self.x.shape[1:])
+
+    def __len__(self) -> int:
+        return int(self.x.shape[0])
+
+    def subset(self, idx) -> "SensorDataset":
+        """New dataset with rows ``idx`` (index array or boolean mask)."""
+        idx = np.asarray(idx)
+        return replace(
+            self,
+            x=self.x[idx],
+            attributes={k: v[idx] for k, v in self.attributes.items()},
+        )
+
+    def prior(self, useful: str, private: str) -> np.ndarray | None:
+        """Public prior ``theta[y, z] = P(private=z | useful=y)``.
+
+        Known from the attribute definitions alone (PR-GAN sections 4.1, 6.1),
+        never estimated from the rows.  Unknown entries are ``nan``; ``None``
+        when nothing is known about the pair.
+        """
+        for attr in (useful, private):
+            if attr not in self.attributes:
+                raise ValueError(
+                    f"unknown attribute {attr!r} for dataset {self.name!r}; "
+                    f"expected one of {sorted(self.attributes)}"
+                )
+        return None if self.prior_fn is None else self.prior_fn(useful, private)
+
+
+# --------------------------------------------------------------------------
+# stratified slicing (PR-GAN section 5.3)
+# --------------------------------------------------------------------------
+
+
+def stratified_slices(strata: np.ndarray, n_slices: int = 3, seed: int = 0) -> list[np.ndarray]:
+    """Split rows into ``n_slices`` disjoint parts equal in size and class mix.
+
+    Rows of each stratum are shuffled, strata are laid end to end, and position
+    ``i`` goes to slice ``i % n_slices``.  Dealing continuously across strata
+    keeps every stratum within one row of an even split *and* the slice sizes
+    within one row of each other.
+    """
+    strata = np.asarray(strata).reshape(-1)
+    if n_slices < 1:
+        raise ValueError(f"n_slices must be >= 1, got {n_slices}")
+    rng = np.random.default_rng(seed)
+    order = np.concatenate(
+        [rng.permutation(np.flatnonzero(strata == s)) for s in np.unique(strata)]
+        or [np.zeros(0, dtype=np.int64)]
+    )
+    slot = np.arange(order.size) % n_slices
+    return [np.sort(order[slot == k]) for k in range(n_slices)]
+
+
+# --------------------------------------------------------------------------
+# digits
+# --------------------------------------------------------------------------
+
+# Each digits attribute is a function of the digit, which is what makes its
+# prior computable from definitions alone (PR-GAN's theta_E / theta_O).
+_DIGIT_ATTRIBUTES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "digit": lambda d: d,
+    "parity": lambda d: d % 2,
+    "lt5": lambda d: (d < 5).astype(np.int64),
+}
+_DIGIT_NAMES = {
+    "digit": [str(d) for d in range(10)],
+    "parity": ["even", "odd"],
+    "lt5": [">=5", "<5"],
+}
+
+
+def _digits_prior(useful: str, private: str) -> np.ndarray:
+    """theta[y, z] = fraction of the digits with useful=y that have private=z,
+    digits assumed equally likely."""
+    d = np.arange(10)
+    u, p = _DIGIT_ATTRIBUTES[useful](d), _DIGIT_ATTRIBUTES[private](d)
+    counts = np.zeros((u.max() + 1, p.max() + 1))
+    np.add.at(counts, (u, p), 1.0)
+    return counts / counts.sum(axis=1, keepdims=True)
+
+
+def load_digits_dataset() -> SensorDataset:
+    from sklearn.datasets import load_digits  # optional dependency, only here
+
+    bunch = load_digits()
+    digit = bunch.target.astype(np.int64)
+    attributes = {k: f(digit).astype(np.int64) for k, f in _DIGIT_ATTRIBUTES.items()}
+    return SensorDataset(
+        name="digits",
+        x=bunch.images.astype(np.float32),
+        attributes=attributes,
+        num_classes={k: len(v) for k, v in _DIGIT_NAMES.items()},
+        modality="image",
+        sensor_range=(0.0, 16.0),
+        units="pixel intensity 0-16",
+        synthetic=False,
+        description="scikit-learn handwritten digits, 8x8 images (UCI optdigits test set)",
+        class_names={k: list(v) for k, v in _DIGIT_NAMES.items()},
+        prior_fn=_digits_prior,
+    )
+
+
+# --------------------------------------------------------------------------
+# UJIIndoorLoc
+# --------------------------------------------------------------------------
+
+UJI_CSVS = ("trainingData.csv", "validationData.csv")
+UJI_NUM_WAPS = 520
+UJI_NOT_HEARD = 100  # RSSI code for "access point not detected"
+UJI_FLOORS_PER_BUILDING = (4, 4, 5)
+# Fixed building-floor index so labels never depend on which rows were loaded.
+UJI_FLOOR_OFFSET = tuple(int(v) for v in np.cumsum((0,) + UJI_FLOORS_PER_BUILDING[:-1]))
+UJI_NUM_FLOORS = sum(UJI_FLOORS_PER_BUILDING)  # 13
+UJI_REGIONS_PER_FLOOR = 8
+_UJI_META = ("LONGITUDE", "LATITUDE", "FLOOR", "BUILDINGID", "SPACEID", "USERID", "PHONEID")
+
+
+def _read_uji_csvs(path: Path) -> dict[str, bytes]:
+    """Raw bytes of both CSVs from a zip (any subfolder) or a folder."""
+    expected = f"a .zip or folder containing {' and '.join(UJI_CSVS)}"
+    if not path.exists():
+        raise FileNotFoundError(f"UJIIndoorLoc path not found: {path} (expected {expected})")
+    if path.is_dir():
+        files = {n: sorted(path.rglob(n)) for n in UJI_CSVS}
+        _require_all(files, path, expected)
+        return {n: files[n][0].read_bytes() for n in UJI_CSVS}
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"UJIIndoorLoc path {path} is not a zip file; expected {expected}")
+    with zipfile.ZipFile(path) as zf:
+        members = {n: sorted(m for m in zf.namelist() if m.rsplit("/", 1)[-1] == n) for n in UJI_CSVS}
+        _require_all(members, path, expected)
+        return {n: zf.read(members[n][0]) for n in UJI_CSVS}
+
+
+def _require_all(found: dict[str, list], path: Path, expected: str) -> None:
+    missing = [n for n, hits in found.items() if not hits]
+    if missing:
+        raise ValueError(f"UJIIndoorLoc source {path} lacks {missing}; expected {expected}")
+
+
+def _parse_uji_csv(raw: bytes, label: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    header = raw.split(b"\n", 1)[0].decode().strip().split(",")
+    waps = [f"WAP{i:03d}" for i in range(1, UJI_NUM_WAPS + 1)]
+    missing = [c for c in waps + list(_UJI_META) if c not in header]
+    if missing:
+        raise ValueError(f"{label} lacks columns {missing[:5]}{'...' if len(missing) > 5 else ''}; "
+                         f"expected WAP001..WAP520 and {list(_UJI_META)}")
+    table = np.loadtxt(io.BytesIO(raw), delimiter=",", skiprows=1, dtype=np.float64, ndmin=2)
+    col = {c: i for i, c in enumerate(header)}
+    heard = (table[:, [col[w] for w in waps]] != UJI_NOT_HEARD).astype(np.uint8)
+    meta = {c: table[:, col[c]] for c in _UJI_META}
+    return heard, meta
+
+
+def _uji_floor_index(building: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    b, f = building.astype(np.int64), floor.astype(np.int64)
+    valid = (b >= 0) & (b < len(UJI_FLOORS_PER_BUILDING))
+    valid &= (f >= 0) & (f < np.asarray(UJI_FLOORS_PER_BUILDING)[np.clip(b, 0, 2)])
+    if not valid.all():
+        raise ValueError("UJIIndoorLoc rows with unknown (BUILDINGID, FLOOR); expected buildings 0-2 "
+                         f"with {UJI_FLOORS_PER_BUILDING} floors")
+    return np.asarray(UJI_FLOOR_OFFSET)[b] + f
+
+
+def _uji_regions(floor: np.ndarray, lon: np.ndarray, lat: np.ndarray, is_train: np.ndarray) -> np.ndarray:
+    """Region 0..103 = floor * 8 + r (see :func:`load_ujiindoorloc`).
+
+    Edges come from the training rows only, so a row's region never depends
+    on the split or subset that is loaded.
+    """
+    region = np.zeros(floor.shape, dtype=np.int64)
+    for f in range(UJI_NUM_FLOORS):
+        rows, train = floor == f, (floor == f) & is_train
+        lon_edges = np.quantile(lon[train], [0.25, 0.5, 0.75])
+        lon_bin = np.searchsorted(lon_edges, lon, side="right")
+        train_bin = lon_bin[train]
+        for b in range(4):
+            lat_median = np.median(lat[train][train_bin == b])
+            in_bin = rows & (lon_bin == b)
+            region[in_bin] = f * UJI_REGIONS_PER_FLOOR + 2 * b + (lat[in_bin] > lat_median)
+    return region
+
+
+def _reindex(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    uniq, inv = np.unique(values.astype(np.int64), return_inverse=True)
+    return inv.astype(np.int64), [str(v) for v in uniq]
+
+
+@functools.lru_cache(maxsize=4)
+def _load_uji_arrays(path: str) -> dict:
+    """Parse both CSVs once per path; loads are then cheap slicing."""
+    raws = _read_uji_csvs(Path(path))
+    parts = [_parse_uji_csv(raws[n], f"{path}:{n}") for n in UJI_CSVS]
+    heard = np.concatenate([p[0] for p in parts])
+    meta = {c: np.concatenate([p[1][c] for p in parts]) for c in _UJI_META}
+    is_train = np.repeat([True, False], [len(p[0]) for p in parts])
+    floor = _uji_floor_index(meta["BUILDINGID"], meta["FLOOR"])
+    attrs = {
+        "building": meta["BUILDINGID"].astype(np.int64),
+        "floor": floor,
+        "region": _uji_regions(floor, meta["LONGITUDE"], meta["LATITUDE"], is_train),
+    }
+    names = {}
+    for attr, column in (("space", "SPACEID"), ("user", "USERID"), ("phone", "PHONEID")):
+        attrs[attr], names[attr] = _reindex(meta[column])
+    for a in attrs.values():
+        a.setflags(write=False)  # shared by every load through the cache
+    heard.setflags(write=False)
+    return {"x": heard, "attributes": attrs, "is_train": is_train, "names": names}
+
+
+def _uji_prior(useful: str, private: str) -> np.ndarray | None:
+    """Structural priors of the building > floor > region hierarchy (PR-GAN 6.1)."""
+    floor_building = np.repeat(np.arange(len(UJI_FLOORS_PER_BUILDING)), UJI_FLOORS_PER_BUILDING)
+    region_floor = np.repeat(np.arange(UJI_NUM_FLOORS), UJI_REGIONS_PER_FLOOR)
+    on_floor = region_floor[None, :] == np.arange(UJI_NUM_FLOORS)[:, None]  # (13, 104)
+    in_building_f = floor_building[None, :] == np.arange(3)[:, None]  # (3, 13)
+    in_building_r = floor_building[region_floor][None, :] == np.arange(3)[:, None]  # (3, 104)
+    if (useful, private) == ("floor", "region"):
+        return on_floor / UJI_REGIONS_PER_FLOOR  # regions are equal-count by construction
+    if (useful, private) == ("floor", "building"):
+        return in_building_f.T.astype(np.float64)
+    if (useful, private) == ("building", "floor"):
+        return np.where(in_building_f, np.nan, 0.0)  # floor sizes are not public
+    if (useful, private) == ("building", "region"):
+        return np.where(in_building_r, np.nan, 0.0)
+    return None
+
+
+def _uji_names() -> dict[str, list[str]]:
+    floors = [f"B{b}F{f}" for b, n in enumerate(UJI_FLOORS_PER_BUILDING) for f in range(n)]
+    return {
+        "building": [f"B{b}" for b in range(len(UJI_FLOORS_PER_BUILDING))],
+        "floor": floors,
+        "region": [f"{fl}R{r}" for fl in floors for r in range(UJI_REGIONS_PER_FLOOR)],
+    }
+
+
+def _stratified_take(strata: np.ndarray, max_rows: int) -> np.ndarray:
+    """Deterministic systematic sample: evenly spaced rows of the strata-sorted
+    order, so each stratum keeps roughly its share."""
+    order = np.argsort(strata, kind="stable")
+    pick = np.linspace(0, len(order) - 1, max_rows).round().astype(np.int64)
+    return np.sort(order[np.unique(pick)])
+
+
+def load_ujiindoorloc(path: str | None = None, split: str = "both", max_rows: int | None = None) -> SensorDataset:
+    """UJIIndoorLoc WiFi fingerprints as binary "heard / not heard" vectors.
+
+    ``path``: the UJIIndoorLoc zip (CSVs may sit in a subfolder) or a folder
+    with ``trainingData.csv`` and ``validationData.csv``.  ``split``: "train",
+    "validation" or "both" (concatenated, 19,937 + 1,111 = 21,048 rows).
+    ``max_rows``: deterministic subset stratified by region, for fast tests.
+
+    Attributes: ``building`` (3); ``floor``, the 13 building-floors numbered
+    building 0 floors 0-3 -> 0-3, building 1 floors 0-3 -> 4-7, building 2
+    floors 0-4 -> 8-12; ``region`` = floor * 8 + r (104), where within each
+    floor, using the *training* CSV rows of that floor only, LONGITUDE is cut
+    at its 25/50/75 % quantiles into 4 bins (bin = number of edges <= value)
+    and each bin is cut at its LATITUDE median (r = 2 * bin + (lat > median)),
+    giving 8 regions of about equal training counts; validation rows are
+    assigned with the same edges.  ``space``, ``user``, ``phone`` re-index
+    SPACEID, USERID, PHONEID over both CSVs (validation rows have SPACEID and
+    USERID 0, which becomes class 0).
+    """
+    if path is None:
+        raise ValueError("ujiindoorloc needs path=: the UJIIndoorLoc zip or a folder with "
+                         f"{UJI_CSVS}")
+    splits = {"train": (True,), "validation": (False,), "both": (True, False)}
+    if split not in splits:
+        raise ValueError(f"unknown split {split!r}; expected one of {list(splits)}")
+    data = _load_uji_arrays(str(Path(path).resolve()))
+    rows = np.flatnonzero(np.isin(data["is_train"], splits[split]))
+    attrs = data["attributes"]
+    if max_rows is not None and max_rows < len(rows):
+        rows = rows[_stratified_take(attrs["region"][rows], int(max_rows))]
+    names = _uji_names() | data["names"]
+    return SensorDataset(
+        name="ujiindoorloc",
+        x=data["x"][rows],
+        attributes={k: v[rows] for k, v in attrs.items()},
+        num_classes={k: len(v) for k, v in names.items()},
+        modality="vector",
+        sensor_range=(0.0, 1.0),
+        units="access point heard (1) / not heard (0), from RSSI != 100",
+        synthetic=False,
+        description=f"UJIIndoorLoc WiFi fingerprints ({split}), 520 access points binarised",
+        class_names=names,
+        prior_fn=_uji_prior,
+    )
+
+
+# --------------------------------------------------------------------------
+# synthetic overhead depth (OccuTherm-like door sensor)
+# --------------------------------------------------------------------------
+
+KINECT_FOCAL_PX = 365.0  # Kinect v2 depth camera focal length, pixels
+DEPTH_RANGE_MM = (0.0, 4500.0)
+
+
+@dataclass(frozen=True)
+class BodyParams:
+    """Fixed body of one synthetic identity (metres)."""
+
+    height: float  # floor to top of head
+    head_width: float
+    head_length: float
+    shoulder_width: float
+    torso_depth: float  # front-to-back thickness at the shoulders
+    shoulder_tilt: float  # right shoulder lower by this much (asymmetry)
+    head_forward: float  # head centre ahead of the shoulder line
+    arm_radius: float
+
+
+def make_identities(n_identities: int = 8, seed: int = 0) -> list[BodyParams]:
+    """Body parameters of ``n_identities`` people, fixed for a seed."""
+    rng = np.random.default_rng([seed, 7919])
+    u = lambda lo, hi: rng.uniform(lo, hi, n_identities)  # noqa: E731
+    cols = dict(
+        height=u(1.55, 1.95), head_width=u(0.14, 0.18), head_length=u(0.18, 0.22),
+        shoulder_width=u(0.36, 0.46), torso_depth=u(0.20, 0.30), shoulder_tilt=u(-0.04, 0.04),
+        head_forward=u(0.0, 0.05), arm_radius=u(0.04, 0.06),
+    )
+    return [BodyParams(**{k: float(v[i]) for k, v in cols.items()}) for i in range(n_identities)]
+
+
+def _background(shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+    """Floor 2700-2900 mm away with a slight tilt (sensor not exactly level)."""
+    rows, cols = np.ogrid[: shape[0], : shape[1]]
+    base = rng.uniform(2700.0, 2900.0)
+    tilt = rng.uniform(-0.15, 0.15, 2)  # mm per pixel
+    return base + tilt[0] * (rows - shape[0] / 2) + tilt[1] * (cols - shape[1] / 2)
+
+
+def _ellipse_depth(bx, by, cx, cy, ax, ay, top, dome):
+    """Depth of a dome-shaped ellipse in body coordinates (metres); inf outside."""
+    r2 = ((bx - cx) / ax) ** 2 + ((by - cy) / ay) ** 2
+    return np.where(r2 < 1.0, top + dome * r2, np.inf)
+
+
+def _person_depth(bx, by, p: BodyParams, floor_m: float, rng: np.random.Generator) -> np.ndarray:
+    """Nearest body surface (metres from sensor) at body coords (bx lateral,
+    by forward = facing direction).  Front cues: nose bump, head ahead of the
+    shoulders and a leading foot, so facing is an asymmetry, not a pixel."""
+    height = p.height + rng.normal(0, 0.02)  # walking bob, head bowed or raised
+    head_top, shoulder = floor_m - height, floor_m - 0.82 * height
+    swing = rng.uniform(-0.08, 0.08)  # arms swing opposite each other
+    head_x, head_y = rng.normal(0, 0.01, 2) + (0.0, p.head_forward)
+    sw = p.shoulder_width / 2
+    parts = [
+        _ellipse_depth(bx, by, head_x, head_y, p.head_width / 2, p.head_length / 2, head_top, 0.10),
+        _ellipse_depth(bx, by, head_x, head_y + p.head_length / 2, 0.02, 0.03, head_top + 0.10, 0.02),
+        # torso: tilt applied through bx so one shoulder sits lower
+        _ellipse_depth(bx, by, 0.0, 0.0, sw, p.torso_depth / 2, shoulder, 0.08) + p.shoulder_tilt * bx / sw,
+        _ellipse_depth(bx, by, -0.9 * sw, swing, p.arm_radius, 0.12, shoulder + 0.12, 0.05),
+        _ellipse_depth(bx, by, 0.9 * sw, -swing, p.arm_radius, 0.12, shoulder + 0.12, 0.05),
+        # leading foot, opposite the forward-swung arm as in walking
+        _ellipse_depth(bx, by, 0.1 if swing > 0 else -0.1, p.torso_depth / 2 + 0.12, 0.05, 0.11,
+                       floor_m - 0.10, 0.02),
+    ]
+    return np.minimum.reduce(parts)
+
+
+def _draw_person(depth: np.ndarray, center: tuple[float, float], p: BodyParams, facing: int,
+                 rng: np.random.Generator) -> None:
+    """Draw the person into ``depth`` (mm, in place) around ``center`` (row, col)."""
+    floor_m = float(np.median(depth)) / 1000.0
+    px_per_m = KINECT_FOCAL_PX / (floor_m - 0.82 * p.height)  # scale at shoulder height
+    half = int(0.75 * px_per_m) + 1  # window holding the whole person
+    r0, c0 = max(int(center[0]) - half, 0), max(int(center[1]) - half, 0)
+    r1, c1 = min(int(center[0]) + half, depth.shape[0]), min(int(center[1]) + half, depth.shape[1])
+    if r0 >= r1 or c0 >= c1:
+        return
+    dr, dc = np.ogrid[r0:r1, c0:c1]
+    dr, dc = (dr - center[0]) / px_per_m, (dc - center[1]) / px_per_m
+    # facing 0 ("in") looks down the image (+row); "out" is the same body turned 180 deg
+    angle = math.pi * facing + math.radians(rng.uniform(-15, 15))
+    bx = math.cos(angle) * dc - math.sin(angle) * dr
+    by = math.sin(angle) * dc + math.cos(angle) * dr
+    person = _person_depth(bx, by, p, floor_m, rng) * 1000.0
+    window = depth[r0:r1, c0:c1]
+    np.minimum(window, person, out=window)
+
+
+def _sensor_noise(depth: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Kinect-like noise: sigma grows with depth squared, invalid (0) pixels
+    sprinkled at random and at depth edges (flying pixels are dropped)."""
+    noisy = depth + rng.normal(0.0, 1.0, depth.shape) * (1.0 + 1.5e-6 * depth**2)
+    edge = np.zeros(depth.shape, dtype=bool)
+    edge[:, 1:] |= np.abs(np.diff(depth, axis=1)) > 150
+    edge[1:, :] |= np.abs(np.diff(depth, axis=0)) > 150
+    drop = (rng.random(depth.shape) < 0.01) | (edge & (rng.random(depth.shape) < 0.4))
+    noisy[drop] = 0.0
+    return np.clip(np.round(noisy), *DEPTH_RANGE_MM).astype(np.uint16)
+
+
+def render_depth_frame(identity_params: BodyParams, facing: int, rng: np.random.Generator,
+                       frame_shape: tuple[int, int] = (424, 512),
+                       center: tuple[float, float] | None = None) -> np.ndarray:
+    """One overhead depth frame (uint16 mm, Kinect v2 size by default) with the
+    person at ``center`` (row, col; random away from the border if None)."""
+    if facing not in (0, 1):
+        raise ValueError(f"facing must be 0 (in) or 1 (out), got {facing!r}")
+    depth = _background(frame_shape, rng)
+    if center is None:
+        margin = np.minimum(np.asarray(frame_shape) // 2 - 1, 90)
+        center = tuple(rng.uniform(margin, np.asarray(frame_shape) - margin))
+    _draw_person(depth, center, identity_params, facing, rng)
+    return _sensor_noise(depth, rng)
+
+
+def synthetic_depth_frames(n: int, seed: int = 0, n_identities: int = 8,
+                           frame_shape: tuple[int, int] = (424, 512)) -> Iterator[tuple[np.ndarray, int, int]]:
+    """Yield ``n`` full frames as (frame, identity, facing), random labels."""
+    identities = make_identities(n_identities, seed)
+    rng = np.random.default_rng([seed, 1])
+    for _ in range(n):
+        ident, facing = int(rng.integers(n_identities)), int(rng.integers(2))
+        yield render_depth_frame(identities[ident], facing, rng, frame_shape), ident, facing
+
+
+def load_synthetic_depth(n_identities: int = 8, samples_per_class: int = 60, seed: int = 0,
+                         size: int = 180) -> SensorDataset:
+    """Synthetic ``size`` x ``size`` depth patches centred (with jitter) on a
+    person; ``samples_per_class`` frames per (identity, facing)."""
+    identities = make_identities(n_identities, seed)
+    rng = np.random.default_rng([seed, 2])
+    ident = np.repeat(np.arange(n_identities), 2 * samples_per_class)
+    facing = np.tile(np.repeat([0, 1], samples_per_class), n_identities)
+    x = np.empty((len(ident), size, size), dtype=np.uint16)
+    for i, (k, f) in enumerate(zip(ident, facing)):
+        center = size / 2 + rng.normal(0, size * 0.03, 2)  # the tracker is not exact
+        x[i] = render_depth_frame(identities[k], int(f), rng, (size, size), tuple(center))
+    n_id = n_identities
+
+    def prior(useful: str, private: str) -> np.ndarray | None:
+        # identity and facing are independent by design (as in OccuTherm, 6.1)
+        if (useful, private) == ("facing", "identity"):
+            return np.full((2, n_id), 1.0 / n_id)
+        if (useful, private) == ("identity", "facing"):
+            return np.full((n_id, 2), 0.5)
+        return None
+
+    return SensorDataset(
+        name="synthetic-depth",
+        x=x,
+        attributes={"identity": ident.astype(np.int64), "facing": facing.astype(np.int64)},
+        num_classes={"identity": n_identities, "facing": 2},
+        modality="depth",
+        sensor_range=DEPTH_RANGE_MM,
+        units="depth in millimetres (0 = invalid)",
+        synthetic=True,
+        description=("SYNTHETIC overhead Kinect-like depth patches of people walking under a door "
+                     f"(generated, not recorded; {n_identities} identities, facing in/out, seed {seed})"),
+        class_names={"identity": [f"person {k}" for k in range(n_identities)], "facing": ["in", "out"]},
+        prior_fn=prior,
+    )
+
+
+# --------------------------------------------------------------------------
+# npz
+# --------------------------------------------------------------------------
+
+_NPZ_RESERVED = ("x", "sensor_min", "sensor_max", "modality")
+
+
+def load_npz(path: str | None = None) -> SensorDataset:
+    """``.npz`` with ``x`` and one integer array (length N) per attribute;
+    optional scalars ``sensor_min``, ``sensor_max`` and ``modality``."""
+    if path is None:
+        raise ValueError("npz needs path=: a .npz file with array 'x' and one integer array per attribute")
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"npz file not found: {p}")
+    with np.load(p, allow_pickle=False) as f:
+        arrays = {k: f[k] for k in f.files}
+    if "x" not in arrays:
+        raise ValueError(f"{p} has no array 'x'; expected 'x' plus one integer array per attribute")
+    x = arrays["x"]
+    attributes = {}
+    for key in sorted(set(arrays) - set(_NPZ_RESERVED)):
+        a = arrays[key]
+        if a.shape != (len(x),) or not np.issubdtype(a.dtype, np.integer) or (a.size and a.min() < 0):
+            raise ValueError(f"{p}: attribute {key!r} must be non-negative integers of shape ({len(x)},), "
+                             f"got {a.dtype} {a.shape}")
+        attributes[key] = a.astype(np.int64)
+    lo = float(arrays["sensor_min"]) if "sensor_min" in arrays else float(x.min()) if x.size else 0.0
+    hi = float(arrays["sensor_max"]) if "sensor_max" in arrays else float(x.max()) if x.size else 0.0
+    modality = str(arrays["modality"]) if "modality" in arrays else ("vector" if x.ndim == 2 else "image")
+    return SensorDataset(
+        name=p.stem,
+        x=x,
+        attributes=attributes,
+        num_classes={k: int(v.max()) + 1 if v.size else 0 for k, v in attributes.items()},
+        modality=modality,
+        sensor_range=(lo, hi),
+        units="as stored",
+        synthetic=False,
+        description=f"loaded from {p}",
+        class_names={k: [] for k in attributes},
+    )
+
+
+# --------------------------------------------------------------------------
+# registry
+# --------------------------------------------------------------------------
+
+_LOADERS: dict[str, Callable[..., SensorDataset]] = {
+    "digits": lambda path=None: load_digits_dataset(),
+    "ujiindoorloc": load_ujiindoorloc,
+    "synthetic-depth": lambda path=None, **kw: load_synthetic_depth(**kw),
+    "npz": load_npz,
+}
+DATASETS = tuple(_LOADERS)
+_OPTIONS = {
+    "digits": (),
+    "ujiindoorloc": ("split", "max_rows"),
+    "synthetic-depth": ("n_identities", "samples_per_class", "seed", "size"),
+    "npz": (),
+}
+
+
+def load_dataset(name: str, path: str | None = None, **options) -> SensorDataset:
+    """Load a registered dataset by name (see :data:`DATASETS`)."""
+    key = name.lower() if isinstance(name, str) else name
+    if key not in _LOADERS:
+        raise ValueError(f"unknown dataset {name!r}; expected one of {list(DATASETS)}")
+    unknown = sorted(set(options) - set(_OPTIONS[key]))
+    if unknown:
+        raise ValueError(f"unknown option(s) {unknown} for dataset {key!r}; expected from {list(_OPTIONS[key])}")
+    if path is not None:
+        path = os.fspath(path)
+    return _LOADERS[key](path, **options)

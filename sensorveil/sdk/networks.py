@@ -1,0 +1,111 @@
+"""Network architectures per modality: PR-GAN's generator G, discriminator D, and the
+classifiers used as D_y / D_z and as probing attackers (paper Table 1, scaled to our inputs).
+
+Every network takes model-unit input: images/depth as (N, 1, H, W) in [0, 1], vectors as (N, D).
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class PerturbationGenerator(nn.Module):
+    """x' = clip(x + tanh(body(x)), 0, 1): G outputs a perturbed sample in the input's own space.
+
+    The residual form starts G near the identity (utility first), and the final clip keeps the
+    output inside the sensor's valid range so the runtime never emits impossible readings.
+    """
+
+    def __init__(self, body: nn.Module):
+        super().__init__()
+        self.body = body
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.clamp(x + torch.tanh(self.body(x)), 0.0, 1.0)
+
+
+def vector_generator(dim: int, hidden: int = 1024) -> nn.Module:
+    # PR-GAN's WiFi G: 520 -> 1024 -> 520 is 1.07M params and 2.1 MFLOPs (Table 3: 1.1M, 2.1M).
+    return PerturbationGenerator(nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, dim)))
+
+
+def small_image_generator(width: int = 32) -> nn.Module:
+    # Full-resolution 3x3 convs: an 8x8 digit has no room for down-sampling.
+    return PerturbationGenerator(nn.Sequential(
+        nn.Conv2d(1, width, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(width, width, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(width, 1, 3, padding=1)))
+
+
+class DepthGeneratorBody(nn.Module):
+    """Encoder-decoder for 180x180 depth, sized for >= 595.8 FPS on a 2-core CPU (PR-GAN Table 4)
+    and within Table 3's 96.4 MFLOPs / 420.3K params: two stride-2 convs bring 180x180 down to
+    45x45 so the residual blocks work on 16x fewer pixels, then two transposed convs come back up.
+    """
+
+    def __init__(self, width: int = 16, blocks: int = 2):
+        super().__init__()
+        half = width // 2
+        self.encode = nn.Sequential(
+            nn.Conv2d(1, half, 3, stride=2, padding=1), nn.ReLU(),
+            nn.Conv2d(half, width, 3, stride=2, padding=1), nn.ReLU())
+        self.blocks = nn.ModuleList(
+            nn.Sequential(nn.Conv2d(width, width, 3, padding=1), nn.ReLU(),
+                          nn.Conv2d(width, width, 3, padding=1)) for _ in range(blocks))
+        self.decode = nn.Sequential(
+            nn.ConvTranspose2d(width, half, 4, stride=2, padding=1), nn.ReLU(),
+            nn.ConvTranspose2d(half, 1, 4, stride=2, padding=1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.encode(x)
+        for block in self.blocks:
+            h = torch.relu(h + block(h))
+        return self.decode(h)
+
+
+def depth_generator(width: int = 16, blocks: int = 2) -> nn.Module:
+    return PerturbationGenerator(DepthGeneratorBody(width, blocks))
+
+
+def vector_classifier(dim: int, classes: int) -> nn.Module:
+    # PR-GAN Table 1, WiFi column: FC(256) ReLU Dropout FC(128) ReLU Dropout FC(64) ReLU FC(K).
+    return nn.Sequential(
+        nn.Linear(dim, 256), nn.ReLU(), nn.Dropout(0.5),
+        nn.Linear(256, 128), nn.ReLU(), nn.Dropout(0.5),
+        nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, classes))
+
+
+def small_image_classifier(side: int, classes: int) -> nn.Module:
+    # PR-GAN Table 1, MNIST column (Conv(64,5,5) x2, FC(128)), padded to keep an 8x8 digit whole.
+    return nn.Sequential(
+        nn.Conv2d(1, 64, 5, padding=2), nn.ReLU(),
+        nn.Conv2d(64, 64, 5, padding=2), nn.ReLU(), nn.Dropout(0.25), nn.Flatten(),
+        nn.Linear(64 * side * side, 128), nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, classes))
+
+
+def depth_classifier(classes: int) -> nn.Module:
+    # A small VGG-like stack stands in for Table 1's "VGG16 base", which a 2-core CPU cannot train.
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 3, stride=2, padding=1), nn.ReLU(),
+        nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
+        nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.ReLU(),
+        nn.Conv2d(64, 64, 3, stride=2, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(4), nn.Flatten(),
+        nn.Linear(64 * 16, 128), nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, classes))
+
+
+def make_generator(modality: str, model_shape: tuple) -> nn.Module:
+    if modality == "vector":
+        return vector_generator(model_shape[0])
+    if modality == "depth" or model_shape[-1] >= 64:
+        return depth_generator()
+    return small_image_generator()
+
+
+def make_classifier(modality: str, model_shape: tuple, classes: int) -> nn.Module:
+    """Used for D_y, D_z, the GAN discriminator D (classes=1) and the probing attackers."""
+    if modality == "vector":
+        return vector_classifier(model_shape[0], classes)
+    if modality == "depth" or model_shape[-1] >= 64:
+        return depth_classifier(classes)
+    return small_image_classifier(model_shape[-1], classes)

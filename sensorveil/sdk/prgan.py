@@ -1,0 +1,208 @@
+"""PR-GAN (Rezaei et al.): a perturbation generator G trained against fixed classifiers D_y, D_z
+and a GAN discriminator D, with the baselines of the paper's Table 2 (NGP, AP, Laplace).
+
+Section 5.3's protocol: three slices equal in size and class proportions; slice 1 trains D_y and
+D_z, slice 2 trains G and D (we hold 20% of it out to choose the perturbation budget), slice 3 tests.
+Section 6.4: the perturbation is chosen as large as possible while Acc(D_y) stays at or above a
+utility threshold; we sweep the hinge margin c of eq. 10 and pick on the held-out part of slice 2.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from sensorveil.sdk.datasets import SensorDataset, stratified_slices
+from sensorveil.sdk.evaluation import Task
+from sensorveil.sdk.networks import make_classifier, make_generator
+from sensorveil.sdk.priors import maximum_entropy_distribution
+from sensorveil.sdk.training import (accuracy, apply, batches, model_shape, set_seed, to_model,
+                                     tqdm, train_classifier)
+
+VARIANTS = ("prgan", "ngp", "ap")   # ngp: no GAN discriminator D; ap: no target classifier D_y
+
+
+@dataclass
+class PRGANConfig:
+    alpha: float = 1.0                 # eq. 11 weight of L_Adv
+    beta: float = 10.0                 # eq. 11 weight of L_hinge
+    # eq. 10's margin c, as fractions of the mean ||x|| of the data: the sweep of section 6.4
+    margin_fractions: tuple = (0.05, 0.1, 0.2, 0.35, 0.5)
+    epochs: int = 30
+    classifier_epochs: int = 20
+    batch_size: int = 64
+    lr_generator: float = 5e-4
+    lr_discriminator: float = 2e-4
+    utility_threshold: float = 0.95
+    laplace_epsilons: tuple = tuple(float(e) for e in np.logspace(-2, 1, 13))   # 0.01 .. 10 (section 6.4)
+    seed: int = 0
+    progress: bool = True
+
+
+@dataclass
+class Experiment:
+    """The data, splits and fixed classifiers shared by PR-GAN and its baselines."""
+    dataset: SensorDataset
+    useful_name: str
+    private_name: str
+    config: PRGANConfig
+    x: torch.Tensor = field(repr=False)
+    useful: np.ndarray = field(repr=False)
+    private: np.ndarray = field(repr=False)
+    med: np.ndarray = field(repr=False)
+    slices: dict = field(repr=False)
+    fixed: dict = field(repr=False, default_factory=dict)
+
+    @property
+    def task(self) -> Task:
+        s = self.slices
+        return Task(x=self.x, useful=self.useful, private=self.private,
+                    n_useful=self.dataset.num_classes[self.useful_name],
+                    n_private=self.dataset.num_classes[self.private_name], med=self.med,
+                    attacker_train=np.concatenate([s["classifiers"], s["generator_train"], s["generator_val"]]),
+                    test=s["test"], modality=self.dataset.modality)
+
+
+def make_slices(useful: np.ndarray, private: np.ndarray, n_private: int, seed: int) -> dict:
+    strata = useful * n_private + private
+    first, second, third = stratified_slices(strata, 3, seed)
+    parts = stratified_slices(strata[second], 5, seed + 1)
+    return {"classifiers": first, "generator_val": second[parts[0]],
+            "generator_train": second[np.concatenate(parts[1:])], "test": third}
+
+
+def prepare(dataset: SensorDataset, useful: str, private: str, config: PRGANConfig) -> Experiment:
+    """Build the splits, the MED of eq. 3 and train the fixed classifiers D_y, D_z on slice 1."""
+    for name in (useful, private):
+        if name not in dataset.attributes:
+            raise ValueError(f"dataset {dataset.name!r} has no attribute {name!r}; "
+                             f"expected one of {sorted(dataset.attributes)}")
+    set_seed(config.seed)
+    n_y, n_z = dataset.num_classes[useful], dataset.num_classes[private]
+    y, z = dataset.attributes[useful], dataset.attributes[private]
+    exp = Experiment(dataset=dataset, useful_name=useful, private_name=private, config=config,
+                     x=to_model(dataset), useful=y, private=z,
+                     med=maximum_entropy_distribution(dataset.prior(useful, private), n_y, n_z),
+                     slices=make_slices(y, z, n_z, config.seed))
+    first = exp.slices["classifiers"]
+    shape = model_shape(dataset)
+    for key, labels, classes in (("D_y", y, n_y), ("D_z", z, n_z)):
+        net = make_classifier(dataset.modality, shape, classes)
+        exp.fixed[key] = train_classifier(net, exp.x[first], labels[first], epochs=config.classifier_epochs,
+                                          desc=f"{key} ({useful if key == 'D_y' else private})",
+                                          progress=config.progress, seed=config.seed)
+        exp.fixed[key].requires_grad_(False)
+    return exp
+
+
+def generator_loss(variant: str, x, fake, y, med_rows, D, fixed, c: float, config: PRGANConfig):
+    # eq. 9: L_GAN = E log(1 - D(G(x))), with D(.) = sigmoid(logit); absent in NGP.
+    l_gan = F.logsigmoid(-D(fake)).mean() if variant != "ngp" else fake.new_zeros(())
+    # eq. 8: L_Adv = E[ l(D_y(G(x)), y) + CE(D_z(G(x)) | y, MED(z|y)) ]; AP drops the D_y term.
+    l_util = F.cross_entropy(fixed["D_y"](fake), y) if variant != "ap" else fake.new_zeros(())
+    l_priv = -(med_rows * F.log_softmax(fixed["D_z"](fake), dim=1)).sum(1).mean()
+    # eq. 10: L_hinge = E max(0, ||G(x) - x|| - c)
+    l_hinge = F.relu((fake - x).flatten(1).norm(dim=1) - c).mean()
+    # eq. 11: L_G = L_GAN + alpha L_Adv + beta L_hinge
+    return l_gan + config.alpha * (l_util + l_priv) + config.beta * l_hinge
+
+
+def discriminator_loss(D, x, fake):
+    # eq. 7 with D(x) = P(x is real): minimised in its cross-entropy form
+    # -[log D(x) + log(1 - D(G(x)))], which has the same optimal D as Lemma 1.
+    real, fake_logits = D(x), D(fake)
+    return (F.binary_cross_entropy_with_logits(real, torch.ones_like(real))
+            + F.binary_cross_entropy_with_logits(fake_logits, torch.zeros_like(fake_logits)))
+
+
+def train_generator(exp: Experiment, variant: str, c: float, desc: str) -> nn.Module:
+    """Alternate D and G updates (section 5.1) with D_y and D_z fixed."""
+    cfg, shape = exp.config, model_shape(exp.dataset)
+    set_seed(cfg.seed)
+    G = make_generator(exp.dataset.modality, shape)
+    D = make_classifier(exp.dataset.modality, shape, 1)
+    opt_g = torch.optim.Adam(G.parameters(), lr=cfg.lr_generator, betas=(0.5, 0.999))
+    opt_d = torch.optim.Adam(D.parameters(), lr=cfg.lr_discriminator, betas=(0.5, 0.999))
+    idx = exp.slices["generator_train"]
+    x_all, y_all = exp.x[idx], torch.as_tensor(exp.useful[idx])
+    med = torch.as_tensor(exp.med, dtype=torch.float32)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    for _ in tqdm(range(cfg.epochs), desc=desc, leave=False, disable=not cfg.progress):
+        G.train(), D.train()
+        for batch in batches(len(x_all), cfg.batch_size, gen):
+            x, y = x_all[batch], y_all[batch]
+            fake = G(x)
+            if variant != "ngp":
+                opt_d.zero_grad()
+                discriminator_loss(D, x, fake.detach()).backward()
+                opt_d.step()
+            opt_g.zero_grad()
+            generator_loss(variant, x, fake, y, med[y], D, exp.fixed, c, cfg).backward()
+            opt_g.step()
+    return G.eval()
+
+
+def held_out_scores(exp: Experiment, privatize) -> dict:
+    val = exp.slices["generator_val"]
+    x = privatize(exp.x[val])
+    return {"val_acc_useful": accuracy(exp.fixed["D_y"], x, exp.useful[val]),
+            "val_acc_private": accuracy(exp.fixed["D_z"], x, exp.private[val])}
+
+
+def choose(sweep: list, threshold: float) -> tuple[int, bool]:
+    """Section 6.4: the most private setting whose Acc(D_y) stays at or above the threshold;
+    if none does, the most useful one, flagged so reports say the threshold was missed."""
+    ok = [i for i, point in enumerate(sweep) if point["val_acc_useful"] >= threshold]
+    if ok:
+        return min(ok, key=lambda i: (sweep[i]["val_acc_private"], -sweep[i]["val_acc_useful"])), True
+    return max(range(len(sweep)), key=lambda i: sweep[i]["val_acc_useful"]), False
+
+
+def fit_variant(exp: Experiment, variant: str = "prgan") -> tuple[nn.Module, dict]:
+    """Train one generator per margin c and keep the one section 6.4 chooses."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown PR-GAN variant {variant!r}; expected one of {VARIANTS}")
+    scale = float(exp.x[exp.slices["generator_train"]].flatten(1).norm(dim=1).mean())
+    sweep, models = [], []
+    for fraction in exp.config.margin_fractions:
+        c = fraction * scale
+        G = train_generator(exp, variant, c, desc=f"{variant} G (c={c:.2f})")
+        sweep.append({"margin_fraction": fraction, "margin_c": c, **held_out_scores(exp, lambda t: apply(G, t))})
+        models.append(G)
+    best, met = choose(sweep, exp.config.utility_threshold)
+    return models[best], {"variant": variant, "sweep": sweep, "chosen": best, "threshold_met": met,
+                          "margin_c": sweep[best]["margin_c"]}
+
+
+def laplace_privatize(scale_b: float, seed: int | None = None):
+    """Laplace mechanism baseline (section 6.2): independent Lap(b) noise per feature, in model
+    units where each feature spans [0, 1] (sensitivity 1), so it is (1/b)-DP per feature.
+    Seeded only when the caller passes a seed; otherwise the OS entropy picks the stream."""
+    rng = torch.Generator()
+    rng.manual_seed(seed if seed is not None else int(np.random.SeedSequence().entropy % (2**63)))
+
+    def privatize(x: torch.Tensor) -> torch.Tensor:
+        # inverse CDF: u ~ U(-1/2, 1/2), noise = -b sign(u) ln(1 - 2|u|)
+        u = torch.rand(x.shape, generator=rng) - 0.5
+        noise = -scale_b * torch.sign(u) * torch.log1p(-2 * u.abs().clamp(max=0.4999999))
+        return (x + noise).clamp(0.0, 1.0)
+    return privatize
+
+
+def fit_laplace(exp: Experiment) -> tuple[float, dict]:
+    """Section 6.4: the smallest epsilon (largest noise) whose Acc(D_y) stays above the threshold."""
+    sweep = []
+    for epsilon in exp.config.laplace_epsilons:
+        scores = held_out_scores(exp, laplace_privatize(1.0 / epsilon, exp.config.seed))
+        sweep.append({"epsilon": epsilon, **scores})
+    ok = [point for point in sweep if point["val_acc_useful"] >= exp.config.utility_threshold]
+    chosen = min(ok, key=lambda p: p["epsilon"]) if ok else max(sweep, key=lambda p: p["val_acc_useful"])
+    return chosen["epsilon"], {"variant": "laplace", "sweep": sweep, "chosen": sweep.index(chosen),
+                               "threshold_met": bool(ok), "epsilon": chosen["epsilon"]}
+
+
+def config_dict(config: PRGANConfig) -> dict:
+    return {key: (list(value) if isinstance(value, tuple) else value) for key, value in asdict(config).items()}

@@ -1,0 +1,258 @@
+"""Tests for sensorveil.sdk.datasets (fast: no network, real UJIIndoorLoc if present)."""
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sensorveil.sdk.datasets import (
+    DATASETS,
+    SensorDataset,
+    load_dataset,
+    make_identities,
+    render_depth_frame,
+    stratified_slices,
+    synthetic_depth_frames,
+)
+
+SHARED = Path(os.environ.get("SENSORVEIL_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+UJI_ZIP = SHARED / "datasets" / "ujiindoorloc.zip"
+needs_uji = pytest.mark.skipif(not UJI_ZIP.is_file(), reason=f"UJIIndoorLoc zip not found at {UJI_ZIP} "
+                               "(set SENSORVEIL_SHARED to the folder holding datasets/ujiindoorloc.zip)")
+
+
+def check_consistent(ds: SensorDataset) -> None:
+    """Invariants every dataset must satisfy."""
+    assert len(ds) == ds.x.shape[0] and ds.sample_shape == ds.x.shape[1:]
+    lo, hi = ds.sensor_range
+    assert lo <= ds.x.min() and ds.x.max() <= hi
+    for name, labels in ds.attributes.items():
+        assert labels.dtype == np.int64 and labels.shape == (len(ds),)
+        assert 0 <= labels.min() and labels.max() < ds.num_classes[name]
+
+
+# ---------------------------------------------------------------- registry
+
+
+def test_registry_names():
+    assert set(DATASETS) == {"digits", "ujiindoorloc", "synthetic-depth", "npz"}
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: load_dataset("mnist"), ValueError, "unknown dataset 'mnist'"),
+    (lambda: load_dataset("ujiindoorloc"), ValueError, "needs path="),
+    (lambda: load_dataset("ujiindoorloc", "/nonexistent/uji.zip"), FileNotFoundError, "not found"),
+    (lambda: load_dataset("npz", "/nonexistent/a.npz"), FileNotFoundError, "not found"),
+    (lambda: load_dataset("digits", colour=True), ValueError, "unknown option"),
+    (lambda: load_dataset("digits").prior("parity", "age"), ValueError, "unknown attribute 'age'"),
+])
+def test_bad_input_raises_clear_message(call, error, words):
+    with pytest.raises(error, match=words):
+        call()
+
+
+def test_uji_source_without_csvs_raises(tmp_path):
+    (tmp_path / "trainingData.csv").write_text("WAP001,FLOOR\n100,0\n")
+    with pytest.raises(ValueError, match="lacks.*validationData.csv"):
+        load_dataset("ujiindoorloc", tmp_path)
+
+
+def test_uji_csv_without_columns_raises(tmp_path):
+    for name in ("trainingData.csv", "validationData.csv"):
+        (tmp_path / name).write_text("WAP001,FLOOR\n100,0\n")
+    with pytest.raises(ValueError, match="lacks columns"):
+        load_dataset("ujiindoorloc", tmp_path)
+
+
+# ---------------------------------------------------------------- digits
+
+
+def test_digits_shapes_and_attributes():
+    ds = load_dataset("digits")
+    check_consistent(ds)
+    assert ds.x.dtype == np.float32 and ds.sample_shape == (8, 8) and ds.modality == "image"
+    assert ds.sensor_range == (0.0, 16.0) and not ds.synthetic
+    d = ds.attributes["digit"]
+    assert np.array_equal(ds.attributes["parity"], d % 2)
+    assert np.array_equal(ds.attributes["lt5"], (d < 5).astype(np.int64))
+    assert ds.num_classes == {"digit": 10, "parity": 2, "lt5": 2}
+
+
+def test_digits_prior_is_pr_gan_theta():
+    ds = load_dataset("digits")
+    # rows: even / odd; columns: lt5 = 0 / 1  (theta_E, theta_O of PR-GAN)
+    np.testing.assert_allclose(ds.prior("parity", "lt5"), [[0.4, 0.6], [0.6, 0.4]])
+    # lt5=0 is {5..9}: three odd of five
+    np.testing.assert_allclose(ds.prior("lt5", "parity"), [[0.4, 0.6], [0.6, 0.4]])
+    digit_parity = ds.prior("digit", "parity")
+    assert digit_parity.shape == (10, 2)
+    np.testing.assert_array_equal(digit_parity[:, 1], np.arange(10) % 2)
+
+
+def test_subset_keeps_rows_and_prior():
+    ds = load_dataset("digits")
+    idx = np.array([5, 0, 7])
+    sub = ds.subset(idx)
+    assert len(sub) == 3 and np.array_equal(sub.x, ds.x[idx])
+    assert np.array_equal(sub.attributes["digit"], ds.attributes["digit"][idx])
+    np.testing.assert_allclose(sub.prior("parity", "lt5"), ds.prior("parity", "lt5"))
+
+
+# ---------------------------------------------------------------- stratified slices
+
+
+def test_stratified_slices_equal_and_proportional():
+    rng = np.random.default_rng(3)
+    strata = rng.choice(7, size=1000, p=[0.3, 0.2, 0.2, 0.1, 0.1, 0.07, 0.03])
+    slices = stratified_slices(strata, n_slices=3, seed=1)
+    assert len(slices) == 3
+    assert np.array_equal(np.sort(np.concatenate(slices)), np.arange(1000))  # disjoint + cover
+    sizes = [len(s) for s in slices]
+    assert max(sizes) - min(sizes) <= 1
+    for s in np.unique(strata):
+        counts = [np.sum(strata[sl] == s) for sl in slices]
+        assert max(counts) - min(counts) <= 1
+    assert all(np.all(np.diff(sl) > 0) for sl in slices)
+    again = stratified_slices(strata, n_slices=3, seed=1)
+    assert all(np.array_equal(a, b) for a, b in zip(slices, again))
+    other = stratified_slices(strata, n_slices=3, seed=2)
+    assert not all(np.array_equal(a, b) for a, b in zip(slices, other))
+
+
+# ---------------------------------------------------------------- ujiindoorloc
+
+
+@pytest.fixture(scope="module")
+def uji():
+    return load_dataset("ujiindoorloc", UJI_ZIP)
+
+
+@needs_uji
+def test_uji_full_shapes_and_binarisation(uji):
+    check_consistent(uji)
+    assert len(uji) == 21048 and uji.sample_shape == (520,) and uji.x.dtype == np.uint8
+    assert set(np.unique(uji.x)) == {0, 1} and uji.modality == "vector"
+    assert uji.num_classes["building"] == 3 and uji.num_classes["floor"] == 13
+    assert uji.num_classes["region"] == 104
+    assert len(load_dataset("ujiindoorloc", UJI_ZIP, split="train")) == 19937
+    assert len(load_dataset("ujiindoorloc", UJI_ZIP, split="validation")) == 1111
+
+
+@needs_uji
+def test_uji_regions_nest_in_floors_and_buildings(uji):
+    floor, region, building = (uji.attributes[k] for k in ("floor", "region", "building"))
+    assert np.array_equal(region // 8, floor)
+    floor_building = np.repeat([0, 1, 2], [4, 4, 5])
+    assert np.array_equal(floor_building[floor], building)
+    counts = np.bincount(region, minlength=104).reshape(13, 8)
+    assert (counts > 0).all()
+    # about equal: no region below half or above double its floor's mean
+    mean = counts.mean(axis=1, keepdims=True)
+    assert (counts > 0.5 * mean).all() and (counts < 2 * mean).all()
+
+
+@needs_uji
+def test_uji_labels_do_not_depend_on_subset(uji):
+    val = load_dataset("ujiindoorloc", UJI_ZIP, split="validation")
+    for k in ("floor", "region", "space", "phone"):
+        assert np.array_equal(val.attributes[k], uji.attributes[k][-1111:])
+    small = load_dataset("ujiindoorloc", UJI_ZIP, max_rows=500)
+    assert len(small) == 500
+    assert np.unique(small.attributes["region"]).size == 104
+
+
+@needs_uji
+def test_uji_priors(uji):
+    theta = uji.prior("floor", "region")
+    assert theta.shape == (13, 104)
+    np.testing.assert_allclose(theta.sum(axis=1), 1.0)
+    assert ((theta > 0).sum(axis=1) == 8).all()
+    assert np.array_equal(np.flatnonzero(theta[5]), np.arange(40, 48))
+    fb = uji.prior("floor", "building")
+    np.testing.assert_array_equal(fb.argmax(axis=1), np.repeat([0, 1, 2], [4, 4, 5]))
+    bf = uji.prior("building", "floor")
+    assert np.isnan(bf[2, 8:]).all() and (bf[2, :8] == 0).all()
+    assert uji.prior("user", "phone") is None
+
+
+# ---------------------------------------------------------------- synthetic depth
+
+
+@pytest.fixture(scope="module")
+def depth():
+    return load_dataset("synthetic-depth", n_identities=4, samples_per_class=30, seed=0)
+
+
+def test_depth_shapes_labels_and_determinism(depth):
+    check_consistent(depth)
+    assert depth.synthetic and "synthetic" in depth.description.lower()
+    assert depth.x.dtype == np.uint16 and depth.sample_shape == (180, 180) and depth.modality == "depth"
+    assert depth.sensor_range == (0.0, 4500.0)
+    assert np.bincount(depth.attributes["identity"]).tolist() == [60] * 4
+    again = load_dataset("synthetic-depth", n_identities=4, samples_per_class=30, seed=0)
+    assert np.array_equal(depth.x, again.x)
+    other = load_dataset("synthetic-depth", n_identities=4, samples_per_class=30, seed=1)
+    assert not np.array_equal(depth.x, other.x)
+    # floor far, person nearer, and Kinect-like invalid pixels present
+    assert 2500 < np.median(depth.x[:, :10, :10][depth.x[:, :10, :10] > 0]) < 3100
+    assert (depth.x[:, 80:100, 80:100].min(axis=(1, 2)) < 2000).all()
+    assert 0 < np.mean(depth.x == 0) < 0.05
+    np.testing.assert_allclose(depth.prior("facing", "identity"), np.full((2, 4), 0.25))
+    np.testing.assert_allclose(depth.prior("identity", "facing"), np.full((4, 2), 0.5))
+
+
+@pytest.mark.parametrize("attribute", ["facing", "identity"])
+def test_depth_attributes_learnable(depth, attribute):
+    from sklearn.linear_model import LogisticRegression
+
+    x = depth.x.astype(np.float32).reshape(len(depth), 15, 12, 15, 12).mean(axis=(2, 4))
+    x = x.reshape(len(depth), -1) / 4500.0
+    y = depth.attributes[attribute]
+    strata = depth.attributes["identity"] * 2 + depth.attributes["facing"]
+    train, test = stratified_slices(strata, n_slices=2, seed=0)
+    acc = LogisticRegression(max_iter=300).fit(x[train], y[train]).score(x[test], y[test])
+    chance = 1.0 / depth.num_classes[attribute]
+    assert acc > chance + 0.2, f"{attribute}: accuracy {acc:.2f} vs chance {chance:.2f}"
+
+
+def test_full_frame_rendering():
+    params = make_identities(3, seed=0)
+    rng = np.random.default_rng(0)
+    frame = render_depth_frame(params[0], 1, rng, center=(200, 300))
+    assert frame.shape == (424, 512) and frame.dtype == np.uint16
+    near = np.argwhere((frame > 0) & (frame < 2000))  # the person
+    assert np.abs(near.mean(axis=0) - (200, 300)).max() < 30
+    frames = list(synthetic_depth_frames(3, seed=0, n_identities=3))
+    assert len(frames) == 3 and all(f.shape == (424, 512) for f, _, _ in frames)
+    assert all(0 <= i < 3 and s in (0, 1) for _, i, s in frames)
+    with pytest.raises(ValueError, match="facing"):
+        render_depth_frame(params[0], 2, rng)
+
+
+# ---------------------------------------------------------------- npz
+
+
+def test_npz_round_trip(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 255, size=(20, 4, 5)).astype(np.uint8)
+    colour, size = rng.integers(0, 3, 20), rng.integers(0, 2, 20)
+    path = tmp_path / "toy.npz"
+    np.savez(path, x=x, colour=colour, size=size, sensor_min=0, sensor_max=255)
+    ds = load_dataset("npz", path)
+    check_consistent(ds)
+    assert np.array_equal(ds.x, x) and ds.x.dtype == np.uint8 and ds.modality == "image"
+    assert np.array_equal(ds.attributes["colour"], colour) and ds.sensor_range == (0.0, 255.0)
+    assert ds.num_classes["size"] == 2 and ds.prior("colour", "size") is None
+    np.savez(path, x=x.reshape(20, -1).astype(np.float32), colour=colour, modality="depth")
+    ds = load_dataset("npz", path)
+    assert ds.modality == "depth" and ds.sensor_range == (float(x.min()), float(x.max()))
+
+
+def test_npz_bad_attribute_raises(tmp_path):
+    path = tmp_path / "bad.npz"
+    np.savez(path, x=np.zeros((4, 3)), colour=np.array([0.5, 1, 2, 3]))
+    with pytest.raises(ValueError, match="attribute 'colour' must be non-negative integers"):
+        load_dataset("npz", path)
+    np.savez(path, y=np.zeros(4))
+    with pytest.raises(ValueError, match="no array 'x'"):
+        load_dataset("npz", path)
