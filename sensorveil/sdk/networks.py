@@ -75,12 +75,13 @@ def vector_classifier(dim: int, classes: int) -> nn.Module:
         nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, classes))
 
 
-def small_image_classifier(side: int, classes: int) -> nn.Module:
-    # PR-GAN Table 1, MNIST column (Conv(64,5,5) x2, FC(128)), padded to keep an 8x8 digit whole.
+def small_image_classifier(side: int, classes: int, width: int = 32) -> nn.Module:
+    # PR-GAN Table 1, MNIST column (Conv(64,5,5) x2, FC(128)), padded to keep an 8x8 digit whole;
+    # 32 channels instead of 64 keeps quickstart under 5 minutes on 2 cores at no accuracy cost here.
     return nn.Sequential(
-        nn.Conv2d(1, 64, 5, padding=2), nn.ReLU(),
-        nn.Conv2d(64, 64, 5, padding=2), nn.ReLU(), nn.Dropout(0.25), nn.Flatten(),
-        nn.Linear(64 * side * side, 128), nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, classes))
+        nn.Conv2d(1, width, 5, padding=2), nn.ReLU(),
+        nn.Conv2d(width, width, 5, padding=2), nn.ReLU(), nn.Dropout(0.25), nn.Flatten(),
+        nn.Linear(width * side * side, 128), nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, classes))
 
 
 def depth_classifier(classes: int) -> nn.Module:

@@ -74,8 +74,10 @@ def make_slices(useful: np.ndarray, private: np.ndarray, n_private: int, seed: i
             "generator_train": second[np.concatenate(parts[1:])], "test": third}
 
 
-def prepare(dataset: SensorDataset, useful: str, private: str, config: PRGANConfig) -> Experiment:
-    """Build the splits, the MED of eq. 3 and train the fixed classifiers D_y, D_z on slice 1."""
+def prepare(dataset: SensorDataset, useful: str, private: str, config: PRGANConfig,
+            fixed: dict | None = None) -> Experiment:
+    """Build the splits, the MED of eq. 3 and train the fixed classifiers D_y, D_z on slice 1
+    (or take already trained ones, when re-evaluating a saved run)."""
     for name in (useful, private):
         if name not in dataset.attributes:
             raise ValueError(f"dataset {dataset.name!r} has no attribute {name!r}; "
@@ -87,6 +89,9 @@ def prepare(dataset: SensorDataset, useful: str, private: str, config: PRGANConf
                      x=to_model(dataset), useful=y, private=z,
                      med=maximum_entropy_distribution(dataset.prior(useful, private), n_y, n_z),
                      slices=make_slices(y, z, n_z, config.seed))
+    if fixed is not None:
+        exp.fixed = fixed
+        return exp
     first = exp.slices["classifiers"]
     shape = model_shape(dataset)
     for key, labels, classes in (("D_y", y, n_y), ("D_z", z, n_z)):

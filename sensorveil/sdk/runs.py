@@ -99,16 +99,21 @@ def load_generator(run_dir) -> torch.nn.Module:
     return G.eval()
 
 
-def load_fixed(run_dir, run: dict) -> dict:
+def load_fixed(run_dir, run: dict, data) -> dict:
+    """The defender's D_y and D_z saved with the run (state dicts, weights_only)."""
     fixed = {}
     for key, attr in (("D_y", run["useful"]), ("D_z", run["private"])):
-        data_classes = run["reference"].get(f"n_{attr}")
-        state = torch.load(Path(run_dir) / f"{key}.pt", weights_only=True)
-        classes = data_classes or state[sorted(k for k in state if k.endswith("weight"))[-1]].shape[0]
-        net = make_classifier(run["modality"], tuple(run["model_shape"]), classes)
-        net.load_state_dict(state)
-        fixed[key] = net.eval()
+        net = make_classifier(run["modality"], tuple(run["model_shape"]), data.num_classes[attr])
+        net.load_state_dict(torch.load(Path(run_dir) / f"{key}.pt", weights_only=True))
+        fixed[key] = net.eval().requires_grad_(False)
     return fixed
+
+
+def reload_experiment(run_dir, run: dict) -> prgan.Experiment:
+    """The run's data, splits and fixed classifiers, rebuilt without retraining anything."""
+    data = load_recorded_dataset(run["dataset"])
+    cfg = prgan.PRGANConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in run["config"].items()})
+    return prgan.prepare(data, run["useful"], run["private"], cfg, fixed=load_fixed(run_dir, run, data))
 
 
 def _json_default(value):

@@ -1,0 +1,115 @@
+"""`sensorveil benchmark BUNDLE`: complexity, batch-1 latency and FPS per backend, and the
+runtime's overhead over a raw onnxruntime session running the very same model file.
+
+The runtime's time includes input validation and the sensor<->model unit conversion; the raw
+session gets the already-normalized array. Calls alternate between the two so drift in CPU
+clocks or background load hits both equally, and the overhead ratio compares medians.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sensorveil.benchmarks.flops import onnx_flops, onnx_params
+from sensorveil.benchmarks.latency import matmul_peak_gflops, percentiles
+from sensorveil.benchmarks.report import cpu_description
+from sensorveil.runtime import Privatizer
+from sensorveil.runtime.backends import REGISTRY, library_available
+from sensorveil.runtime.spec import to_model_units
+
+try:
+    from tqdm.auto import tqdm
+except ImportError:
+    def tqdm(iterable=None, **_):
+        return iterable
+
+
+def sensor_sample(privatizer: Privatizer, seed: int = 0) -> np.ndarray:
+    """One random in-range sample in sensor units (latency of these nets does not depend on values)."""
+    spec = privatizer.input_spec
+    rng = np.random.default_rng(seed)
+    sample = rng.uniform(spec.low, spec.high, size=spec.sample_shape)
+    return sample.astype(spec.dtype)
+
+
+def paired_latency(calls: dict, iters: int, warmup: int, desc: str) -> dict:
+    """Time several zero-argument calls, interleaved, and summarise each."""
+    for _ in range(warmup):
+        for call in calls.values():
+            call()
+    samples = {name: np.empty(iters) for name in calls}
+    for i in tqdm(range(iters), desc=desc, leave=False):
+        for name, call in calls.items():
+            start = time.perf_counter_ns()
+            call()
+            samples[name][i] = (time.perf_counter_ns() - start) / 1e6
+    return {name: percentiles(values) for name, values in samples.items()}
+
+
+def backends_to_measure(privatizer_manifest: dict, requested: str) -> list[str]:
+    carried = [name for name in privatizer_manifest["artifacts"] if name in REGISTRY]
+    if requested == "all":
+        return [name for name in carried if library_available(name)]
+    return [requested]
+
+
+def benchmark_backend(bundle_dir, backend: str, iters: int, warmup: int) -> dict:
+    privatizer = Privatizer.load(bundle_dir, backend=backend)
+    manifest = privatizer.manifest
+    sample = sensor_sample(privatizer)
+    model_input = to_model_units(sample[None], privatizer.input_spec)
+    calls = {"runtime": lambda: privatizer(sample), "model": lambda: privatizer.run_model(model_input)}
+    raw_session = _raw_onnxruntime_session(privatizer)
+    if raw_session is not None:
+        input_name = raw_session.get_inputs()[0].name
+        calls["raw_onnxruntime"] = lambda: raw_session.run(None, {input_name: model_input})
+    stats = paired_latency(calls, iters, warmup, f"benchmark {privatizer.backend_name}")
+    complexity = manifest.get("complexity", {})
+    row = {"backend": privatizer.backend_name,
+           "precision": manifest["artifacts"][privatizer.backend_name].get("precision", "fp32"),
+           "params": complexity.get("params"), "flops_torch": complexity.get("flops_torch"),
+           "flops_onnx": complexity.get("flops_onnx")}
+    for name, values in stats.items():
+        row.update({f"{name}_{key}": values[key] for key in ("p50_ms", "p95_ms", "p99_ms", "fps")})
+    row["fps"] = row["runtime_fps"]   # the headline: frames per second through the full runtime call
+    if "raw_onnxruntime" in stats:
+        row["overhead_ratio_p50"] = stats["runtime"]["p50_ms"] / stats["raw_onnxruntime"]["p50_ms"]
+        row["overhead_ratio_mean"] = stats["runtime"]["mean_ms"] / stats["raw_onnxruntime"]["mean_ms"]
+    if row["flops_torch"]:
+        row["achieved_gflops"] = row["flops_torch"] / (stats["model"]["mean_ms"] * 1e6)
+    return row
+
+
+def _raw_onnxruntime_session(privatizer: Privatizer):
+    """A bare InferenceSession on the bundle's ONNX file, configured exactly like the adapter."""
+    artifact = privatizer.manifest["artifacts"].get("onnxruntime")
+    if artifact is None or not library_available("onnxruntime"):
+        return None
+    from sensorveil.runtime.backends.onnxruntime_backend import make_session
+    return make_session(privatizer.bundle.path(artifact["file"]))
+
+
+def benchmark_bundle(bundle_dir, backend: str = "all", iters: int = 500, warmup: int = 50) -> dict:
+    """Every figure `sensorveil benchmark` prints, as one dict with a `rows` list."""
+    bundle_dir = Path(bundle_dir)
+    probe = Privatizer.load(bundle_dir, backend="auto" if backend == "all" else backend)
+    manifest = probe.manifest
+    rows = [benchmark_backend(bundle_dir, name, iters, warmup)
+            for name in backends_to_measure(manifest, backend)]
+    onnx_file = manifest["artifacts"].get("onnxruntime", {}).get("file")
+    graph = {}
+    if onnx_file:
+        counted = onnx_flops(bundle_dir / onnx_file)
+        graph = {"flops_onnx_graph": counted["total"], "elementwise_ops_onnx": counted["elementwise"],
+                 "params_onnx_graph": onnx_params(bundle_dir / onnx_file)}
+    peak = matmul_peak_gflops()
+    for row in rows:
+        if row.get("achieved_gflops"):
+            row["fraction_of_matmul_peak"] = row["achieved_gflops"] / peak
+    return {"bundle": str(bundle_dir), "mechanism": manifest["mechanism"].get("name"),
+            "input": {"shape": manifest["input"]["sample_shape"], "dtype": manifest["input"]["dtype"]},
+            "batch": 1, "iters": iters, "cpu": cpu_description(), "matmul_peak_gflops": peak,
+            **graph, "metrics_at_export": manifest.get("metrics", {}), "rows": rows,
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
