@@ -1,0 +1,60 @@
+"""The console script and the benchmark as a user runs them."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sensorveil.cli import main
+
+
+def test_benchmark_reports_latency_fps_flops_and_runtime_overhead(digits_bundle, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert main(["benchmark", str(digits_bundle), "--frames", "30", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    [row] = report["rows"]
+    for key in ("runtime_p50_ms", "runtime_p95_ms", "runtime_p99_ms", "runtime_fps", "raw_onnxruntime_p50_ms",
+                "overhead_ratio_p50", "flops_torch", "flops_onnx", "params"):
+        assert row[key] > 0, key
+    assert row["runtime_p50_ms"] <= row["runtime_p95_ms"] <= row["runtime_p99_ms"]
+    assert report["flops_onnx_graph"] == row["flops_torch"]
+    assert (tmp_path / "bench.md").read_text().startswith("# sensorveil benchmark")
+    assert (tmp_path / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "overhead_ratio_p50" in capsys.readouterr().out
+
+
+def test_evaluate_a_bundle_through_the_runtime(digits_bundle, tmp_path):
+    out = tmp_path / "eval.json"
+    assert main(["evaluate", str(digits_bundle), "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["backend"] == "onnxruntime"
+    for key in ("probing_acc_private", "protocol_acc_private", "random_star", "tree_acc_private"):
+        assert 0 <= result[key] <= 1
+
+
+def test_errors_exit_2_with_one_line_that_says_what_was_expected(tmp_path, capsys):
+    assert main(["evaluate", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "expected a run directory" in err and "Traceback" not in err
+    assert main(["train", "prgan", "--dataset", "mnist-please"]) == 2
+    assert "expected" in capsys.readouterr().err
+
+
+def test_console_script_help_lists_the_contract_verbs():
+    out = subprocess.run([sys.executable, "-m", "sensorveil", "--help"], capture_output=True, text=True, check=True)
+    for verb in ("quickstart", "train", "evaluate", "export", "benchmark"):
+        assert verb in out.stdout
+
+
+@pytest.mark.slow
+def test_quickstart_end_to_end(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "sensorveil", "quickstart", "--out", str(tmp_path), "--epochs", "3"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "sensorveil quickstart summary" in result.stdout
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert 0 <= summary["probing attacker lt5 (neural)"] <= 1
+    assert (tmp_path / "bundles" / "prgan-digits" / "manifest.json").is_file()
+    assert (tmp_path / "digits_raw_vs_privatized.png").read_bytes()[:4] == b"\x89PNG"
