@@ -19,4 +19,8 @@ def write_onnx(exporter) -> dict:
     return {"onnxruntime": {"file": "model.onnx", "format": "onnx", "opset": OPSET, "precision": "fp32"}}
 
 
-FORMAT_WRITERS = {"onnx": write_onnx}
+from sensorveil.export.openvino_export import write_openvino  # noqa: E402  (writers import their libraries lazily)
+from sensorveil.export.tensorrt_export import write_tensorrt  # noqa: E402
+from sensorveil.export.tflite_export import write_tflite  # noqa: E402
+
+FORMAT_WRITERS = {"onnx": write_onnx, "tflite": write_tflite, "openvino": write_openvino, "tensorrt": write_tensorrt}

@@ -19,7 +19,15 @@ from sensorveil.runtime.errors import BackendUnavailableError
 # backend name -> (module, class, the pip package that provides its library)
 REGISTRY = {
     "onnxruntime": ("sensorveil.runtime.backends.onnxruntime_backend", "OnnxRuntimeBackend", "onnxruntime"),
+    "litert": ("sensorveil.runtime.backends.litert_backend", "LiteRTBackend", "ai_edge_litert"),
+    "edgetpu": ("sensorveil.runtime.backends.edgetpu_backend", "EdgeTPUBackend", "ai_edge_litert"),
+    "openvino": ("sensorveil.runtime.backends.openvino_backend", "OpenVINOBackend", "openvino"),
+    "tensorrt": ("sensorveil.runtime.backends.tensorrt_backend", "TensorRTBackend", "tensorrt"),
 }
+# Modules that provide the same library where the registry's package has no wheel (Coral boards).
+ALTERNATIVE_MODULES = {"litert": ("tflite_runtime",), "edgetpu": ("tflite_runtime",)}
+# Backends that need hardware: 'auto' takes them only when a matching device profile is detected.
+HARDWARE_BACKENDS = ("tensorrt", "edgetpu")
 # Order in which backend="auto" tries what the bundle carries: fastest accelerator first.
 AUTO_ORDER = ("tensorrt", "edgetpu", "openvino", "litert", "onnxruntime")
 
@@ -33,8 +41,16 @@ class Backend(Protocol):
 
 
 def library_available(backend: str) -> bool:
-    module = REGISTRY[backend][2]
-    return importlib.util.find_spec(module) is not None
+    modules = (REGISTRY[backend][2],) + ALTERNATIVE_MODULES.get(backend, ())
+    return any(importlib.util.find_spec(module) is not None for module in modules)
+
+
+def auto_order() -> list[str]:
+    """Backends of the detected device profiles first, then AUTO_ORDER without undetected hardware."""
+    from sensorveil.devices import detect, load_profile
+    detected = [load_profile(match["name"])["backend"] for match in detect()]
+    rest = [name for name in AUTO_ORDER if name not in HARDWARE_BACKENDS]
+    return list(dict.fromkeys(detected + rest))
 
 
 def resolve_backend(bundle: Bundle, requested: str) -> str:
@@ -44,7 +60,7 @@ def resolve_backend(bundle: Bundle, requested: str) -> str:
             raise BackendUnavailableError(
                 f"unknown backend {requested!r}; expected one of: auto, {', '.join(REGISTRY)}")
         return requested
-    carried = [name for name in AUTO_ORDER if name in bundle.manifest["artifacts"] and name in REGISTRY]
+    carried = [name for name in auto_order() if name in bundle.manifest["artifacts"] and name in REGISTRY]
     for name in carried:
         if library_available(name):
             return name
@@ -58,6 +74,12 @@ def create_backend(bundle: Bundle, name: str, **options) -> Backend:
     if not library_available(name):
         raise BackendUnavailableError(
             f"backend {name!r} needs the Python package '{package}', which is not installed "
-            f"(pip install {package})")
+            f"(pip install {package}){_setup_hint(name)}")
     module = importlib.import_module(module_name)
     return getattr(module, class_name)(bundle, **options)
+
+
+def _setup_hint(backend: str) -> str:
+    from sensorveil.devices import profiles_for_backend, setup_script
+    scripts = [f"{setup_script(name).relative_to(setup_script(name).parents[3])}" for name in profiles_for_backend(backend)]
+    return f"; on a board, run its set-up script: {', '.join(scripts)}" if scripts else ""

@@ -1,0 +1,129 @@
+"""torch -> LiteRT (.tflite) through litert-torch, no TensorFlow. fp32, fp16 and full-integer int8.
+
+* fp32: ``litert_torch.convert`` of the exporter's model (static batch 1: the Edge TPU needs
+  static shapes and the runtime feeds frames one at a time anyway).
+* fp16: weights stored as float16 and dequantized at load (ai-edge-quantizer float casting),
+  the LiteRT equivalent of TFLite's float16 post-training quantization.
+* int8: static quantization of weights and activations by ai-edge-quantizer, calibrated on
+  ``--calibration N`` real training samples; then the float input/output are replaced by int8
+  ones (TFLite's modify_model_interface, as TF's inference_input_type=int8 does), which is what
+  the Edge TPU needs. ``edgetpu_compiler`` runs when it is on PATH; otherwise the bundle says
+  the model is not compiled and carries the exact command to run on a machine that has it.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import shlex
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+FP32_FILE, FP16_FILE, INT8_FILE = "model_fp32.tflite", "model_fp16.tflite", "model_int8.tflite"
+EDGETPU_SUFFIX = "_edgetpu.tflite"
+DEFAULT_CALIBRATION = 200
+
+
+@contextlib.contextmanager
+def _quiet():
+    """litert-torch and the quantizer print progress bars and MLIR timings; keep the CLI readable."""
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        previous = logging.root.manager.disable
+        logging.disable(logging.WARNING)
+        try:
+            yield
+        finally:
+            logging.disable(previous)
+
+
+def convert_fp32(model: torch.nn.Module, example: np.ndarray, path: Path) -> Path:
+    import litert_torch
+    with _quiet():
+        edge_model = litert_torch.convert(model.eval(), (torch.from_numpy(example[:1]),))
+        edge_model.export(str(path))
+    return path
+
+
+def _signature_input(model_path: Path) -> tuple[str, str]:
+    from ai_edge_litert.interpreter import Interpreter
+    signatures = Interpreter(model_path=str(model_path)).get_signature_list()
+    key = next(iter(signatures))
+    return key, signatures[key]["inputs"][0]
+
+
+def quantize_fp16(float_path: Path, path: Path) -> Path:
+    from ai_edge_quantizer import qtyping, quantizer, recipe_manager
+    from ai_edge_quantizer.algorithm_manager import AlgorithmName
+    manager = recipe_manager.RecipeManager()
+    manager.add_weight_only_config(regex=".*", operation_name=qtyping.TFLOperationName.ALL_SUPPORTED, num_bits=16,
+                                   algorithm_key=AlgorithmName.FLOAT_CASTING)
+    with _quiet():
+        quantizer.Quantizer(str(float_path), manager.get_quantization_recipe()).quantize().export_model(
+            str(path), overwrite=True)
+    return path
+
+
+def quantize_int8(float_path: Path, calibration: np.ndarray, path: Path) -> Path:
+    """Full-integer: int8 weights (per channel) and activations (per tensor), int8 I/O."""
+    from ai_edge_litert import _pywrap_modify_model_interface as interface
+    from ai_edge_litert import schema_py_generated as schema
+    from ai_edge_quantizer import quantizer, recipe
+    signature, input_name = _signature_input(float_path)
+    q = quantizer.Quantizer(str(float_path), recipe.static_wi8_ai8())
+    float_io = path.with_name(path.stem + "_float_io.tflite")
+    with _quiet():
+        stats = q.calibrate({signature: [{input_name: sample[None]} for sample in calibration]})
+        q.quantize(stats).export_model(str(float_io), overwrite=True)
+    status = interface.modify_model_interface(str(float_io), str(path), schema.TensorType.INT8, schema.TensorType.INT8)
+    float_io.unlink()
+    if status != 0:
+        raise RuntimeError(f"could not give {path.name} int8 inputs/outputs (modify_model_interface status {status})")
+    return path
+
+
+def compile_command(out_dir: Path, model_file: str) -> str:
+    return f"edgetpu_compiler -s -o {shlex.quote(str(out_dir))} {shlex.quote(str(out_dir / model_file))}"
+
+
+def compile_for_edgetpu(out_dir: Path, model_file: str) -> dict:
+    """The manifest's 'edgetpu' artifact: compiled when edgetpu_compiler is here, else the command."""
+    command = compile_command(out_dir, model_file)
+    compiled_file = model_file.replace(".tflite", EDGETPU_SUFFIX)
+    entry = {"format": "tflite", "precision": "int8", "compile_command": command}
+    if shutil.which("edgetpu_compiler") is None:
+        return {**entry, "file": model_file, "compiled": False,
+                "note": "edgetpu_compiler is not on PATH here (it ships for x86-64 Debian/Ubuntu only)"}
+    result = subprocess.run(shlex.split(command), capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"edgetpu_compiler failed: {result.stdout}{result.stderr}")
+    (out_dir / model_file.replace(".tflite", "_edgetpu.log")).unlink(missing_ok=True)
+    return {**entry, "file": compiled_file, "compiled": True, "compiler_output": result.stdout[-2000:]}
+
+
+def write_tflite(exporter) -> dict:
+    out = exporter.out_dir
+    float_path = convert_fp32(exporter.model, exporter.samples, out / FP32_FILE)
+    artifact = {"format": "tflite", "converter": "litert-torch", "static_batch": 1}
+    if exporter.precision == "fp32":
+        return {"litert": {**artifact, "file": FP32_FILE, "precision": "fp32"}}
+    if exporter.precision == "fp16":
+        quantize_fp16(float_path, out / FP16_FILE)
+        float_path.unlink()
+        return {"litert": {**artifact, "file": FP16_FILE, "precision": "fp16", "weights": "float16"}}
+    calibration = exporter.calibration_samples()
+    np.save(out / "calibration_inputs.npy", calibration, allow_pickle=False)
+    quantize_int8(float_path, calibration, out / INT8_FILE)
+    float_path.unlink()
+    artifacts = {"litert": {**artifact, "file": INT8_FILE, "precision": "int8", "io_dtype": "int8",
+                            "calibration": {"file": "calibration_inputs.npy", "samples": int(len(calibration)),
+                                            "drawn_from": "training split"}}}
+    target = getattr(exporter, "target", None)
+    if target and target.get("backend") == "edgetpu":
+        artifacts["edgetpu"] = compile_for_edgetpu(out, INT8_FILE)
+    return artifacts

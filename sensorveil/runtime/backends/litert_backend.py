@@ -1,0 +1,62 @@
+"""LiteRT adapter (ai-edge-litert, falling back to tflite_runtime on boards that only have it).
+
+TFLite models from the exporter have a static batch of 1 (the Edge TPU requires it), so a
+batch runs sample by sample. Int8 models take and return int8: the adapter quantizes the
+float32 model-unit input with the input tensor's (scale, zero point) and dequantizes the
+output, so callers see the same float32 interface as every other backend.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    from ai_edge_litert import interpreter as litert
+    LIBRARY = "ai-edge-litert"
+except ImportError:  # Coral boards often ship only the older runtime
+    from tflite_runtime import interpreter as litert
+    LIBRARY = "tflite-runtime"
+
+from sensorveil.runtime.bundle import Bundle
+
+
+def quantize(values: np.ndarray, detail: dict) -> np.ndarray:
+    """float -> the tensor's integer type with its affine (scale, zero point)."""
+    scale, zero_point = detail["quantization"]
+    info = np.iinfo(detail["dtype"])
+    return np.clip(np.rint(values / scale + zero_point), info.min, info.max).astype(detail["dtype"])
+
+
+def dequantize(values: np.ndarray, detail: dict) -> np.ndarray:
+    scale, zero_point = detail["quantization"]
+    return ((values.astype(np.float32) - zero_point) * scale).astype(np.float32)
+
+
+class LiteRTBackend:
+    name = "litert"
+
+    def __init__(self, bundle: Bundle, threads: int | None = None, artifact_key: str | None = None):
+        artifact = bundle.artifact(artifact_key or self.name)
+        self.model_path = bundle.path(artifact["file"])
+        self.precision = artifact.get("precision", "fp32")
+        self.interpreter = self._make_interpreter(threads)
+        self.interpreter.allocate_tensors()
+        self.input = self.interpreter.get_input_details()[0]
+        self.output = self.interpreter.get_output_details()[0]
+        self.quantized_io = np.issubdtype(self.input["dtype"], np.integer)
+
+    def _make_interpreter(self, threads):
+        return litert.Interpreter(model_path=str(self.model_path), num_threads=threads)
+
+    def run(self, batch: np.ndarray) -> np.ndarray:
+        return np.concatenate([self._run_one(batch[i:i + 1]) for i in range(len(batch))])
+
+    def _run_one(self, sample: np.ndarray) -> np.ndarray:
+        x = quantize(sample, self.input) if self.quantized_io else sample.astype(np.float32, copy=False)
+        self.interpreter.set_tensor(self.input["index"], x.reshape(self.input["shape"]))
+        self.interpreter.invoke()
+        y = self.interpreter.get_tensor(self.output["index"])
+        return dequantize(y, self.output) if np.issubdtype(self.output["dtype"], np.integer) else y.copy()
+
+    def describe(self) -> dict:
+        return {"backend": self.name, "library": LIBRARY, "precision": self.precision,
+                "io_dtype": np.dtype(self.input["dtype"]).name, "model": self.model_path.name}

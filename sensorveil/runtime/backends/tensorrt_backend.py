@@ -1,0 +1,237 @@
+"""TensorRT adapter: builds the engine on the device on first load, caches it, runs it with
+CUDA device buffers (cuda-python, or pycuda on boards such as the Jetson Nano whose CUDA 10.2
+cuda-python does not support). No torch anywhere.
+
+An engine is only valid for the GPU and the TensorRT version that built it, so the cache file
+next to the bundle is keyed by both, plus the ONNX file's hash and the build settings:
+``BUNDLE/engines/<gpu>-trt<version>-<precision>-<onnx sha>.engine``.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import tensorrt as trt
+
+from sensorveil.runtime.bundle import Bundle
+from sensorveil.runtime.errors import BackendUnavailableError
+
+SETUP_HINT = "run sensorveil/devices/setup/<your board>.sh (jetson-nano, jetson-orin-nano or nvidia-gpu)"
+LOGGER = trt.Logger(trt.Logger.WARNING)
+
+
+# -- CUDA memory: one small interface over cuda-python or pycuda ---------------------------
+class CudaPython:
+    def __init__(self):
+        try:
+            from cuda.bindings import runtime as cudart   # cuda-python >= 12.6
+        except ImportError:
+            from cuda import cudart
+        self.cudart = cudart
+        self.stream = self._check(cudart.cudaStreamCreate())
+
+    def _check(self, result):
+        error, *values = result
+        if int(error) != 0:
+            raise BackendUnavailableError(f"CUDA call failed with {error}; is an NVIDIA GPU visible? {SETUP_HINT}")
+        return values[0] if values else None
+
+    def gpu_name(self) -> str:
+        props = self._check(self.cudart.cudaGetDeviceProperties(0))
+        return props.name.decode() if isinstance(props.name, bytes) else str(props.name)
+
+    def alloc(self, nbytes: int) -> int:
+        return int(self._check(self.cudart.cudaMalloc(nbytes)))
+
+    def to_device(self, pointer: int, host: np.ndarray) -> None:
+        kind = self.cudart.cudaMemcpyKind.cudaMemcpyHostToDevice
+        self._check(self.cudart.cudaMemcpyAsync(pointer, host.ctypes.data, host.nbytes, kind, self.stream))
+
+    def to_host(self, host: np.ndarray, pointer: int) -> None:
+        kind = self.cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost
+        self._check(self.cudart.cudaMemcpyAsync(host.ctypes.data, pointer, host.nbytes, kind, self.stream))
+
+    def synchronize(self) -> None:
+        self._check(self.cudart.cudaStreamSynchronize(self.stream))
+
+    def stream_handle(self) -> int:
+        return int(self.stream)
+
+    def free(self, pointer: int) -> None:
+        self.cudart.cudaFree(pointer)
+
+
+class PyCuda:
+    def __init__(self):
+        import pycuda.autoinit  # noqa: F401  (creates the context on device 0)
+        import pycuda.driver as driver
+        self.driver = driver
+        self.stream = driver.Stream()
+        self.allocations = {}
+
+    def gpu_name(self) -> str:
+        return self.driver.Device(0).name()
+
+    def alloc(self, nbytes: int) -> int:
+        allocation = self.driver.mem_alloc(nbytes)
+        self.allocations[int(allocation)] = allocation
+        return int(allocation)
+
+    def to_device(self, pointer: int, host: np.ndarray) -> None:
+        self.driver.memcpy_htod_async(pointer, host, self.stream)
+
+    def to_host(self, host: np.ndarray, pointer: int) -> None:
+        self.driver.memcpy_dtoh_async(host, pointer, self.stream)
+
+    def synchronize(self) -> None:
+        self.stream.synchronize()
+
+    def stream_handle(self) -> int:
+        return self.stream.handle
+
+    def free(self, pointer: int) -> None:
+        self.allocations.pop(pointer).free()
+
+
+def cuda_memory():
+    for make in (CudaPython, PyCuda):
+        try:
+            return make()
+        except ImportError:
+            continue
+    raise BackendUnavailableError("the tensorrt backend needs 'cuda-python' (pip install cuda-python) or 'pycuda' "
+                                  f"for device buffers; {SETUP_HINT}")
+
+
+# -- engine build and cache -----------------------------------------------------------------
+class Int8Calibrator(trt.IInt8EntropyCalibrator2):
+    """Feeds the bundle's calibration inputs (real training samples, model units) to TensorRT and
+    keeps its calibration cache beside the engine, so a rebuild skips calibration."""
+
+    def __init__(self, samples: np.ndarray, memory, cache_path: Path, batch: int = 8):
+        trt.IInt8EntropyCalibrator2.__init__(self)
+        self.samples, self.memory, self.cache_path, self.batch = samples, memory, cache_path, batch
+        self.position = 0
+        self.pointer = memory.alloc(samples[:batch].nbytes)
+
+    def get_batch_size(self):
+        return self.batch
+
+    def get_batch(self, names):
+        if self.position + self.batch > len(self.samples):
+            return None
+        chunk = np.ascontiguousarray(self.samples[self.position:self.position + self.batch])
+        self.memory.to_device(self.pointer, chunk)
+        self.memory.synchronize()
+        self.position += self.batch
+        return [self.pointer]
+
+    def read_calibration_cache(self):
+        return self.cache_path.read_bytes() if self.cache_path.is_file() else None
+
+    def write_calibration_cache(self, cache):
+        self.cache_path.write_bytes(bytes(cache))
+
+
+def engine_path(cache_dir: Path, gpu: str, build: dict, onnx_sha: str) -> Path:
+    safe_gpu = re.sub(r"[^A-Za-z0-9]+", "-", gpu).strip("-").lower()
+    return cache_dir / f"{safe_gpu}-trt{trt.__version__}-{build['precision']}-{onnx_sha[:12]}.engine"
+
+
+def build_engine(onnx_path: Path, build: dict, sample_shape: tuple, calibration: np.ndarray | None, memory,
+                 cache_dir: Path) -> bytes:
+    """ONNX -> serialized engine with the bundle's build settings (precision, workspace, batch range)."""
+    builder = trt.Builder(LOGGER)
+    # TensorRT 10 networks are always explicit-batch (the flag is deprecated); 8.x needs it set
+    major = int(trt.__version__.split(".")[0])
+    explicit = 1 << int(trt.NetworkDefinitionCreationFlag.EXPLICIT_BATCH) if major < 10 else 0
+    network = builder.create_network(explicit)
+    parser = trt.OnnxParser(network, LOGGER)
+    if not parser.parse(onnx_path.read_bytes()):
+        errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
+        raise BackendUnavailableError(f"TensorRT {trt.__version__} cannot parse {onnx_path.name}: {errors}; "
+                                      "run `sensorveil devices check BUNDLE --device NAME` for the offending operators")
+    config = builder.create_builder_config()
+    config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(build["workspace_mb"]) << 20)
+    if build["precision"] in ("fp16", "int8"):
+        config.set_flag(trt.BuilderFlag.FP16)   # int8 layers fall back to fp16, not fp32
+    if build["precision"] == "int8":
+        config.set_flag(trt.BuilderFlag.INT8)
+        config.int8_calibrator = Int8Calibrator(calibration, memory, cache_dir / "calibration.cache")
+    profile = builder.create_optimization_profile()
+    name = network.get_input(0).name
+    profile.set_shape(name, (1, *sample_shape), (1, *sample_shape), (int(build["max_batch"]), *sample_shape))
+    config.add_optimization_profile(profile)
+    if build["precision"] == "int8":
+        config.set_calibration_profile(profile)
+    serialized = builder.build_serialized_network(network, config)
+    if serialized is None:
+        raise BackendUnavailableError(f"TensorRT {trt.__version__} failed to build an engine for {onnx_path.name}")
+    return bytes(serialized)
+
+
+class TensorRTBackend:
+    name = "tensorrt"
+
+    def __init__(self, bundle: Bundle, cache_dir: str | Path | None = None, rebuild: bool = False):
+        artifact = bundle.artifact(self.name)
+        self.onnx_path = bundle.path(artifact["file"])
+        self.build = artifact["build"]
+        self.memory = cuda_memory()
+        self.gpu = self.memory.gpu_name()
+        self.cache_dir = Path(cache_dir) if cache_dir else bundle.root / "engines"
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.sample_shape = tuple(bundle.manifest["input"]["model_shape"])[1:]
+        sha = bundle.manifest["files"][artifact["file"]]["sha256"]
+        self.engine_file = engine_path(self.cache_dir, self.gpu, self.build, sha)
+        self.built_now = rebuild or not self.engine_file.is_file()
+        if self.built_now:
+            calibration = (np.load(bundle.path(self.build["calibration"]), allow_pickle=False)
+                           if self.build["precision"] == "int8" else None)
+            self.engine_file.write_bytes(build_engine(self.onnx_path, self.build, self.sample_shape, calibration,
+                                                      self.memory, self.cache_dir))
+        self.engine = trt.Runtime(LOGGER).deserialize_cuda_engine(self.engine_file.read_bytes())
+        self.context = self.engine.create_execution_context()
+        self.max_batch = int(self.build["max_batch"])
+        self.buffers = self._allocate()
+
+    def _allocate(self) -> dict:
+        """One device buffer per I/O tensor, sized for the largest batch of the profile."""
+        per_sample = int(np.prod(self.sample_shape)) * 4
+        output_per_sample = per_sample
+        if hasattr(self.engine, "num_io_tensors"):
+            names = [self.engine.get_tensor_name(i) for i in range(self.engine.num_io_tensors)]
+            out_name = next(n for n in names if self.engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT)
+            output_per_sample = int(np.prod(tuple(self.engine.get_tensor_shape(out_name))[1:])) * 4
+            self.input_name = next(n for n in names if self.engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT)
+            self.output_name = out_name
+        return {"input": self.memory.alloc(per_sample * self.max_batch),
+                "output": self.memory.alloc(output_per_sample * self.max_batch), "output_per_sample": output_per_sample}
+
+    def run(self, batch: np.ndarray) -> np.ndarray:
+        if len(batch) > self.max_batch:
+            return np.concatenate([self.run(batch[i:i + self.max_batch]) for i in range(0, len(batch), self.max_batch)])
+        batch = np.ascontiguousarray(batch, dtype=np.float32)
+        out = np.empty((len(batch), self.buffers["output_per_sample"] // 4), dtype=np.float32)
+        self.memory.to_device(self.buffers["input"], batch)
+        if hasattr(self.context, "execute_async_v3"):       # TensorRT >= 8.5: named tensors
+            self.context.set_input_shape(self.input_name, batch.shape)
+            self.context.set_tensor_address(self.input_name, self.buffers["input"])
+            self.context.set_tensor_address(self.output_name, self.buffers["output"])
+            self.context.execute_async_v3(self.memory.stream_handle())
+        else:                                                 # TensorRT 8.2 (JetPack 4.6): bindings
+            self.context.set_binding_shape(0, batch.shape)
+            self.context.execute_async_v2([self.buffers["input"], self.buffers["output"]], self.memory.stream_handle())
+        self.memory.to_host(out, self.buffers["output"])
+        self.memory.synchronize()
+        return out
+
+    def close(self) -> None:
+        for key in ("input", "output"):
+            self.memory.free(self.buffers[key])
+
+    def describe(self) -> dict:
+        return {"backend": self.name, "library_version": trt.__version__, "gpu": self.gpu,
+                "precision": self.build["precision"], "engine": str(self.engine_file),
+                "built_on_load": self.built_now, "model": self.onnx_path.name}
