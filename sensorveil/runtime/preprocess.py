@@ -1,0 +1,229 @@
+"""From a sensor frame to a bundle's input sample and back, in numpy only.
+
+A bundle is trained on samples of one shape (PR-GAN: 180x180 depth patches, 8x8 digits); a
+sensor delivers whole frames. A pre-processor turns each frame into one sample in the bundle's
+*sensor units* (the Privatizer then validates and normalizes it), and ``restore`` turns the
+privatized sample into what leaves the device.
+
+* :class:`Passthrough`: the frame already has the bundle's sample shape (npy recordings of samples).
+* :class:`DepthPersonPatch`: PR-GAN section 6.1 ("from each [512x424] frame, we retrieve a
+  180x180 patch centered around the participant"). The participant is found as the nearest
+  blob above the floor. ``restore`` emits the privatized patch (default) or pastes it into an
+  otherwise *invalid* (0 mm) frame: raw pixels outside the patch never leave the device.
+* :class:`FitToBundle`: camera frames (and any frame larger or smaller than the sample):
+  grayscale, centre crop to the sample's aspect, area resampling to the sample's size, and a
+  linear map of the source range (0-255 for 8-bit images) onto the bundle's sensor range.
+  For camera frames and the depth or digits bundles this is a DEMONSTRATION path: it shows the
+  runtime's throughput and what the mechanism does to an image; a bundle only protects the
+  attributes of the kind of data it was trained on.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from sensorveil.runtime.errors import InputError
+from sensorveil.runtime.sources import DEPTH_MAX_MM, Frame
+from sensorveil.runtime.spec import TensorSpec
+
+BGR_TO_GRAY = np.array([0.114, 0.587, 0.299], dtype=np.float32)   # ITU-R BT.601 luma, BGR order
+
+
+class Passthrough:
+    """Frames that already are bundle samples."""
+
+    name = "passthrough"
+
+    def prepare(self, frame: Frame) -> tuple[np.ndarray, None]:
+        return frame.data, None
+
+    def restore(self, privatized: np.ndarray, context) -> np.ndarray:
+        return privatized
+
+
+# -- depth: PR-GAN section 6.1 ------------------------------------------------------------
+class DepthPersonPatch:
+    """A ``size`` patch around the person in an overhead depth frame (PR-GAN section 6.1).
+
+    The person is the nearest blob above the floor: the floor is the median valid depth (a
+    person covers a minority of an overhead frame), pixels ``min_height_mm`` nearer than it
+    stand above it, the nearest of those seeds the blob, and the patch is centred on the
+    centroid of the above-floor pixels within half a patch of the seed. Frames without anyone
+    keep the last centre (the frame centre at first). All searches run on a ``stride``-subsampled
+    grid: the patch needs a centre to a few pixels, not a segmentation.
+    """
+
+    name = "depth-person-patch"
+
+    def __init__(self, size: tuple[int, int], output: str = "patch", min_height_mm: float = 300.0,
+                 stride: int = 4):
+        if output not in ("patch", "frame"):
+            raise InputError(f"depth output {output!r} is not known; expected 'patch' or 'frame'")
+        self.size, self.output = tuple(size), output
+        self.min_height_mm, self.stride = float(min_height_mm), int(stride)
+        self.center: tuple[int, int] | None = None
+
+    def prepare(self, frame: Frame) -> tuple[np.ndarray, tuple]:
+        depth = frame.data
+        if depth.ndim != 2 or depth.shape[0] < self.size[0] or depth.shape[1] < self.size[1]:
+            raise InputError(f"depth frame of shape {depth.shape}; expected a 2-D frame of at least "
+                             f"{self.size[0]}x{self.size[1]} (e.g. Kinect v2's 424x512)")
+        found = find_person(depth, self.min_height_mm, self.stride, self.size)
+        if found is not None:
+            self.center = found
+        elif self.center is None:
+            self.center = (depth.shape[0] // 2, depth.shape[1] // 2)
+        top, left = crop_origin(self.center, self.size, depth.shape)
+        patch = depth[top:top + self.size[0], left:left + self.size[1]]
+        return patch, (top, left, depth.shape)
+
+    def restore(self, privatized: np.ndarray, context) -> np.ndarray:
+        if self.output == "patch":
+            return privatized
+        top, left, shape = context
+        frame = np.zeros(shape, dtype=privatized.dtype)   # 0 mm = "no reading" on depth sensors
+        frame[top:top + privatized.shape[0], left:left + privatized.shape[1]] = privatized
+        return frame
+
+
+def find_person(depth: np.ndarray, min_height_mm: float, stride: int, patch: tuple[int, int]):
+    """(row, col) of the nearest blob standing ``min_height_mm`` above the floor, or None."""
+    coarse = depth[::stride, ::stride]
+    valid = coarse > 0
+    if not valid.any():
+        return None
+    floor = np.median(coarse[valid])
+    above = valid & (coarse < floor - min_height_mm)
+    if not above.any():
+        return None
+    nearest = np.unravel_index(np.argmin(np.where(above, coarse, np.iinfo(np.int32).max)), coarse.shape)
+    rows, cols = np.nonzero(above)
+    half_r, half_c = patch[0] / (2 * stride), patch[1] / (2 * stride)
+    blob = (np.abs(rows - nearest[0]) <= half_r) & (np.abs(cols - nearest[1]) <= half_c)
+    return int(rows[blob].mean() * stride), int(cols[blob].mean() * stride)
+
+
+def crop_origin(center: tuple[int, int], size: tuple[int, int], shape: tuple[int, int]) -> tuple[int, int]:
+    """Top-left corner of a ``size`` crop centred on ``center``, moved inside the frame."""
+    top = min(max(center[0] - size[0] // 2, 0), shape[0] - size[0])
+    left = min(max(center[1] - size[1] // 2, 0), shape[1] - size[1])
+    return int(top), int(left)
+
+
+# -- camera and other frames: resize / crop / normalize ---------------------------------------
+class FitToBundle:
+    """Grayscale, centre crop, area resampling and a range map onto a 2-D bundle input."""
+
+    name = "fit-to-bundle"
+
+    def __init__(self, spec: TensorSpec, source_range: tuple[float, float]):
+        if len(spec.sample_shape) != 2:
+            raise InputError(f"this bundle takes samples of shape {spec.sample_shape}; image frames can "
+                             "only feed a bundle whose input is a 2-D image (H, W)")
+        self.spec = spec
+        low, high = source_range
+        # (v - low) * gain + spec.low maps the source range onto the bundle's sensor range
+        self.source_low, self.gain = float(low), (spec.high - spec.low) / float(high - low)
+
+    def prepare(self, frame: Frame) -> tuple[np.ndarray, None]:
+        image = frame.data
+        if image.ndim not in (2, 3) or image.size == 0:
+            raise InputError(f"frame of shape {image.shape}; expected an HxW or HxWx3 image")
+        height, width = self.spec.sample_shape
+        crop = image[_centre_slices(image.shape[:2], height / width)]
+        if crop.ndim == 3:   # grey first: one plane to resample instead of three
+            crop = crop[..., :3] @ BGR_TO_GRAY[: crop.shape[2]]
+        rows = _resampler(crop.shape[0], height)
+        cols = _resampler(crop.shape[1], width)
+        small = cols.apply(rows.apply(crop, axis=0), axis=1)
+        return self._to_sensor_range(small), None
+
+    def _to_sensor_range(self, values: np.ndarray) -> np.ndarray:
+        values = (values - self.source_low) * self.gain + self.spec.low
+        np.clip(values, self.spec.low, self.spec.high, out=values)
+        if self.spec.dtype.kind in "ui":
+            np.rint(values, out=values)
+        return values.astype(self.spec.dtype, copy=False)
+
+    def restore(self, privatized: np.ndarray, context) -> np.ndarray:
+        return privatized
+
+
+def _centre_slices(shape: tuple[int, int], aspect: float) -> tuple[slice, slice]:
+    """The largest centred window of ``shape`` with height/width == aspect."""
+    rows, cols = shape
+    if rows / cols > aspect:
+        keep = int(round(cols * aspect))
+        start = (rows - keep) // 2
+        return slice(start, start + keep), slice(0, cols)
+    keep = int(round(rows / aspect))
+    start = (cols - keep) // 2
+    return slice(0, rows), slice(start, start + keep)
+
+
+class _AxisResampler:
+    """Area resampling along one axis as a few weighted gathers.
+
+    Output pixel i averages the input interval [i, i+1) * n_in / n_out, partial pixels weighted
+    by their overlap (what cv2.INTER_AREA does). Each output touches at most
+    ceil(n_in / n_out) + 1 inputs, so the resampling is that many gathers, not a dense matmul.
+    """
+
+    def __init__(self, n_in: int, n_out: int):
+        edges = np.arange(n_out + 1) * (n_in / n_out)
+        pixels = np.arange(n_in)
+        overlap = (np.minimum(edges[1:, None], pixels + 1) - np.maximum(edges[:-1, None], pixels)).clip(0)
+        overlap /= overlap.sum(axis=1, keepdims=True)
+        taps = int((overlap > 0).sum(axis=1).max())
+        order = np.argsort(overlap == 0, axis=1, kind="stable")[:, :taps]   # overlapping inputs first
+        self.index = order.T.copy()                                             # (taps, n_out)
+        self.weight = np.take_along_axis(overlap, order, axis=1).T.astype(np.float32)
+
+    def apply(self, array: np.ndarray, axis: int) -> np.ndarray:
+        shape = [1] * array.ndim
+        shape[axis] = -1
+        out = None
+        for index, weight in zip(self.index, self.weight):
+            term = np.take(array, index, axis=axis) * weight.reshape(shape)
+            if out is None:
+                out = term
+            else:
+                out += term
+        return out
+
+
+@lru_cache(maxsize=16)
+def _resampler(n_in: int, n_out: int) -> _AxisResampler:
+    return _AxisResampler(n_in, n_out)
+
+
+# -- choosing one -------------------------------------------------------------------------
+def is_depth_spec(spec: TensorSpec) -> bool:
+    return len(spec.sample_shape) == 2 and ("millimetre" in spec.units or "mm" in spec.units.split())
+
+
+def source_range(frame: Frame) -> tuple[float, float]:
+    if frame.modality == "depth":
+        return 0.0, float(DEPTH_MAX_MM)
+    if frame.data.dtype == np.uint8:
+        return 0.0, 255.0
+    raise InputError(f"cannot tell the value range of a {frame.data.dtype} {frame.modality} frame of shape "
+                     f"{frame.data.shape}; expected depth (uint16 mm), 8-bit images, or samples already of the "
+                     "bundle's shape")
+
+
+def make_preprocessor(frame: Frame, spec: TensorSpec, depth_output: str = "patch"):
+    """The pre-processor for frames like ``frame`` feeding a bundle with input ``spec``."""
+    if frame.data.shape == spec.sample_shape:
+        return Passthrough()
+    if frame.modality == "depth" and is_depth_spec(spec) and frame.data.ndim == 2 and all(
+            have >= need for have, need in zip(frame.data.shape, spec.sample_shape)):
+        return DepthPersonPatch(spec.sample_shape, output=depth_output)
+    return FitToBundle(spec, source_range(frame))
+
+
+def to_display(values: np.ndarray, low: float, high: float) -> np.ndarray:
+    """Sensor units -> uint8 0-255 over [low, high], for previews and 8-bit video sinks."""
+    scaled = (np.asarray(values, dtype=np.float32) - np.float32(low)) * np.float32(255.0 / (high - low))
+    return np.clip(scaled, 0, 255).astype(np.uint8)

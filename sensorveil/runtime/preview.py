@@ -1,0 +1,192 @@
+"""`sensorveil preview`: raw | privatized | difference side by side, with FPS and latency.
+
+Window mode (a display and an OpenCV build with GUI support): keys
+    p or space   pause / resume
+    v            switch view: raw|privatized|difference -> raw|privatized -> privatized only
+    q or Esc     quit
+Headless mode (``--headless --out FILE.mp4``) writes the three-panel view of every frame to the
+video and a contact sheet of evenly spaced views to ``FILE.png``, so the demo runs on a board
+without a display and in tests.
+
+The panels show the model's input (the crop the bundle sees, in sensor units) and its
+privatized output; depth frames are colour-mapped (0 mm, no reading, in black), camera frames
+are grey.
+The difference panel is |raw - privatized| over a quarter of the sensor range, colour-mapped.
+"""
+from __future__ import annotations
+
+import collections
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sensorveil.runtime.errors import BackendUnavailableError, InputError
+from sensorveil.runtime.privatizer import Privatizer
+from sensorveil.runtime.sinks import colorize, open_video_writer
+from sensorveil.runtime.sources import Source, _cv2
+from sensorveil.runtime.stream import Result, Stream
+
+VIEWS = (("raw", "privatized", "difference"), ("raw", "privatized"), ("privatized",))
+STRIP_PX = 28            # label/overlay strip above the panels
+SHEET_TILES = 12         # views on the contact sheet
+WINDOW = "sensorveil preview"
+
+
+class ViewComposer:
+    """Builds the BGR view of one result: panels of ``panel_px`` height plus an overlay strip."""
+
+    def __init__(self, privatizer: Privatizer, panel_px: int = 320):
+        spec = privatizer.input_spec
+        if len(spec.sample_shape) != 2:
+            raise InputError(f"preview shows 2-D samples; this bundle's input has shape {spec.sample_shape}")
+        self.low, self.high = spec.low, spec.high
+        height, width = spec.sample_shape
+        self.panel = (panel_px, _even(panel_px * width / height))   # (rows, cols)
+
+    def size(self, view: tuple) -> tuple[int, int]:
+        """(width, height) of a composed view."""
+        return self.panel[1] * len(view), self.panel[0] + STRIP_PX
+
+    def compose(self, result: Result, view: tuple, fps: float, latency_ms: float, paused: bool = False) -> np.ndarray:
+        cv2 = _cv2()
+        if result.privatized.shape != result.sample.shape:
+            raise InputError("preview needs privatized samples; this bundle emits "
+                             f"{result.privatized.shape} outputs (load it with output='sample')")
+        images = {"raw": result.sample, "privatized": result.privatized}
+        depth = result.frame.modality == "depth"   # colour-map depth; camera frames stay grey
+        panels = []
+        for name in view:
+            if name == "difference":
+                panel = self._difference(result.sample, result.privatized)
+            else:
+                panel = colorize(images[name], self.low, self.high, depth)
+            small = panel.shape[0] < self.panel[0] // 4   # 8x8 digits: keep pixels square and sharp
+            panels.append(cv2.resize(panel, (self.panel[1], self.panel[0]),
+                                     interpolation=cv2.INTER_NEAREST if small else cv2.INTER_LINEAR))
+        view_image = np.concatenate(panels, axis=1)
+        strip = np.zeros((STRIP_PX, view_image.shape[1], 3), dtype=np.uint8)
+        for i, name in enumerate(view):
+            cv2.putText(strip, name, (i * self.panel[1] + 6, 19), cv2.FONT_HERSHEY_SIMPLEX, 0.5, (255, 255, 255), 1)
+        status = f"{fps:5.1f} FPS  {latency_ms:5.1f} ms  #{result.frame.index}" + ("  PAUSED" if paused else "")
+        cv2.putText(strip, status, (view_image.shape[1] - 8 * len(status) - 6, 19), cv2.FONT_HERSHEY_SIMPLEX,
+                    0.45, (0, 255, 255), 1)
+        return np.concatenate([strip, view_image], axis=0)
+
+    def _difference(self, raw: np.ndarray, privatized: np.ndarray) -> np.ndarray:
+        cv2 = _cv2()
+        diff = np.abs(raw.astype(np.float32) - privatized.astype(np.float32))
+        scaled = np.clip(diff * (4.0 * 255.0 / (self.high - self.low)), 0, 255).astype(np.uint8)
+        return cv2.applyColorMap(scaled, cv2.COLORMAP_INFERNO)
+
+
+class ContactSheet:
+    """Evenly spaced views of a stream of unknown length, in bounded memory.
+
+    Keeps every ``step``-th view; when it holds twice the tiles it needs, it drops every other
+    one and doubles ``step``. At the end it holds between ``tiles`` and ``2 * tiles`` evenly
+    spaced views and lays out ``tiles`` of them.
+    """
+
+    def __init__(self, tiles: int = SHEET_TILES, tile_width: int = 480):
+        self.tiles, self.tile_width, self.step, self.kept, self.seen = tiles, tile_width, 1, [], 0
+
+    def add(self, view: np.ndarray) -> None:
+        if self.seen % self.step == 0:
+            cv2 = _cv2()
+            scale = self.tile_width / view.shape[1]
+            self.kept.append(cv2.resize(view, (self.tile_width, _even(view.shape[0] * scale)),
+                                        interpolation=cv2.INTER_AREA))
+            if len(self.kept) >= 2 * self.tiles:
+                self.kept, self.step = self.kept[::2], self.step * 2
+        self.seen += 1
+
+    def write(self, path: Path) -> Path | None:
+        if not self.kept:
+            return None
+        chosen = [self.kept[i] for i in np.linspace(0, len(self.kept) - 1, min(self.tiles, len(self.kept))).astype(int)]
+        columns = 3
+        blank = np.zeros_like(chosen[0])
+        rows = [np.concatenate((chosen[i:i + columns] + [blank] * columns)[:columns], axis=1)
+                for i in range(0, len(chosen), columns)]
+        if not _cv2().imwrite(str(path), np.concatenate(rows, axis=0)):
+            raise InputError(f"could not write the contact sheet {path}")
+        return path
+
+
+def _even(value: float) -> int:
+    """Video encoders want even frame sizes."""
+    return max(2, int(round(value / 2)) * 2)
+
+
+def preview(privatizer: Privatizer, source: Source, out: str | Path | None = None, headless: bool = False,
+            frames: int | None = None, panel_px: int = 320) -> dict:
+    """Run the preview; returns the stream report plus what was written."""
+    if headless and out is None:
+        raise InputError("--headless needs --out FILE.mp4 (the view is written there)")
+    composer = ViewComposer(privatizer, panel_px)
+    stream = Stream(privatizer, source, frames=frames)
+    writer = sheet = None
+    if out is not None:
+        out = Path(out)
+        width, height = composer.size(VIEWS[0])
+        writer = open_video_writer(out, source.fps or 25.0, width, height)
+        sheet = ContactSheet()
+    window = None if headless else _open_window()
+    state = {"view": 0, "paused": False, "quit": False}
+    recent = collections.deque(maxlen=30)
+    try:
+        for result in stream:
+            recent.append(time.perf_counter())
+            fps = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 1 else 0.0
+            latency = sum(result.timings_ms[stage] for stage in ("preprocess", "inference", "postprocess"))
+            if writer is not None:   # the file always carries the full three-panel view
+                full = composer.compose(result, VIEWS[0], fps, latency)
+                writer.write(full)
+                sheet.add(full)
+            if window is not None:
+                _show(window, composer, result, fps, latency, state, None if source.live else source.fps)
+                if state["quit"]:
+                    break
+    finally:
+        if writer is not None:
+            writer.release()
+        if window is not None:
+            window.destroyAllWindows()
+    report = stream.report()
+    if out is not None:
+        report["video"] = str(out)
+        report["video_size"] = list(composer.size(VIEWS[0]))
+        written = sheet.write(out.with_suffix(".png"))
+        report["contact_sheet"] = str(written) if written else None
+    return report
+
+
+def _open_window():
+    cv2 = _cv2()
+    try:
+        cv2.namedWindow(WINDOW, cv2.WINDOW_NORMAL)
+    except cv2.error as error:
+        raise BackendUnavailableError(
+            "no window can be opened (no display, or OpenCV built without GUI support, e.g. "
+            "opencv-python-headless); run with --headless --out FILE.mp4, or pip install opencv-python "
+            f"on a machine with a display ({str(error).strip().splitlines()[-1]})") from None
+    return cv2
+
+
+def _show(cv2, composer: ViewComposer, result: Result, fps: float, latency: float, state: dict,
+          source_fps: float | None) -> None:
+    """Draw one result and handle keys; while paused, keep redrawing the same result."""
+    delay_ms = max(1, int(1000 / source_fps)) if source_fps else 1
+    while True:
+        cv2.imshow(WINDOW, composer.compose(result, VIEWS[state["view"]], fps, latency, state["paused"]))
+        key = cv2.waitKey(delay_ms if not state["paused"] else 50) & 0xFF
+        if key in (ord("q"), 27):
+            state["quit"] = True
+            return
+        if key in (ord("p"), ord(" ")):
+            state["paused"] = not state["paused"]
+        elif key == ord("v"):
+            state["view"] = (state["view"] + 1) % len(VIEWS)
+        if not state["paused"]:
+            return

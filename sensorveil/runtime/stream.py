@@ -1,0 +1,215 @@
+"""The sensor loop: read a frame, pre-process, privatize, post-process, hand to a sink.
+
+    with open_source("camera:0") as source:
+        report = run_stream(Privatizer.load("bundle"), source, sink=open_sink("udp://10.0.0.2:5005"))
+
+Each frame's time is split into capture / preprocess / inference / postprocess / sink:
+
+* capture:     ``source.read()`` (decoding a video frame, waiting for the sensor)
+* preprocess:  frame -> sample (crop, resize; see preprocess.py), input validation and
+               normalization to model units (``check_sensor_input`` + ``to_model_units``)
+* inference:   the backend alone (``Privatizer.run_model``)
+* postprocess: model units -> sensor units (``to_sensor_units``) and ``restore`` (e.g. paste)
+* sink:        handing the output on
+* units:       (not a separate stage) the Privatizer's share of preprocess + postprocess:
+               validation and the sensor<->model unit mapping
+
+Stochastic mechanisms (substitution) finish inside ``Privatizer.__call__``; for them the whole
+call is timed as inference and the report says ``"split": "combined"``.
+
+Counters: ``frames_in`` (frames read), ``frames_out`` (privatized and delivered), ``bad``
+(unreadable or invalid frames: counted and skipped, the stream goes on), ``dropped`` (gaps in
+the sensor's or file's frame numbers, plus outputs a sink failed to deliver) and
+``reconnects`` (live source reopened after a disconnect).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+
+from sensorveil.runtime.errors import InputError
+from sensorveil.runtime.preprocess import make_preprocessor
+from sensorveil.runtime.privatizer import DETERMINISTIC_KINDS, Privatizer
+from sensorveil.runtime.sinks import Sink, SinkError
+from sensorveil.runtime.sources import BadFrame, Frame, Source
+from sensorveil.runtime.spec import check_sensor_input, to_model_units, to_sensor_units
+
+STAGES = ("capture", "preprocess", "inference", "postprocess", "sink")
+MAX_ERRORS_KEPT = 5
+
+
+@dataclass
+class Result:
+    """One privatized frame: what the preview shows and the sink received."""
+
+    frame: Frame
+    sample: np.ndarray        # the model's input in sensor units (raw: stays on the device)
+    privatized: np.ndarray    # the privatized sample, same shape
+    output: np.ndarray        # what left the device (sample, or a frame with the patch pasted)
+    timings_ms: dict
+
+
+@dataclass
+class Counters:
+    frames_in: int = 0
+    frames_out: int = 0
+    dropped: int = 0
+    bad: int = 0
+    reconnects: int = 0
+    errors: list = field(default_factory=list)   # the first few bad-frame reasons, for the log
+
+    def record_error(self, error: Exception) -> None:
+        if len(self.errors) < MAX_ERRORS_KEPT:
+            self.errors.append(str(error))
+
+
+class Stream:
+    """Iterate to get one :class:`Result` per privatized frame; ``report()`` at any time.
+
+    ``warmup`` frames are processed and counted but left out of the timings, so one-off
+    costs (backend first-run, caches) do not distort the per-stage figures.
+    """
+
+    def __init__(self, privatizer: Privatizer, source: Source, sink: Sink | None = None,
+                 frames: int | None = None, warmup: int = 0, depth_output: str = "patch", preprocessor=None):
+        self.privatizer, self.source, self.sink = privatizer, source, sink
+        self.max_frames, self.warmup, self.depth_output = frames, warmup, depth_output
+        self.preprocessor = preprocessor
+        self.split = privatizer.kind in DETERMINISTIC_KINDS
+        self.counters = Counters()
+        self.samples_ms = {stage: [] for stage in STAGES + ("units",)}
+        self.timed_wall_s = 0.0
+        self._last_index: int | None = None
+        self._unreadable_since_last = 0
+
+    def __iter__(self) -> Iterator[Result]:
+        timed_since = time.perf_counter() if self.warmup == 0 else None
+        while self.max_frames is None or self.counters.frames_out < self.max_frames:
+            result = self._next()
+            if result is None:
+                break
+            if result is False:
+                continue
+            if timed_since is not None:
+                for stage, value in result.timings_ms.items():
+                    self.samples_ms[stage].append(value)
+                self.timed_wall_s = time.perf_counter() - timed_since
+            elif self.counters.frames_out >= self.warmup:
+                timed_since = time.perf_counter()
+            yield result
+        self.counters.reconnects = getattr(self.source, "reconnects", 0)
+
+    def _next(self) -> Result | None | bool:
+        """A Result, None at the end of the source, False for a bad frame (counted)."""
+        clock = time.perf_counter_ns
+        t_capture = clock()
+        try:
+            frame = self.source.read()
+        except BadFrame as error:
+            self._bad(error)
+            self._unreadable_since_last += 1   # it used a frame number: not a dropped frame
+            return False
+        if frame is None:
+            return None
+        self.counters.frames_in += 1
+        self._count_gap(frame.index)
+        t_pre = clock()
+        if self.preprocessor is None:   # chosen from the first frame; a mismatch is a setup error
+            self.preprocessor = make_preprocessor(frame, self.privatizer.input_spec, self.depth_output)
+        try:
+            sample, context = self.preprocessor.prepare(frame)
+            t_units_in = clock()
+            if self.split:
+                batch, _ = check_sensor_input(sample, self.privatizer.input_spec)
+                model_input = to_model_units(batch, self.privatizer.input_spec)
+        except InputError as error:
+            self._bad(error)
+            return False
+        t_infer = clock()
+        if self.split:
+            model_output = self.privatizer.run_model(model_input)
+            t_post = clock()
+            privatized = to_sensor_units(model_output, self.privatizer.output_spec)[0]
+        else:
+            privatized = self.privatizer(sample)
+            t_post = clock()
+        t_units_out = clock()
+        output = self.preprocessor.restore(privatized, context) if privatized.shape == sample.shape else privatized
+        t_sink = clock()
+        if self.sink is not None:
+            try:
+                self.sink.write(output, frame)
+            except SinkError as error:
+                self.counters.dropped += 1
+                self.counters.record_error(error)
+        t_end = clock()
+        self.counters.frames_out += 1
+        marks = (t_capture, t_pre, t_infer, t_post, t_sink, t_end)
+        timings = {stage: (marks[i + 1] - marks[i]) / 1e6 for i, stage in enumerate(STAGES)}
+        # the Privatizer's own share of pre/post: validation and the sensor<->model unit mapping
+        timings["units"] = ((t_infer - t_units_in) + (t_units_out - t_post)) / 1e6
+        return Result(frame, sample, privatized, output, timings)
+
+    def _bad(self, error: Exception) -> None:
+        self.counters.bad += 1
+        self.counters.record_error(error)
+
+    def _count_gap(self, index: int) -> None:
+        if self._last_index is not None:
+            missing = index - self._last_index - 1 - self._unreadable_since_last
+            self.counters.dropped += max(missing, 0)
+        self._last_index, self._unreadable_since_last = index, 0
+
+    def report(self) -> dict:
+        """Counters, per-stage times and end-to-end FPS over the timed (post-warmup) frames."""
+        timed = len(self.samples_ms["inference"])
+        stages = {stage: summarize_ms(values) for stage, values in self.samples_ms.items() if values}
+        report = {"source": self.source.uri, "preprocessor": getattr(self.preprocessor, "name", None),
+                  "split": "stages" if self.split else "combined",
+                  **{key: value for key, value in vars(self.counters).items()},
+                  "timed_frames": timed, "warmup_frames": self.warmup, "stages_ms": stages}
+        if timed and self.timed_wall_s > 0:
+            # end to end: everything the loop did, consumer included, over the timed frames
+            report["fps"] = timed / self.timed_wall_s
+            report.update(runtime_overhead(stages))
+        return report
+
+
+def summarize_ms(values) -> dict:
+    array = np.asarray(values, dtype=np.float64)
+    p50, p95 = np.percentile(array, [50, 95])
+    return {"mean": float(array.mean()), "p50": float(p50), "p95": float(p95)}
+
+
+def runtime_overhead(stages: dict) -> dict:
+    """What the runtime adds on top of the bare model per frame, from medians (robust to load
+    spikes of other processes; the same choice as the benchmark's overhead_ratio_p50).
+
+    ``runtime_added_*``: preprocess + postprocess, i.e. everything the runtime does per frame
+    besides the backend, the sensor (capture) and the application's sink; this includes the
+    frame-to-sample work (person finding, resizing). ``units_*``: the Privatizer's own part of
+    it (input validation and the sensor<->model unit mapping), what the runtime adds to a
+    caller who hands it samples.
+    """
+    median = {stage: stages[stage]["p50"] for stage in stages}
+    model = median["inference"]
+    added = median.get("preprocess", 0.0) + median.get("postprocess", 0.0)
+    units = median.get("units", 0.0)
+    return {"model_ms_p50": model, "runtime_added_ms_p50": added, "units_ms_p50": units,
+            "runtime_added_fraction": added / model if model > 0 else None,
+            "units_fraction": units / model if model > 0 else None}
+
+
+def run_stream(privatizer: Privatizer, source: Source, sink: Sink | None = None, frames: int | None = None,
+               warmup: int = 0, depth_output: str = "patch") -> dict:
+    """Run until the source ends, ``frames`` frames are out or Ctrl-C; return the stream's report."""
+    stream = Stream(privatizer, source, sink, frames=frames, warmup=warmup, depth_output=depth_output)
+    try:
+        for _ in stream:
+            pass
+    except KeyboardInterrupt:   # an endless sensor stream ends here; its counters still matter
+        pass
+    return stream.report()

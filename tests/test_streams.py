@@ -1,0 +1,282 @@
+"""Stream sources, pre-processing, sinks, the stream loop and the stream benchmark, on real
+bundles and real frames (synthetic depth, 16-bit PNG folders, .npy, vtest.avi)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import VTEST
+from sensorveil.runtime import Privatizer
+from sensorveil.runtime.errors import BackendUnavailableError, InputError
+from sensorveil.runtime.preprocess import DepthPersonPatch, FitToBundle, find_person
+from sensorveil.runtime.sinks import UdpReceiver, open_sink
+from sensorveil.runtime.sources import (BadFrame, Frame, Reconnecting, Source, SourceDisconnected,
+                                        open_source, parse_source)
+from sensorveil.runtime.stream import Stream, run_stream
+from sensorveil.runtime.synthetic_depth import make_identities, render_depth_frame
+
+cv2 = pytest.importorskip("cv2", reason="stream sources and sinks need OpenCV (pip install opencv-python-headless)")
+
+
+def depth_frames(n, seed=0):
+    with open_source(f"synthetic-depth:{seed}", loop_frames=n, frames=n) as source:
+        return [frame.data for frame in source]
+
+
+def test_synthetic_depth_source_yields_kinect_frames_with_timestamps():
+    with open_source("synthetic-depth:1", loop_frames=4, frames=6) as source:
+        frames = list(source)
+    assert len(frames) == 6
+    assert all(f.data.shape == (424, 512) and f.data.dtype == np.uint16 and f.modality == "depth" for f in frames)
+    assert [f.index for f in frames] == list(range(6))
+    assert np.all(np.diff([f.timestamp for f in frames]) > 0)
+    assert np.array_equal(frames[0].data, frames[4].data)   # the rendered walk is replayed
+
+
+@pytest.mark.parametrize("center", [(120, 140), (300, 380), (212, 256)])
+def test_person_finder_centres_the_patch_on_the_person(center):
+    person = make_identities(2, seed=3)[0]
+    frame = render_depth_frame(person, 0, np.random.default_rng(0), center=center)
+    found = find_person(frame, 300.0, 4, (180, 180))
+    assert found is not None and np.hypot(found[0] - center[0], found[1] - center[1]) < 20
+    patch, (top, left, _) = DepthPersonPatch((180, 180)).prepare(Frame(frame, 0.0, 0, "depth"))
+    assert patch.shape == (180, 180) and top <= center[0] < top + 180 and left <= center[1] < left + 180
+
+
+def test_empty_floor_keeps_the_frame_centre():
+    floor = np.full((424, 512), 2800, dtype=np.uint16)
+    assert find_person(floor, 300.0, 4, (180, 180)) is None
+    _, (top, left, _) = DepthPersonPatch((180, 180)).prepare(Frame(floor, 0.0, 0, "depth"))
+    assert (top, left) == (212 - 90, 256 - 90)
+
+
+def test_depth_stream_privatizes_the_patch_and_frame_mode_leaks_nothing_else(depth_bundle):
+    privatizer = Privatizer.load(depth_bundle)
+    with open_source("synthetic-depth:2", loop_frames=3, frames=3) as source:
+        results = list(Stream(privatizer, source, depth_output="frame"))
+    assert len(results) == 3
+    for result in results:
+        assert np.array_equal(result.privatized, privatizer(result.sample))   # the split path == the call
+        assert result.output.shape == (424, 512)
+        top, left = np.argwhere(result.output > 0).min(axis=0) if result.output.any() else (0, 0)
+        window = result.output[top:top + 180, left:left + 180]
+        assert np.count_nonzero(result.output) == np.count_nonzero(window)   # nothing outside the patch
+
+
+def test_depthdir_counts_a_corrupt_png_as_bad_and_goes_on(depth_bundle, tmp_path):
+    for i, frame in enumerate(depth_frames(3)):
+        assert cv2.imwrite(str(tmp_path / f"{i:04d}.png"), frame)
+    (tmp_path / "0001b.png").write_bytes(b"not a png")
+    cv2.imwrite(str(tmp_path / "0002b.png"), np.zeros((424, 512), np.uint8))   # 8-bit: not depth
+    with open_source(f"depthdir:{tmp_path}") as source:
+        report = run_stream(Privatizer.load(depth_bundle), source)
+    assert (report["frames_in"], report["frames_out"], report["bad"], report["dropped"]) == (3, 3, 2, 0)
+    assert any("16-bit" in error for error in report["errors"])
+
+
+def test_npy_samples_pass_through_and_match_the_privatizer(digits_bundle, tmp_path):
+    from sklearn.datasets import load_digits
+    samples = load_digits().images[:12].astype(np.float32)
+    np.save(tmp_path / "digits.npy", samples)
+    privatizer = Privatizer.load(digits_bundle)
+    with open_source(f"npy:{tmp_path / 'digits.npy'}") as source:
+        outputs = [result.output for result in Stream(privatizer, source)]
+    np.testing.assert_allclose(np.stack(outputs), privatizer(samples), rtol=0, atol=1e-5)
+
+
+def test_a_nan_frame_is_counted_bad_not_fatal(digits_bundle, tmp_path):
+    samples = np.ones((5, 8, 8), np.float32)
+    samples[2, 3, 3] = np.nan
+    np.save(tmp_path / "x.npy", samples)
+    with open_source(f"npy:{tmp_path / 'x.npy'}") as source:
+        report = run_stream(Privatizer.load(digits_bundle), source)
+    assert (report["frames_out"], report["bad"]) == (4, 1) and "NaN" in report["errors"][0]
+
+
+@pytest.fixture(scope="module")
+def vtest():
+    if not VTEST.is_file():
+        pytest.skip(f"vtest.avi not found at {VTEST} (set SENSORVEIL_SHARED)")
+    return VTEST
+
+
+def test_video_file_camera_path_matches_opencv_area_resize(depth_bundle, vtest):
+    privatizer = Privatizer.load(depth_bundle)
+    with open_source(str(vtest)) as source:
+        results = list(Stream(privatizer, source, frames=30))
+        report_fps = source.fps
+    assert [r.frame.index for r in results] == list(range(30))
+    assert results[5].frame.timestamp == pytest.approx(5 / report_fps)
+    frame = results[10].frame.data                       # 480x640 BGR -> centre 480x480 -> 180x180
+    gray = cv2.cvtColor(frame[:, 80:560], cv2.COLOR_BGR2GRAY).astype(np.float32)
+    expected = cv2.resize(gray, (180, 180), interpolation=cv2.INTER_AREA) * (4500 / 255)
+    sample = results[10].sample
+    assert sample.dtype == np.uint16 and sample.shape == (180, 180)
+    assert np.abs(sample.astype(np.float32) - expected).max() <= 4500 / 255   # cv2 rounds grey to 8 bits
+
+
+def test_fit_to_bundle_refuses_vector_bundles():
+    from sensorveil.runtime.spec import TensorSpec
+    spec = TensorSpec("x", (520,), (520,), np.dtype(np.uint8), 0, 1, 0, 1)
+    with pytest.raises(InputError, match="2-D image"):
+        FitToBundle(spec, (0, 255))
+
+
+class FlakySensor(Source):
+    """A live sensor that unplugs after `unplug_after` frames and refuses `refusals` reopenings."""
+
+    live = True
+
+    def __init__(self, unplug_after=3, refusals=2, total=6):
+        super().__init__("flaky")
+        self.unplug_after, self.refusals, self.total, self.opened = unplug_after, refusals, total, 0
+
+    def open(self):
+        self.opened += 1
+        if 1 < self.opened <= 1 + self.refusals:
+            raise SourceDisconnected("still unplugged")
+
+    def read(self):
+        if self._count >= self.total:
+            return None
+        if self._count == self.unplug_after and self.opened == 1:
+            raise SourceDisconnected("unplugged")
+        index = self._next_index()
+        return Frame(np.full((8, 8), index, np.float32), float(index), index, "array")
+
+
+def test_a_disconnected_sensor_is_reopened_with_back_off(digits_bundle):
+    delays = []
+    source = Reconnecting(FlakySensor(), base_delay_s=0.5, max_delay_s=1.5, sleep=delays.append)
+    source.open()
+    report = run_stream(Privatizer.load(digits_bundle), source)
+    assert delays == [0.5, 1.0, 1.5]          # doubled each try, capped
+    assert (report["frames_out"], report["reconnects"], report["bad"]) == (6, 1, 0)
+
+
+def test_a_sensor_that_never_comes_back_gets_one_clear_error():
+    source = Reconnecting(FlakySensor(refusals=99), max_attempts=3, sleep=lambda s: None)
+    source.open()
+    with pytest.raises(BackendUnavailableError, match="gave up after 3 attempts.*still unplugged"):
+        list(source)
+
+
+def test_frame_number_gaps_count_as_dropped(digits_bundle):
+    class Skipping(Source):
+        def open(self):
+            self.indices = iter([0, 1, 4, 5, 9])
+
+        def read(self):
+            index = next(self.indices, None)
+            return None if index is None else Frame(np.zeros((8, 8), np.float32), index / 30, index, "array")
+
+    source = Skipping("skipping")
+    source.open()
+    report = run_stream(Privatizer.load(digits_bundle), source)
+    assert (report["frames_out"], report["dropped"]) == (5, 5)
+
+
+def test_udp_sink_sends_exactly_the_privatized_output(depth_bundle):
+    receiver = UdpReceiver(port=0, host="127.0.0.1", timeout_s=5)
+    sent = []
+    sink = open_sink(f"udp://127.0.0.1:{receiver.port}")
+    try:
+        with open_source("synthetic-depth:4", loop_frames=2, frames=2) as source:
+            for result in Stream(Privatizer.load(depth_bundle), source, sink=sink):
+                sent.append(result.output)
+                array, index, timestamp = receiver.receive()    # 180x180 uint16 = 2 datagrams
+                assert index == result.frame.index and timestamp == result.frame.timestamp
+                assert array.dtype == np.uint16 and np.array_equal(array, result.output)
+                assert not np.array_equal(array, result.sample)   # the raw patch is not what travels
+    finally:
+        sink.close()
+        receiver.close()
+    assert len(sent) == 2
+
+
+def test_png_and_npz_sinks_keep_sensor_units(depth_bundle, tmp_path):
+    privatizer = Privatizer.load(depth_bundle)
+    for fmt in ("png", "npz"):
+        sink = open_sink(f"{fmt}:{tmp_path / fmt}")
+        with open_source("synthetic-depth:5", loop_frames=2, frames=2) as source:
+            outputs = [r.output for r in Stream(privatizer, source, sink=sink)]
+        sink.close()
+        files = sorted((tmp_path / fmt).iterdir())
+        assert len(files) == 2
+        stored = (cv2.imread(str(files[1]), -1) if fmt == "png" else np.load(files[1])["output"])
+        assert stored.dtype == np.uint16 and np.array_equal(stored, outputs[1])
+
+
+@pytest.mark.parametrize("uri, fragment", [
+    ("webcam", "expected one of: camera:N"),
+    ("npy:/nonexistent.npy", "file not found"),
+    ("depthdir:/nonexistent", "not a folder"),
+    ("k4a:/nonexistent.mkv", "recording not found"),
+])
+def test_bad_source_uris_get_one_clear_error(uri, fragment):
+    with pytest.raises(InputError, match=fragment):
+        open_source(uri)
+
+
+def test_unknown_sink_is_a_clear_error():
+    with pytest.raises(InputError, match="udp://HOST:PORT"):
+        open_sink("tcp://somewhere")
+
+
+@pytest.mark.parametrize("uri, module, hint", [("kinect", "pylibfreenect2", "libfreenect2"),
+                                               ("k4a", "pyk4a", "pyk4a"), ("k4a:1", "pyk4a", "pyk4a")])
+def test_kinect_sources_without_their_library_say_what_to_install(uri, module, hint):
+    import importlib.util
+    if importlib.util.find_spec(module) is not None:
+        pytest.skip(f"{module} is installed here; this checks the message when it is not")
+    with pytest.raises(BackendUnavailableError, match=hint):
+        parse_source(uri).open()
+
+
+@pytest.mark.parametrize("uri, module", [("kinect", "pylibfreenect2"), ("k4a", "pyk4a")])
+def test_kinect_hardware_streams_depth_in_millimetres(uri, module):
+    pytest.importorskip(module, reason=f"{module} is not installed (needs the sensor's SDK); hardware path unverified here")
+    try:
+        source = open_source(uri)
+    except BackendUnavailableError as error:
+        pytest.skip(f"no {uri} device connected: {error}")
+    with source:
+        frame = source.read()
+    assert frame.data.dtype == np.uint16 and frame.data.ndim == 2 and frame.modality == "depth"
+
+
+def test_stream_modules_import_without_torch_sdk_or_opencv():
+    code = ("import sys, sensorveil.runtime.stream, sensorveil.runtime.sources, sensorveil.runtime.sinks, "
+            "sensorveil.runtime.preview, sensorveil.runtime.synthetic_depth, sensorveil.runtime; "
+            "bad = [m for m in ('torch', 'sensorveil.sdk', 'sensorveil.export', 'cv2') if m in sys.modules]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_benchmark_with_a_source_reports_stream_split_and_labelled_estimates(depth_bundle):
+    from sensorveil.benchmarks.bench import benchmark_bundle
+    result = benchmark_bundle(depth_bundle, backend="onnxruntime", iters=20, warmup=2,
+                              source="synthetic-depth:6", stream_frames=20)
+    row = result["rows"][0]
+    for column in ("stream_fps", "capture_ms", "preprocess_ms", "inference_ms", "postprocess_ms",
+                   "runtime_added_pct", "peak_rss_mb"):
+        assert row[column] is not None and row[column] > 0, column
+    assert row["frames_out"] == 30 and row["bad"] == 0   # 10 warm-up + 20 timed frames
+    assert result["estimates"] and all(e["label"].startswith("ESTIMATE") for e in result["estimates"])
+    assert not any(key.startswith("est_") for key in row)     # estimates never enter measured rows
+    assert result["device"]["name"]
+
+
+def test_cli_run_writes_a_report_and_a_sink(depth_bundle, tmp_path, capsys):
+    import json
+    from sensorveil.cli import main
+    code = main(["run", str(depth_bundle), "--source", "synthetic-depth:7", "--frames", "4",
+                 "--sink", f"npz:{tmp_path / 'out'}", "--json", str(tmp_path / "report.json")])
+    assert code == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["frames_out"] == 4 and len(list((tmp_path / "out").iterdir())) == 4
+    assert "inference_ms" in capsys.readouterr().out
