@@ -1,0 +1,99 @@
+"""PASS's last step on the device: draw the substitute x' ~ P(X'|X=x) in numpy (PASS Algorithm 2,
+line 4) and emit it in the bundle's output mode.
+
+The exported model stops at the probabilities P(X'|X) of eq. 2; sampling happens here so its
+randomness comes from the runtime's numpy Generator (OS entropy unless the caller passes a seed),
+never from a value baked into a model file.
+
+Output modes (``Privatizer.load(bundle, output=...)``):
+
+* ``index``:  only the position of the substitute in the bank leaves the device (the server holds
+              the bank; ``bank_indices.npy`` maps positions to rows of the training dataset).
+* ``sample``: the substitute sample itself, in sensor units (needs ``substitutes.npy`` in the bundle).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sensorveil.runtime.bundle import Bundle
+from sensorveil.runtime.errors import BundleError, InputError
+
+KIND = "substitution"
+OUTPUT_MODES = ("index", "sample")
+
+
+def index_dtype(bank_size: int) -> np.dtype:
+    """The smallest unsigned integer that holds every bank position: what index mode transmits."""
+    return np.dtype(np.uint16 if bank_size <= np.iinfo(np.uint16).max + 1 else np.uint32)
+
+
+def draw_indices(probabilities: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One draw per row of a (batch, bank) probability matrix, by inverse CDF.
+
+    Each row is renormalized by its own sum, so float rounding (or small negative values from a
+    quantized backend, clipped to 0) never biases the draw toward the last substitute.
+    """
+    probs = np.clip(np.asarray(probabilities, dtype=np.float64), 0.0, None)
+    cdf = np.cumsum(probs, axis=1)
+    total = cdf[:, -1:]
+    if not np.all(total > 0):
+        raise InputError("the model returned an all-zero substitution distribution; expected "
+                         "probabilities P(X'|X) with a positive sum per row")
+    u = rng.random((probs.shape[0], 1)) * total
+    return np.minimum((cdf <= u).sum(axis=1), probs.shape[1] - 1)
+
+
+class Substitution:
+    """The bank and output mode of one loaded substitution bundle."""
+
+    def __init__(self, bundle: Bundle, output: str | None = None):
+        spec = bundle.manifest["mechanism"].get(KIND)
+        if not isinstance(spec, dict) or "bank_size" not in spec or "bank_indices" not in spec:
+            raise BundleError(f"{bundle.root}: a substitution bundle's mechanism needs a '{KIND}' object with "
+                              "'bank_size' and 'bank_indices' (re-export the run)")
+        self.bank_size = int(spec["bank_size"])
+        self.samples_file = spec.get("bank_samples")
+        self.output = output or spec.get("output_default", "sample" if self.samples_file else "index")
+        if self.output not in OUTPUT_MODES:
+            raise InputError(f"unknown output mode {self.output!r}; expected one of {list(OUTPUT_MODES)}")
+        self.bank_indices = _load_array(bundle, spec["bank_indices"])
+        if self.bank_indices.shape != (self.bank_size,):
+            raise BundleError(f"{bundle.root}: {spec['bank_indices']} has shape {self.bank_indices.shape}; "
+                              f"expected ({self.bank_size},)")
+        self.samples = None
+        if self.output == "sample":
+            if not self.samples_file:
+                raise BundleError(f"{bundle.root} carries no substitute samples, so output='sample' is not "
+                                  "possible; use output='index' (the server maps indices to its bank) or "
+                                  "re-export with the substitute samples included")
+            self.samples = _load_array(bundle, self.samples_file)
+            if len(self.samples) != self.bank_size:
+                raise BundleError(f"{bundle.root}: {self.samples_file} holds {len(self.samples)} samples; "
+                                  f"expected {self.bank_size}")
+        self.index_dtype = index_dtype(self.bank_size)
+
+    def finish(self, probabilities: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Model output P(X'|X) (batch, bank) -> what leaves the device, per the output mode."""
+        if probabilities.ndim != 2 or probabilities.shape[1] != self.bank_size:
+            raise BundleError(f"the model returned shape {probabilities.shape}; expected (batch, {self.bank_size}) "
+                              "substitution probabilities, so the model and the bank do not belong together")
+        positions = draw_indices(probabilities, rng)
+        if self.output == "index":
+            return positions.astype(self.index_dtype)
+        return self.samples[positions]
+
+    def bytes_per_frame(self, sample_bytes: int) -> dict:
+        """Bandwidth of each output mode this bundle can serve, per privatized frame."""
+        sizes = {"index": int(self.index_dtype.itemsize)}
+        if self.samples_file:
+            sizes["sample"] = int(sample_bytes)
+        return sizes
+
+
+def _load_array(bundle: Bundle, name: str) -> np.ndarray:
+    if name not in bundle.manifest["files"]:
+        raise BundleError(f"{bundle.root}: {name} is not listed in the manifest's files (so it is not verified)")
+    try:
+        return np.load(bundle.path(name), allow_pickle=False)
+    except ValueError as error:
+        raise BundleError(f"{bundle.root}: {name} is not a plain .npy array ({error})") from None

@@ -1,0 +1,208 @@
+"""PASS end to end on a tiny digits run: training, export, the runtime's two output modes, the
+statistics of its sampler, seeds, errors, metrics, and the MotionSense loader on a fake folder."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sensorveil.runtime import BundleError, InputError, Privatizer
+from sensorveil.runtime.spec import to_model_units
+from sensorveil.runtime.substitution import draw_indices
+
+# Sampler check: reject at significance 1e-3 (a correct sampler fails 1 run in 1000); categories
+# with expected count < 5 are pooled so the chi-square approximation holds.
+CHI2_ALPHA = 1e-3
+DRAWS = 20000
+
+
+@pytest.fixture(scope="module")
+def pass_run(tmp_path_factory):
+    from sensorveil.sdk.pass_mechanism import PASSConfig
+    from sensorveil.sdk.runs import train_run
+    out = tmp_path_factory.mktemp("runs") / "pass-digits"
+    return train_run("pass", "digits", out=out, useful=["parity"], private=["lt5"], hidden=["digit"],
+                     config=PASSConfig(epochs=3, substitutes=256, progress=False), attacker_epochs=1)
+
+
+@pytest.fixture(scope="module")
+def pass_bundle(pass_run, tmp_path_factory):
+    from sensorveil.export import export_run
+    return export_run(pass_run, "onnx", tmp_path_factory.mktemp("bundles") / "pass-digits")
+
+
+@pytest.fixture(scope="module")
+def index_only_bundle(pass_run, tmp_path_factory):
+    from sensorveil.export import export_run
+    return export_run(pass_run, "onnx", tmp_path_factory.mktemp("bundles") / "pass-index", include_samples=False)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    from sensorveil.sdk.datasets import load_dataset
+    return load_dataset("digits")
+
+
+def spread_input(privatizer, digits) -> tuple[np.ndarray, np.ndarray]:
+    """The digit (of the first 50) whose P(X'|X) has the highest entropy, and that distribution."""
+    probs = privatizer.run_model(to_model_units(digits.x[:50], privatizer.input_spec))
+    entropy = -(probs * np.log(np.clip(probs, 1e-30, None))).sum(1)
+    best = int(entropy.argmax())
+    return digits.x[best], probs[best].astype(np.float64)
+
+
+def chi_square_pvalue(counts: np.ndarray, probs: np.ndarray) -> tuple[float, int]:
+    from scipy.stats import chisquare
+    expected = probs / probs.sum() * counts.sum()
+    big = expected >= 5
+    observed = np.append(counts[big], counts[~big].sum())
+    expected = np.append(expected[big], expected[~big].sum())
+    keep = expected > 0
+    return float(chisquare(observed[keep], expected[keep]).pvalue), int(keep.sum())
+
+
+def test_run_records_the_pass_task_and_metrics(pass_run):
+    run = json.loads((pass_run / "run.json").read_text())
+    assert run["mechanism"] == "pass" and run["kind"] == "substitution"
+    assert run["useful"] == ["parity"] and run["private"] == ["lt5"] and run["hidden"] == ["digit"]
+    sub = run["substitution"]
+    assert sub["bank_size"] == 256 and sub["tau"] == 0.01
+    assert sub["lambda"] == 1.0 and sub["mu"] == pytest.approx(0.2)     # N/M and 0.2 N (section 5.1)
+    # eq. 10 with M = N = 1, lambda = 1, mu = 0.2: (1 - 0.2) log 256 - H(parity) + 1
+    assert sub["constant_C"] == pytest.approx(0.8 * np.log(256) - np.log(2) + 1, abs=0.01)
+    bank = np.load(pass_run / "bank_indices.npy", allow_pickle=False)
+    assert bank.shape == (256,) and len(np.unique(bank)) == 256
+    metrics = run["metrics"]
+    for attr in ("parity", "lt5", "digit"):
+        assert 0.0 <= metrics["attributes"][attr]["nag"] <= 1.0 + 1e-9
+    lt5 = metrics["attributes"]["lt5"]
+    assert {"tree_acc", "random_star", "acc"} <= set(lt5)
+    assert lt5["random_star"] == pytest.approx(0.6, abs=0.03)    # 3 of the 5 even digits are < 5
+    assert "nag_unfinetuned" in metrics["attributes"]["parity"]
+    assert np.asarray(metrics["confusion"]["parity"]).shape == (2, 2)
+    assert (pass_run / "substitution_confusion.png").stat().st_size > 1000
+
+
+def test_bundle_carries_the_head_and_the_bank(pass_bundle, pass_run):
+    manifest = json.loads((pass_bundle / "manifest.json").read_text())
+    mechanism = manifest["mechanism"]
+    assert mechanism["kind"] == "substitution" and mechanism["substitution"]["bank_size"] == 256
+    assert mechanism["substitution"]["output_default"] == "sample"
+    assert {"bank_indices.npy", "substitutes.npy", "model.onnx"} <= set(manifest["files"])
+    assert all(record["status"] == "passed" for record in manifest["validation"])
+    np.testing.assert_array_equal(np.load(pass_bundle / "bank_indices.npy", allow_pickle=False),
+                                  np.load(pass_run / "bank_indices.npy", allow_pickle=False))
+
+
+def test_runtime_sample_and_index_modes(pass_bundle, digits):
+    bank_rows = np.load(pass_bundle / "bank_indices.npy", allow_pickle=False)
+    sampler = Privatizer.load(pass_bundle)                       # default: sample mode
+    out = sampler(digits.x[:40])
+    assert sampler.output_mode == "sample" and out.shape == (40, 8, 8) and out.dtype == digits.x.dtype
+    bank = digits.x[bank_rows].reshape(len(bank_rows), -1)
+    assert all((bank == row.reshape(1, -1)).all(1).any() for row in out)   # every output is a substitute
+    indexer = Privatizer.load(pass_bundle, output="index")
+    positions = indexer(digits.x[:40])
+    assert positions.dtype == np.uint16 and positions.shape == (40,) and positions.max() < 256
+    single = indexer(digits.x[0])
+    assert np.ndim(single) == 0
+    assert indexer.bytes_per_frame() == {"index": 2, "sample": 8 * 8 * 4}
+
+
+def test_sampler_matches_a_known_distribution():
+    rng = np.random.default_rng(1)
+    probs = rng.dirichlet(np.full(40, 0.5))
+    draws = draw_indices(np.repeat(probs[None], DRAWS, 0), np.random.default_rng(2))
+    pvalue, bins = chi_square_pvalue(np.bincount(draws, minlength=40), probs)
+    assert bins >= 10 and pvalue > CHI2_ALPHA
+    # the test has power: the same draws fail against a distribution with two substitutes swapped
+    likely, rare = int(probs.argmax()), int(probs.argmin())
+    swapped = probs.copy()
+    swapped[[likely, rare]] = swapped[[rare, likely]]
+    assert chi_square_pvalue(np.bincount(draws, minlength=40), swapped)[0] < CHI2_ALPHA
+
+
+def test_runtime_frequencies_match_exported_probabilities(pass_bundle, digits):
+    privatizer = Privatizer.load(pass_bundle, output="index", seed=3)
+    x, probs = spread_input(privatizer, digits)
+    positions = privatizer(np.repeat(x[None], DRAWS, 0)).astype(np.int64)
+    pvalue, bins = chi_square_pvalue(np.bincount(positions, minlength=len(probs)), probs)
+    assert bins >= 3, "P(X'|X) of the tiny run is too concentrated for a meaningful test"
+    assert pvalue > CHI2_ALPHA
+
+
+def test_unseeded_runtimes_differ_and_seeded_ones_repeat(pass_bundle, digits):
+    first, second = Privatizer.load(pass_bundle, output="index"), Privatizer.load(pass_bundle, output="index")
+    x, probs = spread_input(first, digits)
+    assert probs.max() < 0.9    # otherwise equal sequences would be likely and prove nothing
+    batch = np.repeat(x[None], 200, 0)
+    assert not np.array_equal(first(batch), second(batch))
+    seeded = [Privatizer.load(pass_bundle, output="index", seed=11)(batch) for _ in range(2)]
+    np.testing.assert_array_equal(seeded[0], seeded[1])
+
+
+def test_bad_output_mode_gives_one_clear_error(pass_bundle, index_only_bundle, digits_bundle):
+    with pytest.raises(InputError, match="expected one of \\['index', 'sample'\\]"):
+        Privatizer.load(pass_bundle, output="pixels")
+    with pytest.raises(BundleError, match="carries no substitute samples"):
+        Privatizer.load(index_only_bundle, output="sample")
+    assert Privatizer.load(index_only_bundle).output_mode == "index"
+    with pytest.raises(InputError, match="only for substitution"):
+        Privatizer.load(digits_bundle, output="index")
+
+
+def test_bundle_evaluation_runs_through_the_runtime(pass_bundle):
+    from sensorveil.sdk.pass_eval import evaluate_pass_path, is_pass_path
+    assert is_pass_path(pass_bundle)
+    result = evaluate_pass_path(pass_bundle, attacker_epochs=1)
+    assert result["backend"] == "onnxruntime" and 0.0 <= result["probing_acc_private"] <= 1.0
+    assert np.isfinite(result["mnag"])
+
+
+def test_nag_and_mnag_follow_eq_13_and_14():
+    from sensorveil.sdk.pass_eval import mnag, nag
+    assert nag(0.75, 0.5, 1.0) == pytest.approx(0.5)
+    assert nag(0.4, 0.5, 1.0) == 0.0                   # clipped at 0
+    assert nag(0.9, 0.5, 0.5) == 0.0                   # raw data no better than guessing
+    assert mnag([1.0, 0.5], [0.0], [0.2, 0.4]) == pytest.approx(0.5 - 0.3)
+
+
+def test_cli_accepts_several_attributes_for_pass():
+    from sensorveil.cli import build_parser
+    args = build_parser().parse_args(["train", "pass", "--dataset", "digits", "--private", "lt5", "digit",
+                                      "--useful", "parity", "--hidden", "digit", "--substitutes", "512"])
+    assert args.private == ["lt5", "digit"] and args.hidden == ["digit"] and args.substitutes == 512
+
+
+def write_fake_motionsense(root, rows: int = 300) -> None:
+    """The MotionSense release layout: A_DeviceMotion_data/<act>_<trial>/sub_<n>.csv + subjects CSV."""
+    header = (",attitude.roll,attitude.pitch,attitude.yaw,gravity.x,gravity.y,gravity.z,rotationRate.x,"
+              "rotationRate.y,rotationRate.z,userAcceleration.x,userAcceleration.y,userAcceleration.z")
+    rng = np.random.default_rng(0)
+    (root / "data_subjects_info.csv").write_text("code,weight,height,age,gender\n1,102,188,46,1\n2,72,180,28,0\n")
+    for folder in ("dws_1", "jog_16", "sit_5", "std_14"):
+        (root / "A_DeviceMotion_data" / folder).mkdir(parents=True)
+        for subject in (1, 2):
+            table = np.column_stack([np.arange(rows), rng.normal(size=(rows, 12))])
+            table[:, 7:10] = [3.0, 0.0, 4.0]           # |rotationRate| = 5
+            np.savetxt(root / "A_DeviceMotion_data" / folder / f"sub_{subject}.csv", table, delimiter=",",
+                       header=header, comments="")
+
+
+def test_motionsense_loader_on_a_fake_release(tmp_path):
+    from sensorveil.sdk.datasets import load_dataset
+    write_fake_motionsense(tmp_path)
+    data = load_dataset("motionsense", tmp_path)
+    per_file = (300 - 128) // 10 + 1
+    assert data.x.shape == (2 * 2 * per_file, 2, 128) and data.modality == "timeseries"
+    assert set(data.class_names["activity"]) == {"dws", "ups", "wlk", "jog"}          # sit, std excluded
+    assert set(np.unique(data.attributes["activity"])) == {0, 3}
+    np.testing.assert_allclose(data.x[:, 0], 5.0, rtol=1e-5)                          # gyroscope magnitude
+    split = data.attributes["trial_split"]
+    assert (split[data.attributes["activity"] == 0] == 0).all()                       # dws_1: train
+    assert (split[data.attributes["activity"] == 3] == 1).all()                       # jog_16: test
+    assert set(np.unique(data.attributes["gender"])) == {0, 1} and data.num_classes["id"] == 2
+    assert len(load_dataset("motionsense", tmp_path, split="test")) == 2 * per_file
+    with pytest.raises(ValueError, match="A_DeviceMotion_data"):
+        load_dataset("motionsense", tmp_path / "A_DeviceMotion_data" / "dws_1")
