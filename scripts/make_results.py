@@ -60,6 +60,18 @@ def run_dataset(name: str, data_path, out: Path, quick: bool) -> dict:
             "seconds": round(time.time() - started, 1)}
 
 
+def cached_or_run(name: str, data_path, out: Path, quick: bool, reuse: bool) -> dict:
+    """Each dataset's figures are saved as soon as they exist, so a long UJIIndoorLoc run that is
+    interrupted does not cost the digits figures (--reuse picks them up again)."""
+    cache = out / f"results-{name}.json"
+    if reuse and cache.is_file():
+        return json.loads(cache.read_text())
+    result = run_dataset(name, data_path, out, quick)
+    out.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(result, indent=2, default=str))
+    return result
+
+
 def summary_of(selection: dict) -> dict:
     keep = ("threshold_met", "margin_c", "epsilon")
     chosen = selection["sweep"][selection["chosen"]]
@@ -143,10 +155,12 @@ def main() -> None:
     parser.add_argument("--docs", default=str(ROOT / "docs"))
     parser.add_argument("--datasets", nargs="+", default=["digits", "ujiindoorloc"])
     parser.add_argument("--quick", action="store_true", help="tiny settings, to test the script")
+    parser.add_argument("--reuse", action="store_true",
+                        help="reuse a dataset's figures saved by an earlier run of this script in --out")
     args = parser.parse_args()
     out, docs = Path(args.out), Path(args.docs)
     docs.mkdir(parents=True, exist_ok=True)
-    results = [run_dataset(name, args.uji if name == "ujiindoorloc" else None, out, args.quick)
+    results = [cached_or_run(name, args.uji if name == "ujiindoorloc" else None, out, args.quick, args.reuse)
                for name in args.datasets]
     (docs / "results.json").write_text(json.dumps(results, indent=2, default=str))
     plot(results, docs / "results.png")

@@ -36,8 +36,16 @@ def cmd_quickstart(args) -> int:
 
 def cmd_train(args) -> int:
     from sensorveil.sdk.runs import read_run, train_run
-    out = train_run(args.mechanism, args.dataset, data_path=args.data_path, useful=_one(args.useful, "--useful"),
-                    private=_one(args.private, "--private"), out=args.out, epochs=args.epochs, seed=args.seed)
+    if args.mechanism == "pass":   # PASS takes any number of useful, private and hidden attributes
+        out = train_run("pass", args.dataset, data_path=args.data_path, useful=args.useful, private=args.private,
+                        out=args.out, epochs=args.epochs, seed=args.seed, hidden=args.hidden,
+                        substitutes=args.substitutes)
+    else:
+        if args.hidden or args.substitutes:
+            raise SystemExit("error: --hidden and --substitutes apply to the pass mechanism only")
+        out = train_run(args.mechanism, args.dataset, data_path=args.data_path,
+                        useful=_one(args.useful, "--useful"), private=_one(args.private, "--private"),
+                        out=args.out, epochs=args.epochs, seed=args.seed)
     run = read_run(out)
     _print_mapping(f"trained {args.mechanism} on {args.dataset} -> {out}", {**run["reference"], **run["metrics"]})
     return 0
@@ -45,7 +53,7 @@ def cmd_train(args) -> int:
 
 def cmd_evaluate(args) -> int:
     from sensorveil.sdk.assess import evaluate_path
-    result = evaluate_path(args.path, backend=args.backend)
+    result = evaluate_path(args.path, backend=args.backend, attacker_epochs=args.attacker_epochs)
     _print_mapping(f"evaluation of {args.path}", result)
     _write_json(result, args.json)
     return 0
@@ -53,25 +61,49 @@ def cmd_evaluate(args) -> int:
 
 def cmd_export(args) -> int:
     from sensorveil.export import export_run
-    out = export_run(args.run_dir, args.format, args.out, precision=args.precision)
+    out = export_run(args.run_dir, args.format, args.out, precision=args.precision,
+                     include_samples=not args.index_only, target=args.target, calibration=args.calibration,
+                     int8_check=not args.skip_int8_privacy_check)
     manifest = json.loads((out / "manifest.json").read_text())
     for record in manifest.get("validation", []):
-        print(f"validation {record['backend']}: {record['status']}"
-              + (f" (max |diff| {record['max_abs_diff']:.2e} <= {record['tolerance']})" if "max_abs_diff" in record else
-                 f" ({record.get('reason', '')})"))
+        print(f"validation {record['backend']} ({record.get('precision', '')}): {record['status']} "
+              + _validation_detail(record))
+    edgetpu = manifest["artifacts"].get("edgetpu")
+    if edgetpu and not edgetpu.get("compiled"):
+        print(f"not yet compiled for the Edge TPU; on an x86-64 Linux host with edgetpu_compiler run:\n  "
+              f"{edgetpu['compile_command']}\nthen re-run the export there, or copy the compiled file in and re-export")
     print(f"bundle written to {out}")
     return 0
+
+
+def _validation_detail(record: dict) -> str:
+    if "shift" in record:
+        return (f"(probing attack, int8 - fp32: private {record['shift']['probing_acc_private']:+.3f}, "
+                f"useful {record['shift']['probing_acc_useful']:+.3f}; limit +-{record['max_shift']})")
+    if "max_abs_diff" in record:
+        return (f"(max |diff| {record['max_abs_diff']:.2e}, {record['relative_diff']:.2e} of the output range; "
+                f"tolerance {record['tolerance']})")
+    return f"({record.get('reason', '')})"
 
 
 def cmd_benchmark(args) -> int:
     from sensorveil.benchmarks.bench import benchmark_bundle
     from sensorveil.benchmarks.report import format_table, write_report
-    result = benchmark_bundle(args.bundle, backend=args.backend, iters=args.frames)
+    from sensorveil.benchmarks.stream_bench import format_estimates
+    result = benchmark_bundle(args.bundle, backend=args.backend, iters=args.frames, source=args.source,
+                              stream_frames=args.frames)
     print(format_table(result["rows"]))
     print(f"matmul peak of this CPU: {result['matmul_peak_gflops']:.1f} GFLOP/s")
+    print(format_estimates(result))
     if args.json:
         stem = Path(args.json).with_suffix("")
-        write_report(result, json_path=args.json, markdown_path=f"{stem}.md", plot_path=f"{stem}.png")
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        write_report(result, json_path=args.json)
+        # measured rows and the ESTIMATES table stay apart in the Markdown report
+        measured = {key: value for key, value in result.items() if key != "estimates"}
+        write_report(measured, markdown_path=f"{stem}.md", plot_path=f"{stem}.png")
+        with open(f"{stem}.md", "a", encoding="utf-8") as markdown:
+            markdown.write("\n" + format_estimates(result))
         print(f"wrote {args.json}, {stem}.md, {stem}.png")
     return 0
 
@@ -85,9 +117,84 @@ def _one(values, flag):
     return values[0]
 
 
+def cmd_devices(args) -> int:
+    from sensorveil import devices
+    if args.action == "list":
+        for name in devices.list_profiles():
+            profile = devices.load_profile(name)
+            print(f"{name:18s} {profile['backend']:12s} {profile['precision']:5s} {profile['description']}")
+        return 0
+    if args.action == "detect":
+        evidence = devices.detection_evidence()
+        _print_mapping("evidence", {key: (", ".join(value) if isinstance(value, list) else value) or "-"
+                                    for key, value in evidence.items()})
+        matches = devices.detect(evidence)
+        for match in matches:
+            print(f"detected {match['name']} (by {', '.join(match['matched_by'])}); "
+                  f"set-up script: {devices.setup_script(match['name'])}")
+        if not matches:
+            print("no device profile matches this machine")
+        return 0
+    if not args.bundle or not args.device:
+        raise SystemExit("error: sensorveil devices check BUNDLE --device NAME")
+    from sensorveil.export.device_check import check_bundle
+    report = check_bundle(args.bundle, args.device)
+    print(f"{args.device}: {report['file']} ({report['backend']}, {report['precision']}), "
+          f"{sum(report['operator_counts'].values())} operators of {len(report['operator_counts'])} types")
+    for problem in report["problems"]:
+        print(f"  problem: {problem}")
+    if report.get("note"):
+        print(f"  note: {report['note']}")
+    print("compatible" if report["compatible"] else "NOT compatible")
+    _write_json(report, args.json)
+    return 0 if report["compatible"] else 1
+
+
+def _print_stream_report(report: dict) -> None:
+    _print_mapping(f"stream {report['source']}", report)
+    for stage, figures in report.get("stages_ms", {}).items():
+        print(f"  {stage + '_ms (mean/p50/p95)':28s} {figures['mean']:.3f} / {figures['p50']:.3f} / {figures['p95']:.3f}")
+    for error in report.get("errors", []):
+        print(f"  bad frame: {error}")
+
+
+def cmd_run(args) -> int:
+    from sensorveil.runtime import Privatizer
+    from sensorveil.runtime.preprocess import is_depth_spec
+    from sensorveil.runtime.sinks import open_sink
+    from sensorveil.runtime.sources import open_source
+    from sensorveil.runtime.stream import run_stream
+    privatizer = Privatizer.load(args.bundle, backend=args.backend)
+    spec = privatizer.output_spec
+    with open_source(args.source) as source:
+        sink = open_sink(args.sink, fps=source.fps, value_range=(spec.low, spec.high), depth=is_depth_spec(spec))
+        try:
+            report = run_stream(privatizer, source, sink, frames=args.frames, depth_output=args.depth_output)
+        finally:
+            if sink is not None:
+                sink.close()
+    _print_stream_report(report)
+    _write_json(report, args.json)
+    return 0
+
+
+def cmd_preview(args) -> int:
+    from sensorveil.runtime import Privatizer
+    from sensorveil.runtime.preview import preview
+    from sensorveil.runtime.sources import open_source
+    privatizer = Privatizer.load(args.bundle, backend=args.backend)
+    with open_source(args.source) as source:
+        report = preview(privatizer, source, out=args.out, headless=args.headless, frames=args.frames)
+    _print_stream_report(report)
+    if args.out:
+        print(f"wrote {report['video']} ({report['frames_out']} frames, {report['video_size'][0]}x"
+              f"{report['video_size'][1]}) and {report['contact_sheet']}")
+    return 0
+
+
 # -- parser ------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sensorveil", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="sensorveil", description="Privacy at the sensor: train, export, run, benchmark and preview privatizing mechanisms.")
     parser.add_argument("--version", action="version", version=f"sensorveil {__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
@@ -97,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_quickstart)
 
     p = verbs.add_parser("train", help="train a privatizing mechanism on a dataset")
-    p.add_argument("mechanism", help="prgan, ngp, ap or laplace")
+    p.add_argument("mechanism", help="prgan, ngp, ap, laplace or pass")
     p.add_argument("--dataset", required=True, help="digits, ujiindoorloc, synthetic-depth or npz")
     p.add_argument("--data-path", default=None, help="path to the dataset's files (ujiindoorloc zip, npz)")
     p.add_argument("--private", nargs="+", default=None, help="private attribute(s) to hide")
@@ -105,27 +212,71 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="run directory (default runs/MECHANISM-DATASET)")
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--seed", type=int, default=0, help="training seed (the deployed mechanism draws its own)")
+    p.add_argument("--hidden", nargs="+", default=None,
+                   help="pass: hidden useful attribute(s), never seen in training, scored in mNAG (eq. 14)")
+    p.add_argument("--substitutes", type=int, default=None,
+                   help="pass: substitute bank size (default 4096, capped at the training split)")
     p.set_defaults(func=cmd_train)
 
     p = verbs.add_parser("evaluate", help="protocol accuracies and the probing attack for a run or bundle")
     p.add_argument("path", help="RUN_DIR or BUNDLE")
     p.add_argument("--backend", default="auto", help="runtime backend for a bundle")
     p.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    p.add_argument("--attacker-epochs", type=int, default=20, help="training epochs of each probing attacker")
     p.set_defaults(func=cmd_evaluate)
 
     p = verbs.add_parser("export", help="turn a run into a validated bundle")
     p.add_argument("run_dir")
-    p.add_argument("--format", required=True, help="onnx (more formats as the exporter gains them)")
-    p.add_argument("--precision", default="fp32", choices=("fp32", "fp16", "int8"))
+    p.add_argument("--format", default=None, choices=("onnx", "tflite", "openvino", "tensorrt"),
+                   help="bundle format (default: the --target device's)")
+    p.add_argument("--precision", default=None, choices=("fp32", "fp16", "int8"),
+                   help="default: the --target device's, else fp32")
+    p.add_argument("--target", default=None, help="device profile (sensorveil devices list): picks format, "
+                   "precision, ONNX opset, static shapes, Edge TPU compilation")
+    p.add_argument("--calibration", type=int, default=None, help="int8: calibration samples from the training split")
+    p.add_argument("--skip-int8-privacy-check", action="store_true",
+                   help="int8: skip re-measuring the probing attack on the quantized bundle (not recommended)")
     p.add_argument("--out", required=True, help="bundle directory to write")
+    p.add_argument("--index-only", action="store_true",
+                   help="pass: leave the substitute samples out (the device emits bank indices only)")
     p.set_defaults(func=cmd_export)
 
     p = verbs.add_parser("benchmark", help="FLOPs, latency and FPS of a bundle per backend")
     p.add_argument("bundle")
     p.add_argument("--backend", default="all", help="a backend name or 'all' the bundle carries")
-    p.add_argument("--frames", type=int, default=500, help="timed iterations")
+    p.add_argument("--frames", type=int, default=500, help="timed iterations (and stream frames with --source)")
+    p.add_argument("--source", default=None, help="also measure end-to-end stream FPS on this source "
+                   "(camera:N, video file, kinect, k4a, depthdir:PATH, npy:PATH, synthetic-depth)")
     p.add_argument("--json", default=None, help="write JSON (+ .md table and .png plot beside it)")
     p.set_defaults(func=cmd_benchmark)
+
+    p = verbs.add_parser("devices", help="device profiles: list, detect this machine, check a bundle's operators")
+    p.add_argument("action", nargs="?", default="list", choices=("list", "detect", "check"))
+    p.add_argument("bundle", nargs="?", default=None, help="check: the bundle directory")
+    p.add_argument("--device", default=None, help="check: a profile name from `sensorveil devices list`")
+    p.add_argument("--json", default=None, help="check: also write the report to this JSON file")
+    p.set_defaults(func=cmd_devices)
+
+    p = verbs.add_parser("run", help="privatize a sensor stream and send the output to a sink")
+    p.add_argument("bundle")
+    p.add_argument("--source", required=True, help="camera:N, video file or URL, kinect, k4a[:N|:FILE.mkv], "
+                   "depthdir:PATH, npy:PATH or synthetic-depth")
+    p.add_argument("--sink", default=None, help="video:FILE.mp4, png:DIR, npz:DIR or udp://HOST:PORT (default: none)")
+    p.add_argument("--frames", type=int, default=None, help="stop after N frames (default: until the source ends)")
+    p.add_argument("--backend", default="auto")
+    p.add_argument("--depth-output", default="patch", choices=("patch", "frame"),
+                   help="depth: emit the privatized 180x180 patch, or a full frame with only the patch valid")
+    p.add_argument("--json", default=None, help="write the stream report to this JSON file")
+    p.set_defaults(func=cmd_run)
+
+    p = verbs.add_parser("preview", help="raw | privatized | difference side by side, live or to a video")
+    p.add_argument("bundle")
+    p.add_argument("--source", required=True, help="camera:N, video file or URL, kinect, k4a, depthdir:PATH, ...")
+    p.add_argument("--headless", action="store_true", help="no window: write the view to --out")
+    p.add_argument("--out", default=None, help="FILE.mp4 for the view (+ FILE.png contact sheet)")
+    p.add_argument("--frames", type=int, default=None, help="stop after N frames")
+    p.add_argument("--backend", default="auto")
+    p.set_defaults(func=cmd_preview)
     return parser
 
 

@@ -27,7 +27,7 @@ def test_benchmark_reports_latency_fps_flops_and_runtime_overhead(digits_bundle,
 
 def test_evaluate_a_bundle_through_the_runtime(digits_bundle, tmp_path):
     out = tmp_path / "eval.json"
-    assert main(["evaluate", str(digits_bundle), "--json", str(out)]) == 0
+    assert main(["evaluate", str(digits_bundle), "--json", str(out), "--attacker-epochs", "2"]) == 0
     result = json.loads(out.read_text())
     assert result["backend"] == "onnxruntime"
     for key in ("probing_acc_private", "protocol_acc_private", "random_star", "tree_acc_private"):

@@ -82,7 +82,8 @@ def test_prgan_on_digits_fools_the_fixed_classifier_within_the_utility_threshold
     """A real run: D_z's accuracy drops while D_y stays near its threshold; the probing attacker
     is measured and reported, whatever it finds."""
     from sensorveil.sdk.runs import train_run
-    config = prgan.PRGANConfig(epochs=12, classifier_epochs=10, margin_fractions=(0.35, 0.5), progress=False)
+    config = prgan.PRGANConfig(epochs=25, classifier_epochs=10, margin_fractions=(0.5,), utility_threshold=0.9,
+                               progress=False)
     run_dir = train_run("prgan", "digits", out=tmp_path / "run", config=config, attacker_epochs=10)
     run = json.loads((run_dir / "run.json").read_text())
     ref, metrics = run["reference"], run["metrics"]

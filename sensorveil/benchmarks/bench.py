@@ -15,6 +15,7 @@ import numpy as np
 from sensorveil.benchmarks.flops import onnx_flops, onnx_params
 from sensorveil.benchmarks.latency import matmul_peak_gflops, percentiles
 from sensorveil.benchmarks.report import cpu_description
+from sensorveil.benchmarks.stream_bench import add_stream_and_estimates
 from sensorveil.runtime import Privatizer
 from sensorveil.runtime.backends import REGISTRY, library_available
 from sensorveil.runtime.spec import to_model_units
@@ -70,7 +71,9 @@ def benchmark_backend(bundle_dir, backend: str, iters: int, warmup: int) -> dict
     row = {"backend": privatizer.backend_name,
            "precision": manifest["artifacts"][privatizer.backend_name].get("precision", "fp32"),
            "params": complexity.get("params"), "flops_torch": complexity.get("flops_torch"),
-           "flops_onnx": complexity.get("flops_onnx")}
+           "flops_onnx": complexity.get("flops_onnx"), "output_mode": privatizer.output_mode}
+    # bandwidth: what leaves the device per frame in each output mode (PASS: index or sample)
+    row.update({f"bytes_per_frame_{mode}": size for mode, size in privatizer.bytes_per_frame().items()})
     for name, values in stats.items():
         row.update({f"{name}_{key}": values[key] for key in ("p50_ms", "p95_ms", "p99_ms", "fps")})
     row["fps"] = row["runtime_fps"]   # the headline: frames per second through the full runtime call
@@ -91,8 +94,10 @@ def _raw_onnxruntime_session(privatizer: Privatizer):
     return make_session(privatizer.bundle.path(artifact["file"]))
 
 
-def benchmark_bundle(bundle_dir, backend: str = "all", iters: int = 500, warmup: int = 50) -> dict:
-    """Every figure `sensorveil benchmark` prints, as one dict with a `rows` list."""
+def benchmark_bundle(bundle_dir, backend: str = "all", iters: int = 500, warmup: int = 50,
+                     source: str | None = None, stream_frames: int = 300) -> dict:
+    """Every figure `sensorveil benchmark` prints, as one dict with a `rows` list; with a
+    ``source``, each row also gets end-to-end stream figures (stream_bench.py)."""
     bundle_dir = Path(bundle_dir)
     probe = Privatizer.load(bundle_dir, backend="auto" if backend == "all" else backend)
     manifest = probe.manifest
@@ -108,8 +113,9 @@ def benchmark_bundle(bundle_dir, backend: str = "all", iters: int = 500, warmup:
     for row in rows:
         if row.get("achieved_gflops"):
             row["fraction_of_matmul_peak"] = row["achieved_gflops"] / peak
-    return {"bundle": str(bundle_dir), "mechanism": manifest["mechanism"].get("name"),
-            "input": {"shape": manifest["input"]["sample_shape"], "dtype": manifest["input"]["dtype"]},
-            "batch": 1, "iters": iters, "cpu": cpu_description(), "matmul_peak_gflops": peak,
-            **graph, "metrics_at_export": manifest.get("metrics", {}), "rows": rows,
-            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    result = {"bundle": str(bundle_dir), "mechanism": manifest["mechanism"].get("name"),
+              "input": {"shape": manifest["input"]["sample_shape"], "dtype": manifest["input"]["dtype"]},
+              "batch": 1, "iters": iters, "cpu": cpu_description(), "matmul_peak_gflops": peak,
+              **graph, "metrics_at_export": manifest.get("metrics", {}), "rows": rows,
+              "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    return add_stream_and_estimates(result, bundle_dir, source, stream_frames)

@@ -60,6 +60,10 @@ def evaluate_bundle(bundle_dir, backend: str = "auto", attacker_epochs: int = 20
 
 
 def evaluate_path(path, backend: str = "auto", attacker_epochs: int = 20) -> dict:
+    """Any run directory or bundle, PR-GAN family or PASS."""
+    from sensorveil.sdk.pass_eval import evaluate_pass_path, is_pass_path
+    if is_pass_path(path):
+        return evaluate_pass_path(path, backend, attacker_epochs)
     path = Path(path)
     if (path / MANIFEST_NAME).is_file():
         return evaluate_bundle(path, backend, attacker_epochs)

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import functools
 import io
-import math
 import os
 import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 
@@ -347,129 +346,16 @@ def load_ujiindoorloc(path: str | None = None, split: str = "both", max_rows: in
 # synthetic overhead depth (OccuTherm-like door sensor)
 # --------------------------------------------------------------------------
 
-KINECT_FOCAL_PX = 365.0  # Kinect v2 depth camera focal length, pixels
-DEPTH_RANGE_MM = (0.0, 4500.0)
-
-
-@dataclass(frozen=True)
-class BodyParams:
-    """Fixed body of one synthetic identity (metres)."""
-
-    height: float  # floor to top of head
-    head_width: float
-    head_length: float
-    shoulder_width: float
-    torso_depth: float  # front-to-back thickness at the shoulders
-    shoulder_tilt: float  # right shoulder lower by this much (asymmetry)
-    head_forward: float  # head centre ahead of the shoulder line
-    arm_radius: float
-
-
-def make_identities(n_identities: int = 8, seed: int = 0) -> list[BodyParams]:
-    """Body parameters of ``n_identities`` people, fixed for a seed."""
-    rng = np.random.default_rng([seed, 7919])
-    u = lambda lo, hi: rng.uniform(lo, hi, n_identities)  # noqa: E731
-    cols = dict(
-        height=u(1.55, 1.95), head_width=u(0.14, 0.18), head_length=u(0.18, 0.22),
-        shoulder_width=u(0.36, 0.46), torso_depth=u(0.20, 0.30), shoulder_tilt=u(-0.04, 0.04),
-        head_forward=u(0.0, 0.05), arm_radius=u(0.04, 0.06),
-    )
-    return [BodyParams(**{k: float(v[i]) for k, v in cols.items()}) for i in range(n_identities)]
-
-
-def _background(shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
-    """Floor 2700-2900 mm away with a slight tilt (sensor not exactly level)."""
-    rows, cols = np.ogrid[: shape[0], : shape[1]]
-    base = rng.uniform(2700.0, 2900.0)
-    tilt = rng.uniform(-0.15, 0.15, 2)  # mm per pixel
-    return base + tilt[0] * (rows - shape[0] / 2) + tilt[1] * (cols - shape[1] / 2)
-
-
-def _ellipse_depth(bx, by, cx, cy, ax, ay, top, dome):
-    """Depth of a dome-shaped ellipse in body coordinates (metres); inf outside."""
-    r2 = ((bx - cx) / ax) ** 2 + ((by - cy) / ay) ** 2
-    return np.where(r2 < 1.0, top + dome * r2, np.inf)
-
-
-def _person_depth(bx, by, p: BodyParams, floor_m: float, rng: np.random.Generator) -> np.ndarray:
-    """Nearest body surface (metres from sensor) at body coords (bx lateral,
-    by forward = facing direction).  Front cues: nose bump, head ahead of the
-    shoulders and a leading foot, so facing is an asymmetry, not a pixel."""
-    height = p.height + rng.normal(0, 0.02)  # walking bob, head bowed or raised
-    head_top, shoulder = floor_m - height, floor_m - 0.82 * height
-    swing = rng.uniform(-0.08, 0.08)  # arms swing opposite each other
-    head_x, head_y = rng.normal(0, 0.01, 2) + (0.0, p.head_forward)
-    sw = p.shoulder_width / 2
-    parts = [
-        _ellipse_depth(bx, by, head_x, head_y, p.head_width / 2, p.head_length / 2, head_top, 0.10),
-        _ellipse_depth(bx, by, head_x, head_y + p.head_length / 2, 0.02, 0.03, head_top + 0.10, 0.02),
-        # torso: tilt applied through bx so one shoulder sits lower
-        _ellipse_depth(bx, by, 0.0, 0.0, sw, p.torso_depth / 2, shoulder, 0.08) + p.shoulder_tilt * bx / sw,
-        _ellipse_depth(bx, by, -0.9 * sw, swing, p.arm_radius, 0.12, shoulder + 0.12, 0.05),
-        _ellipse_depth(bx, by, 0.9 * sw, -swing, p.arm_radius, 0.12, shoulder + 0.12, 0.05),
-        # leading foot, opposite the forward-swung arm as in walking
-        _ellipse_depth(bx, by, 0.1 if swing > 0 else -0.1, p.torso_depth / 2 + 0.12, 0.05, 0.11,
-                       floor_m - 0.10, 0.02),
-    ]
-    return np.minimum.reduce(parts)
-
-
-def _draw_person(depth: np.ndarray, center: tuple[float, float], p: BodyParams, facing: int,
-                 rng: np.random.Generator) -> None:
-    """Draw the person into ``depth`` (mm, in place) around ``center`` (row, col)."""
-    floor_m = float(np.median(depth)) / 1000.0
-    px_per_m = KINECT_FOCAL_PX / (floor_m - 0.82 * p.height)  # scale at shoulder height
-    half = int(0.75 * px_per_m) + 1  # window holding the whole person
-    r0, c0 = max(int(center[0]) - half, 0), max(int(center[1]) - half, 0)
-    r1, c1 = min(int(center[0]) + half, depth.shape[0]), min(int(center[1]) + half, depth.shape[1])
-    if r0 >= r1 or c0 >= c1:
-        return
-    dr, dc = np.ogrid[r0:r1, c0:c1]
-    dr, dc = (dr - center[0]) / px_per_m, (dc - center[1]) / px_per_m
-    # facing 0 ("in") looks down the image (+row); "out" is the same body turned 180 deg
-    angle = math.pi * facing + math.radians(rng.uniform(-15, 15))
-    bx = math.cos(angle) * dc - math.sin(angle) * dr
-    by = math.sin(angle) * dc + math.cos(angle) * dr
-    person = _person_depth(bx, by, p, floor_m, rng) * 1000.0
-    window = depth[r0:r1, c0:c1]
-    np.minimum(window, person, out=window)
-
-
-def _sensor_noise(depth: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Kinect-like noise: sigma grows with depth squared, invalid (0) pixels
-    sprinkled at random and at depth edges (flying pixels are dropped)."""
-    noisy = depth + rng.normal(0.0, 1.0, depth.shape) * (1.0 + 1.5e-6 * depth**2)
-    edge = np.zeros(depth.shape, dtype=bool)
-    edge[:, 1:] |= np.abs(np.diff(depth, axis=1)) > 150
-    edge[1:, :] |= np.abs(np.diff(depth, axis=0)) > 150
-    drop = (rng.random(depth.shape) < 0.01) | (edge & (rng.random(depth.shape) < 0.4))
-    noisy[drop] = 0.0
-    return np.clip(np.round(noisy), *DEPTH_RANGE_MM).astype(np.uint16)
-
-
-def render_depth_frame(identity_params: BodyParams, facing: int, rng: np.random.Generator,
-                       frame_shape: tuple[int, int] = (424, 512),
-                       center: tuple[float, float] | None = None) -> np.ndarray:
-    """One overhead depth frame (uint16 mm, Kinect v2 size by default) with the
-    person at ``center`` (row, col; random away from the border if None)."""
-    if facing not in (0, 1):
-        raise ValueError(f"facing must be 0 (in) or 1 (out), got {facing!r}")
-    depth = _background(frame_shape, rng)
-    if center is None:
-        margin = np.minimum(np.asarray(frame_shape) // 2 - 1, 90)
-        center = tuple(rng.uniform(margin, np.asarray(frame_shape) - margin))
-    _draw_person(depth, center, identity_params, facing, rng)
-    return _sensor_noise(depth, rng)
-
-
-def synthetic_depth_frames(n: int, seed: int = 0, n_identities: int = 8,
-                           frame_shape: tuple[int, int] = (424, 512)) -> Iterator[tuple[np.ndarray, int, int]]:
-    """Yield ``n`` full frames as (frame, identity, facing), random labels."""
-    identities = make_identities(n_identities, seed)
-    rng = np.random.default_rng([seed, 1])
-    for _ in range(n):
-        ident, facing = int(rng.integers(n_identities)), int(rng.integers(2))
-        yield render_depth_frame(identities[ident], facing, rng, frame_shape), ident, facing
+# One renderer for the stream source and this dataset: it lives in the torch-free runtime
+# (which may not import sdk), and the dataset imports it from there.
+from sensorveil.runtime.synthetic_depth import (  # noqa: E402  (re-exported public names)
+    DEPTH_RANGE_MM,
+    KINECT_FOCAL_PX,
+    BodyParams,
+    make_identities,
+    render_depth_frame,
+    synthetic_depth_frames,
+)
 
 
 def load_synthetic_depth(n_identities: int = 8, samples_per_class: int = 60, seed: int = 0,
@@ -508,6 +394,111 @@ def load_synthetic_depth(n_identities: int = 8, samples_per_class: int = 60, see
         class_names={"identity": [f"person {k}" for k in range(n_identities)], "facing": ["in", "out"]},
         prior_fn=prior,
     )
+
+
+# --------------------------------------------------------------------------
+# MotionSense (device motion, as used by PASS appendix E.1 and MSDA)
+# --------------------------------------------------------------------------
+
+MOTIONSENSE_DIR = "A_DeviceMotion_data"
+MOTIONSENSE_SUBJECTS = "data_subjects_info.csv"
+MOTIONSENSE_ACTIVITIES = ("dws", "ups", "wlk", "jog")  # "sit" and "std" are excluded (appendix E.1)
+MOTIONSENSE_WINDOW = 128
+# Magnitudes of rotationRate (rad/s) and userAcceleration (g); the iPhone's gyroscope saturates at
+# 2000 deg/s (34.9 rad/s) per axis, so 60 bounds both magnitudes.
+MOTIONSENSE_RANGE = (0.0, 60.0)
+_MOTION_AXES = {"rotationRate": ("x", "y", "z"), "userAcceleration": ("x", "y", "z")}
+
+
+def _motionsense_files(path: Path) -> tuple[Path, Path]:
+    """(the A_DeviceMotion_data folder, data_subjects_info.csv) under ``path``."""
+    expected = (f"a folder holding {MOTIONSENSE_DIR}/<activity>_<trial>/sub_<n>.csv and "
+                f"{MOTIONSENSE_SUBJECTS} (the unzipped MotionSense release)")
+    if not path.is_dir():
+        raise FileNotFoundError(f"MotionSense path not found or not a folder: {path}; expected {expected}")
+    search = path.parent if path.name == MOTIONSENSE_DIR else path
+    data = [path] if path.name == MOTIONSENSE_DIR else sorted(search.rglob(MOTIONSENSE_DIR))
+    subjects = sorted(search.rglob(MOTIONSENSE_SUBJECTS))
+    if not data or not subjects:
+        raise ValueError(f"MotionSense source {path} lacks {MOTIONSENSE_DIR if not data else MOTIONSENSE_SUBJECTS}; "
+                         f"expected {expected}")
+    return data[0], subjects[0]
+
+
+def _motionsense_genders(path: Path) -> dict[int, int]:
+    """Subject code -> gender (0 female, 1 male), from data_subjects_info.csv."""
+    lines = path.read_text().strip().splitlines()
+    header = [h.strip() for h in lines[0].split(",")]
+    if "code" not in header or "gender" not in header:
+        raise ValueError(f"{path} lacks columns 'code' and 'gender'; got {header}")
+    rows = [line.split(",") for line in lines[1:] if line.strip()]
+    return {int(float(r[header.index("code")])): int(float(r[header.index("gender")])) for r in rows}
+
+
+def _motion_magnitudes(csv_path: Path) -> np.ndarray:
+    """(T, 2): |rotationRate| and |userAcceleration| per time step."""
+    with open(csv_path) as handle:
+        header = [h.strip().strip('"') for h in handle.readline().strip().split(",")]
+    columns = [[f"{sensor}.{axis}" for axis in axes] for sensor, axes in _MOTION_AXES.items()]
+    missing = [c for group in columns for c in group if c not in header]
+    if missing:
+        raise ValueError(f"{csv_path} lacks columns {missing}; expected MotionSense device-motion CSV columns")
+    table = np.loadtxt(csv_path, delimiter=",", skiprows=1, ndmin=2)
+    return np.stack([np.linalg.norm(table[:, [header.index(c) for c in group]], axis=1) for group in columns], 1)
+
+
+def load_motionsense(path: str | None = None, split: str = "both", stride: int = 10) -> SensorDataset:
+    """MotionSense device motion as PASS appendix E.1 / MSDA use it: the magnitudes of the gyroscope
+    (rotationRate) and accelerometer (userAcceleration) in windows of 128 samples (stride ``stride``),
+    activities dws, ups, wlk, jog ("sit" and "std" excluded).
+
+    ``path``: the unzipped release (a folder holding ``A_DeviceMotion_data`` and
+    ``data_subjects_info.csv``). Attributes: ``activity`` (4), ``gender`` (0 female, 1 male), ``id``
+    (24 subjects) and ``trial_split``, the "trial" split: trials 1-9 train (0), trials 11-16 test (1).
+    ``split`` keeps "train", "test" or "both". Samples are (2, 128) float32 in sensor units; the
+    networks standardise each channel themselves (a leading BatchNorm).
+    """
+    if path is None:
+        raise ValueError(f"motionsense needs path=: the unzipped MotionSense folder with {MOTIONSENSE_DIR}")
+    splits = {"train": (0,), "test": (1,), "both": (0, 1)}
+    if split not in splits:
+        raise ValueError(f"unknown split {split!r}; expected one of {list(splits)}")
+    if stride < 1:
+        raise ValueError(f"stride must be >= 1, got {stride}")
+    root, subjects_csv = _motionsense_files(Path(path))
+    genders = _motionsense_genders(subjects_csv)
+    subjects = sorted(genders)
+    windows, labels = [], {"activity": [], "gender": [], "id": [], "trial_split": []}
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        activity, _, trial = folder.name.partition("_")
+        if activity not in MOTIONSENSE_ACTIVITIES or not trial.isdigit():
+            continue
+        test = int(int(trial) > 10)
+        if test not in splits[split]:
+            continue
+        for csv_path in sorted(folder.glob("sub_*.csv")):
+            subject = int(csv_path.stem.split("_")[1])
+            if subject not in genders:
+                raise ValueError(f"{csv_path}: subject {subject} is not in {MOTIONSENSE_SUBJECTS}")
+            series = _motion_magnitudes(csv_path)
+            if len(series) < MOTIONSENSE_WINDOW:
+                continue
+            cut = np.lib.stride_tricks.sliding_window_view(series, MOTIONSENSE_WINDOW, axis=0)[::stride]
+            windows.append(cut.astype(np.float32))       # (n, 2, 128)
+            for key, value in (("activity", MOTIONSENSE_ACTIVITIES.index(activity)), ("gender", genders[subject]),
+                               ("id", subjects.index(subject)), ("trial_split", test)):
+                labels[key].append(np.full(len(cut), value, dtype=np.int64))
+    if not windows:
+        raise ValueError(f"no MotionSense windows of {MOTIONSENSE_WINDOW} samples under {root} for split {split!r}; "
+                         f"expected CSVs of at least {MOTIONSENSE_WINDOW} rows in {MOTIONSENSE_ACTIVITIES} trials")
+    names = {"activity": list(MOTIONSENSE_ACTIVITIES), "gender": ["female", "male"],
+             "id": [f"sub_{s}" for s in subjects], "trial_split": ["train (trials 1-9)", "test (trials 11-16)"]}
+    return SensorDataset(
+        name="motionsense", x=np.concatenate(windows), attributes={k: np.concatenate(v) for k, v in labels.items()},
+        num_classes={k: len(v) for k, v in names.items()}, modality="timeseries", sensor_range=MOTIONSENSE_RANGE,
+        units="channel 0: |rotationRate| rad/s, channel 1: |userAcceleration| g", synthetic=False,
+        description=f"MotionSense device motion magnitudes, {MOTIONSENSE_WINDOW}-sample windows ({split})",
+        class_names=names)
 
 
 # --------------------------------------------------------------------------
@@ -563,6 +554,7 @@ _LOADERS: dict[str, Callable[..., SensorDataset]] = {
     "ujiindoorloc": load_ujiindoorloc,
     "synthetic-depth": lambda path=None, **kw: load_synthetic_depth(**kw),
     "npz": load_npz,
+    "motionsense": load_motionsense,
 }
 DATASETS = tuple(_LOADERS)
 _OPTIONS = {
@@ -570,6 +562,7 @@ _OPTIONS = {
     "ujiindoorloc": ("split", "max_rows"),
     "synthetic-depth": ("n_identities", "samples_per_class", "seed", "size"),
     "npz": (),
+    "motionsense": ("split", "stride"),
 }
 
 

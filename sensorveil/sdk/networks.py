@@ -95,6 +95,17 @@ def depth_classifier(classes: int) -> nn.Module:
         nn.Linear(64 * 16, 128), nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, classes))
 
 
+def timeseries_classifier(channels: int, classes: int) -> nn.Module:
+    # Sensor windows (N, 1, channels, time): a 1-D CNN; the leading BatchNorm standardises each
+    # channel (MotionSense's z-scoring, appendix E.1 of PASS) inside the network.
+    return nn.Sequential(
+        nn.Flatten(1, 2), nn.BatchNorm1d(channels),
+        nn.Conv1d(channels, 32, 5, padding=2), nn.ReLU(), nn.MaxPool1d(2),
+        nn.Conv1d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool1d(2),
+        nn.Conv1d(64, 64, 5, padding=2), nn.ReLU(), nn.AdaptiveAvgPool1d(1), nn.Flatten(),
+        nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, classes))
+
+
 def make_generator(modality: str, model_shape: tuple) -> nn.Module:
     if modality == "vector":
         return vector_generator(model_shape[0])
@@ -107,6 +118,8 @@ def make_classifier(modality: str, model_shape: tuple, classes: int) -> nn.Modul
     """Used for D_y, D_z, the GAN discriminator D (classes=1) and the probing attackers."""
     if modality == "vector":
         return vector_classifier(model_shape[0], classes)
+    if modality == "timeseries":
+        return timeseries_classifier(model_shape[-2], classes)
     if modality == "depth" or model_shape[-1] >= 64:
         return depth_classifier(classes)
     return small_image_classifier(model_shape[-1], classes)

@@ -20,7 +20,9 @@ from sensorveil.sdk.networks import make_classifier, make_generator
 from sensorveil.sdk.training import apply, model_shape, tensor_spec_dict
 
 # mechanism -> how it is trained; "laplace" has no network and is evaluated, not exported.
-MECHANISMS = ("prgan", "ngp", "ap", "laplace")
+# "pass" (sensorveil.sdk.pass_mechanism) substitutes samples instead of perturbing them.
+MECHANISMS = ("prgan", "ngp", "ap", "laplace", "pass")
+SUBSTITUTION_MECHANISMS = ("pass",)
 # The paper's tasks per dataset: (useful y, private z, Acc(D_y) threshold of section 6.4)
 DEFAULT_TASKS = {
     "digits": ("parity", "lt5", 0.95),
@@ -47,11 +49,16 @@ def load_recorded_dataset(record: dict):
 
 def train_run(mechanism: str, dataset: str, data_path=None, useful=None, private=None, out=None,
               epochs: int | None = None, seed: int = 0, dataset_options: dict | None = None,
-              config: prgan.PRGANConfig | None = None, attacker_epochs: int = 20) -> Path:
-    """Train one mechanism, evaluate it (protocol + probing attack) and write the run directory."""
+              config: prgan.PRGANConfig | None = None, attacker_epochs: int = 20, hidden=None,
+              substitutes: int | None = None) -> Path:
+    """Train one mechanism, evaluate it (protocol + probing attack) and write the run directory.
+    PASS takes lists of useful/private attributes, ``hidden`` attributes for mNAG and the bank size."""
     if mechanism not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r}; expected one of {MECHANISMS}")
     data = load_dataset(dataset, data_path, **(dataset_options or {}))
+    if mechanism in SUBSTITUTION_MECHANISMS:
+        return _train_substitution_run(mechanism, data, dataset, data_path, dataset_options, useful, private, out,
+                                       epochs, seed, config, attacker_epochs, hidden, substitutes)
     useful, private, threshold = default_task(dataset, useful, private)
     cfg = config or prgan.PRGANConfig(utility_threshold=threshold, seed=seed)
     if epochs:
@@ -59,10 +66,8 @@ def train_run(mechanism: str, dataset: str, data_path=None, useful=None, private
     started = time.time()
     exp = prgan.prepare(data, useful, private, cfg)
     task = exp.task
-    run = {"sensorveil_version": __version__, "mechanism": mechanism, "useful": useful, "private": private,
-           "dataset": dataset_record(dataset, data_path, dataset_options), "modality": data.modality,
-           "model_shape": list(model_shape(data)), "input": tensor_spec_dict(data, "x"),
-           "output": tensor_spec_dict(data, "y"), "config": prgan.config_dict(cfg), "seed": seed,
+    run = {**base_record(mechanism, data, dataset, data_path, dataset_options, useful, private, seed),
+           "config": prgan.config_dict(cfg),
            "reference": {**raw_reference(task, exp.fixed), **baselines(task),
                          "utility_threshold": cfg.utility_threshold}}
     out = Path(out or f"runs/{mechanism}-{dataset}")
@@ -79,8 +84,37 @@ def train_run(mechanism: str, dataset: str, data_path=None, useful=None, private
     run["selection"] = selection
     run["metrics"] = evaluate(task, privatize, exp.fixed, attacker_epochs=attacker_epochs, seed=seed)
     run["train_seconds"] = round(time.time() - started, 1)
-    (out / RUN_FILE).write_text(json.dumps(run, indent=2, default=_json_default))
-    return out
+    return write_run(out, run)
+
+
+def base_record(mechanism: str, data, dataset: str, data_path, dataset_options, useful, private, seed: int) -> dict:
+    """The run.json keys every mechanism shares (what export, evaluate and benchmarks read)."""
+    return {"sensorveil_version": __version__, "mechanism": mechanism, "useful": useful, "private": private,
+            "dataset": dataset_record(dataset, data_path, dataset_options), "modality": data.modality,
+            "model_shape": list(model_shape(data)), "input": tensor_spec_dict(data, "x"),
+            "output": tensor_spec_dict(data, "y"), "seed": seed}
+
+
+def write_run(out: Path, run: dict) -> Path:
+    (Path(out) / RUN_FILE).write_text(json.dumps(run, indent=2, default=_json_default))
+    return Path(out)
+
+
+def _train_substitution_run(mechanism, data, dataset, data_path, dataset_options, useful, private, out, epochs,
+                            seed, config, attacker_epochs, hidden, substitutes) -> Path:
+    """PASS: several useful/private attributes (lists in run.json), default task as for PR-GAN."""
+    from sensorveil.sdk import pass_mechanism
+    default_useful, default_private, _ = default_task(dataset, useful, private)
+    useful = pass_mechanism.as_list(useful) or [default_useful]
+    private = pass_mechanism.as_list(private) or [default_private]
+    cfg = config or pass_mechanism.PASSConfig(seed=seed)
+    cfg.epochs = epochs or cfg.epochs
+    cfg.substitutes = substitutes or cfg.substitutes
+    out = Path(out or f"runs/{mechanism}-{dataset}")
+    out.mkdir(parents=True, exist_ok=True)
+    base = base_record(mechanism, data, dataset, data_path, dataset_options, useful, private, cfg.seed)
+    run = pass_mechanism.train_pass_run(base, data, out, cfg, hidden=hidden, attacker_epochs=attacker_epochs)
+    return write_run(out, run)
 
 
 def read_run(run_dir) -> dict:
@@ -88,6 +122,16 @@ def read_run(run_dir) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"expected a run directory with {RUN_FILE}, got {run_dir}")
     return json.loads(path.read_text())
+
+
+def load_model(run_dir) -> torch.nn.Module:
+    """The torch module a bundle carries, for any mechanism: PR-GAN's generator, or PASS's f with
+    the similarity-and-softmax head folded in (outputs P(X'|X))."""
+    run = read_run(run_dir)
+    if run["mechanism"] in SUBSTITUTION_MECHANISMS:
+        from sensorveil.sdk import pass_mechanism
+        return pass_mechanism.load_head(run_dir, run)
+    return load_generator(run_dir)
 
 
 def load_generator(run_dir) -> torch.nn.Module:
