@@ -35,17 +35,34 @@ def sensor_sample(privatizer: Privatizer, seed: int = 0) -> np.ndarray:
     return sample.astype(spec.dtype)
 
 
+BLOCK = 25   # calls per turn when several calls take turns
+
+
 def paired_latency(calls: dict, iters: int, warmup: int, desc: str) -> dict:
-    """Time several zero-argument calls, interleaved, and summarise each."""
+    """Time several zero-argument calls that take turns in blocks, and summarise each.
+
+    Turns share out drift in clock speed and background load; blocks (rather than alternating
+    every call) matter because each onnxruntime session keeps its worker threads spinning for a
+    moment after a run, which would otherwise slow down whichever session runs next. The first
+    call of each block is not timed, for the same reason.
+    """
     for _ in range(warmup):
         for call in calls.values():
             call()
-    samples = {name: np.empty(iters) for name in calls}
-    for i in tqdm(range(iters), desc=desc, leave=False):
+    samples = {name: [] for name in calls}
+    progress = tqdm(total=iters, desc=desc, leave=False)
+    while len(samples[next(iter(calls))]) < iters:
+        todo = min(BLOCK, iters - len(samples[next(iter(calls))]))
         for name, call in calls.items():
-            start = time.perf_counter_ns()
             call()
-            samples[name][i] = (time.perf_counter_ns() - start) / 1e6
+            for _ in range(todo):
+                start = time.perf_counter_ns()
+                call()
+                samples[name].append((time.perf_counter_ns() - start) / 1e6)
+        if hasattr(progress, "update"):
+            progress.update(todo)
+    if hasattr(progress, "close"):
+        progress.close()
     return {name: percentiles(values) for name, values in samples.items()}
 
 
