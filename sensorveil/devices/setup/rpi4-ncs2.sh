@@ -3,6 +3,8 @@
 # Run on the board itself, as a user with sudo. Installs the runtime only: numpy and one
 # backend library (no torch, no training dependencies). Re-running is harmless.
 set -euo pipefail
+# sensorveil is installed from the checkout this script lives in (it is not published on PyPI)
+SENSORVEIL_SRC="${SENSORVEIL_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}"
 # The Neural Compute Stick 2 needs the MYRIAD plugin, which OpenVINO dropped after 2022.3 LTS.
 # Intel publishes 2022.3 runtime archives for Raspberry Pi OS (armhf) at
 #   https://storage.openvinotoolkit.org/repositories/openvino/packages/2022.3/linux/
@@ -17,6 +19,6 @@ sudo usermod -a -G users "$(whoami)"
 sudo sh /opt/intel/openvino_2022.3/install_dependencies/install_NCS_udev_rules.sh
 echo "source /opt/intel/openvino_2022.3/setupvars.sh" >> ~/.bashrc
 source /opt/intel/openvino_2022.3/setupvars.sh
-python3 -m pip install --user "sensorveil"
+python3 -m pip install --user "$SENSORVEIL_SRC"
 python3 -c "import openvino.runtime as ov; print('devices:', ov.Core().available_devices)"
 echo "plug the NCS2 in (lsusb shows 03e7:2485); 'MYRIAD' must be listed above"

@@ -3,6 +3,8 @@
 # Run on the board itself, as a user with sudo. Installs the runtime only: numpy and one
 # backend library (no torch, no training dependencies). Re-running is harmless.
 set -euo pipefail
-python3 -m pip install --user "sensorveil[onnx]"
+# sensorveil is installed from the checkout this script lives in (it is not published on PyPI)
+SENSORVEIL_SRC="${SENSORVEIL_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}"
+python3 -m pip install --user "${SENSORVEIL_SRC}[onnx]"
 python3 -c "import onnxruntime; print('onnxruntime', onnxruntime.__version__)"
-# optional extra backends on the same CPU: "sensorveil[openvino]" or "sensorveil[tflite]"
+# optional extra backends on the same CPU: "${SENSORVEIL_SRC}[openvino]" or "sensorveil[tflite]"
