@@ -16,8 +16,8 @@ from sensorveil.benchmarks.flops import onnx_flops, onnx_params
 from sensorveil.benchmarks.latency import matmul_peak_gflops, percentiles
 from sensorveil.benchmarks.report import cpu_description
 from sensorveil.benchmarks.stream_bench import add_stream_and_estimates
-from sensorveil.runtime import Privatizer
-from sensorveil.runtime.backends import REGISTRY, library_available
+from sensorveil.runtime import Privatizer, open_bundle
+from sensorveil.runtime.backends import REGISTRY, library_available, resolve_backend
 from sensorveil.runtime.spec import to_model_units
 
 try:
@@ -116,8 +116,11 @@ def benchmark_bundle(bundle_dir, backend: str = "all", iters: int = 500, warmup:
     """Every figure `sensorveil benchmark` prints, as one dict with a `rows` list; with a
     ``source``, each row also gets end-to-end stream figures (stream_bench.py)."""
     bundle_dir = Path(bundle_dir)
-    probe = Privatizer.load(bundle_dir, backend="auto" if backend == "all" else backend)
-    manifest = probe.manifest
+    bundle = open_bundle(bundle_dir)
+    manifest = bundle.manifest
+    # fail early, with the runtime's own message, when no requested backend can run here;
+    # checking needs no session, so the model is not loaded once more just to read the manifest
+    resolve_backend(bundle, "auto" if backend == "all" else backend)
     rows = [benchmark_backend(bundle_dir, name, iters, warmup)
             for name in backends_to_measure(manifest, backend)]
     onnx_file = manifest["artifacts"].get("onnxruntime", {}).get("file")
