@@ -70,7 +70,7 @@ class Exporter:
         useful, private = self.run.get("useful"), self.run.get("private")
         if not (isinstance(useful, str) and isinstance(private, str)):
             return np.arange(len(self.dataset))
-        from sensorveil.sdk.prgan import make_slices
+        from sensorveil.sdk.evaluation import make_slices
         data = self.dataset
         seed = self.run.get("config", {}).get("seed", self.run.get("seed", 0))
         slices = make_slices(data.attributes[useful], data.attributes[private], data.num_classes[private], seed)

@@ -10,6 +10,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from sensorveil.sdk.datasets import stratified_slices
 from sensorveil.sdk.networks import make_classifier
 from sensorveil.sdk.priors import empirical_guess_accuracy, prior_guess_accuracies
 from sensorveil.sdk.training import accuracy, apply, predict, train_classifier
@@ -34,6 +35,17 @@ class Task:
     @property
     def model_shape(self) -> tuple:
         return tuple(self.x.shape[1:])
+
+
+def make_slices(useful: np.ndarray, private: np.ndarray, n_private: int, seed: int) -> dict:
+    """PR-GAN section 5.3: three slices equal in size and class mix (1: fixed classifiers, 2: the
+    mechanism, of which a fifth is held out to choose its budget, 3: test). Every mechanism is
+    scored on the same slice 3, and its probing attackers learn from slices 1 and 2."""
+    strata = useful * n_private + private
+    first, second, third = stratified_slices(strata, 3, seed)
+    parts = stratified_slices(strata[second], 5, seed + 1)
+    return {"classifiers": first, "generator_val": second[parts[0]],
+            "generator_train": second[np.concatenate(parts[1:])], "test": third}
 
 
 def tree_attacker_accuracy(train_x: np.ndarray, train_z: np.ndarray, test_x: np.ndarray, test_z: np.ndarray,

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from sensorveil.sdk.datasets import SensorDataset
-from sensorveil.sdk.prgan import make_slices
+from sensorveil.sdk.evaluation import make_slices
 from sensorveil.sdk.training import apply, batches, model_shape, set_seed, to_model, tqdm
 
 MECHANISM = "pass"

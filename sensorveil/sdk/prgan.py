@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sensorveil.sdk.datasets import SensorDataset, stratified_slices
-from sensorveil.sdk.evaluation import Task
+from sensorveil.sdk.datasets import SensorDataset
+from sensorveil.sdk.evaluation import Task, make_slices
 from sensorveil.sdk.networks import make_classifier, make_generator
 from sensorveil.sdk.priors import maximum_entropy_distribution
 from sensorveil.sdk.training import (accuracy, apply, batches, model_shape, set_seed, to_model,
@@ -64,14 +64,6 @@ class Experiment:
                     n_private=self.dataset.num_classes[self.private_name], med=self.med,
                     attacker_train=np.concatenate([s["classifiers"], s["generator_train"], s["generator_val"]]),
                     test=s["test"], modality=self.dataset.modality)
-
-
-def make_slices(useful: np.ndarray, private: np.ndarray, n_private: int, seed: int) -> dict:
-    strata = useful * n_private + private
-    first, second, third = stratified_slices(strata, 3, seed)
-    parts = stratified_slices(strata[second], 5, seed + 1)
-    return {"classifiers": first, "generator_val": second[parts[0]],
-            "generator_train": second[np.concatenate(parts[1:])], "test": third}
 
 
 def prepare(dataset: SensorDataset, useful: str, private: str, config: PRGANConfig,

@@ -1,0 +1,69 @@
+"""What a pipeline stage is. A bundle's mechanism is a short list of stages (manifest ``pipeline``),
+each a model the backend runs or a numpy step (PASS's draw, AttriGuard's noise, Sanitizer's latent
+mechanism). The runtime builds each stage from its manifest entry and feeds it the previous stage's
+output; the first stage gets the input batch in model units.
+
+Runs on the boards' own Python (3.6 on Jetson Nano): no annotations import, no dataclasses here.
+"""
+import numpy as np
+
+from sensorveil.runtime.errors import BundleError
+
+# What a stage's output is, so the Privatizer knows what is left to do after the last stage:
+MODEL_UNITS = "model"            # model units: the Privatizer maps them back to sensor units
+SENSOR_UNITS = "sensor"          # already in sensor units (e.g. a substitute sample from the bank)
+BANK_INDEX = "index"             # a position in a bank the server holds (PASS index mode)
+REPRESENTATION = "representation"  # a feature vector, not a sensor reading (TAPPFL)
+EMITS = (MODEL_UNITS, SENSOR_UNITS, BANK_INDEX, REPRESENTATION)
+
+
+class StageContext(object):
+    """What a stage may use: its bundle's verified arrays, the bundle's graphs run by the chosen
+    backend, and the output mode the caller asked for (None: the stage's default)."""
+
+    def __init__(self, bundle, run_graph, output=None):
+        self.bundle = bundle
+        self._run_graph = run_graph
+        self.output = output
+
+    def array(self, name):
+        """A .npy file of the bundle (listed in its files, so its sha256 was checked), without pickle."""
+        if name not in self.bundle.manifest["files"]:
+            raise BundleError("{}: {} is not listed in the manifest's files (so it is not verified)".format(
+                self.bundle.root, name))
+        try:
+            return np.load(str(self.bundle.path(name)), allow_pickle=False)
+        except ValueError as error:
+            raise BundleError("{}: {} is not a plain .npy array ({})".format(self.bundle.root, name, error))
+
+    def graph(self, name):
+        """A callable running graph ``name`` on the backend: float32 batch in model units -> output."""
+        return lambda batch: self._run_graph(name, batch)
+
+
+class Stage(object):
+    """One step of the pipeline. Subclasses set ``kind`` (the manifest's name for it) and ``emits``."""
+
+    kind = None
+    emits = MODEL_UNITS
+    # output modes a caller may choose with Privatizer.load(..., output=...); the first is the default
+    output_modes = ("sample",)
+
+    def __init__(self, spec, context):
+        self.spec = spec
+        self.context = context
+
+    def __call__(self, batch, rng):
+        """``batch``: the previous stage's output (a batch); ``rng``: the Privatizer's numpy Generator
+        (OS entropy unless the caller passed a seed). Returns this stage's output batch."""
+        raise NotImplementedError
+
+    def bytes_per_frame(self, sample_bytes):
+        """Bytes that leave the device per frame in each output mode; None: one sample's bytes."""
+        return None
+
+    def require(self, key):
+        """A key of this stage's manifest entry, or one BundleError that names it."""
+        if key not in self.spec:
+            raise BundleError("{}: pipeline stage {!r} lacks {!r}".format(self.context.bundle.root, self.kind, key))
+        return self.spec[key]

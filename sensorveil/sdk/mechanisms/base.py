@@ -1,0 +1,171 @@
+"""The mechanism interface. Each paper's mechanism is one module under sensorveil/sdk/mechanisms that
+registers one :class:`Mechanism` per name it trains (PR-GAN's module registers prgan, ngp, ap and
+laplace). ``train_run``, ``evaluate``, ``export_run`` and the CLI only talk to this interface:
+
+* ``train(request)``            train on ``request.data``, save weights under ``request.out``, score the
+                                run (paper protocol + probing attack) and return the run record;
+* ``evaluate_run(run_dir, run)`` the same figures again from the saved run;
+* ``graphs(run_dir, run)``      the torch modules the bundle carries, by graph name (model units in);
+* ``bundle(run_dir, run, ...)``  the manifest's mechanism entry and ``pipeline`` (the runtime stages,
+                                see sensorveil.runtime.stages), writing the arrays the stages read;
+* ``evaluate_bundle(privatizer, run_dir, run)`` the probing attack on what the device emits.
+
+A mechanism whose output is a privatized sample in sensor units (PR-GAN, AttriGuard, Sanitizer) gets
+``evaluate_run``/``evaluate_bundle`` from this base: it provides ``task`` and ``privatize`` only.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from sensorveil.sdk.datasets import SensorDataset
+from sensorveil.sdk.evaluation import Task, baselines, evaluate, make_slices, raw_reference
+from sensorveil.sdk.priors import maximum_entropy_distribution
+from sensorveil.sdk.training import to_model
+
+# the kinds of mechanism, as the manifest's mechanism.kind names them
+KINDS = ("perturbation", "substitution", "noise", "latent", "representation")
+
+
+@dataclass
+class TrainRequest:
+    """What ``train_run`` resolved before handing over to a mechanism."""
+    data: SensorDataset
+    useful: list
+    private: list
+    out: Path
+    base: dict                       # the run.json keys every mechanism shares (dataset record, specs, ...)
+    seed: int = 0
+    epochs: int | None = None        # None: the mechanism's default for the dataset
+    attacker_epochs: int = 20
+    utility_threshold: float = 0.9   # Acc(useful) the mechanism must keep (PR-GAN section 6.4)
+    hidden: list = field(default_factory=list)
+    settings: dict = field(default_factory=dict)   # `--set KEY=VALUE`: fields of the mechanism's config
+    config: object | None = None     # a ready config object (Python API); settings then apply on top
+
+
+@dataclass
+class Graph:
+    """One model of a bundle: a torch module whose input is the bundle input in model units
+    (``input_from=None``) or the output of another graph of the same bundle."""
+    module: torch.nn.Module
+    input_from: str | None = None
+
+
+class Mechanism:
+    """Base class; a mechanism module subclasses it and calls ``register(Subclass())``."""
+
+    name = ""
+    kind = "perturbation"
+    summary = ""
+    config_class = None               # a dataclass of the mechanism's settings, or None
+    multi_attribute = False           # takes several useful/private attributes (PASS)
+    exportable = True                 # False: evaluated only (the Laplace baseline)
+    int8_privacy_check = True         # int8 exports re-run the probing attack on the quantized bundle
+
+    # -- configuration ---------------------------------------------------------------------
+    def make_config(self, request: TrainRequest):
+        """``request.config`` (or the class's defaults, seeded) with ``request.settings`` applied;
+        an unknown key or a value of the wrong type is one ValueError naming the valid keys."""
+        if self.config_class is None:
+            if request.settings:
+                raise ValueError(f"{self.name} takes no settings; got {sorted(request.settings)}")
+            return None
+        config = request.config if request.config is not None else self.config_class(seed=request.seed)
+        fields = {f.name: f for f in dataclasses.fields(config)}
+        for key, value in request.settings.items():
+            if key not in fields:
+                raise ValueError(f"{self.name} has no setting {key!r}; expected one of {sorted(fields)}")
+            setattr(config, key, coerce(value, getattr(config, key), key))
+        return config
+
+    # -- what every mechanism implements -----------------------------------------------------
+    def train(self, request: TrainRequest) -> dict:
+        raise NotImplementedError
+
+    def graphs(self, run_dir: Path, run: dict) -> dict:
+        """{graph name: Graph}; a single-model mechanism names its graph "model"."""
+        raise NotImplementedError
+
+    def bundle(self, run_dir: Path, run: dict, dataset: SensorDataset, out_dir: Path,
+               include_samples: bool = True) -> tuple[dict, list]:
+        """(manifest mechanism entry, pipeline stages); writes the .npy arrays the stages name."""
+        raise NotImplementedError
+
+    # -- sample-emitting mechanisms: provide task() and privatize(), inherit the evaluation ----
+    def task(self, run_dir: Path, run: dict) -> tuple[Task, dict | None]:
+        """The evaluation task of a saved run (data in model units, the split) and the fixed
+        classifiers of the paper protocol (None when the mechanism has none)."""
+        return default_task(load_run_dataset(run), run["useful"], run["private"], run["seed"]), None
+
+    def privatize(self, run_dir: Path, run: dict) -> Callable[[torch.Tensor], torch.Tensor]:
+        """The trained mechanism in torch: model units in, model units out."""
+        raise NotImplementedError
+
+    def evaluate_run(self, run_dir: Path, run: dict, attacker_epochs: int = 20) -> dict:
+        task, fixed = self.task(run_dir, run)
+        return {**reference_figures(task, fixed),
+                **evaluate(task, self.privatize(run_dir, run), fixed, attacker_epochs=attacker_epochs,
+                           seed=run["seed"])}
+
+    def evaluate_bundle(self, privatizer, run_dir: Path, run: dict, attacker_epochs: int = 20) -> dict:
+        task, fixed = self.task(run_dir, run)
+        return {**reference_figures(task, fixed),
+                **evaluate(task, bundle_privatize(privatizer), fixed, attacker_epochs=attacker_epochs,
+                           seed=run["seed"])}
+
+
+def coerce(value, current, key: str):
+    """A `--set` string (or a Python value) as the type of the setting it replaces."""
+    if not isinstance(value, str) or isinstance(current, str) or current is None:
+        return value
+    try:
+        if isinstance(current, bool):
+            if value.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(value)
+            return value.lower() in ("true", "1")
+        if isinstance(current, (tuple, list)):
+            return type(current)(type(current[0])(v) if current else float(v) for v in value.split(","))
+        return type(current)(value)
+    except ValueError:
+        raise ValueError(f"setting {key}={value!r}: expected a {type(current).__name__}") from None
+
+
+def load_run_dataset(run: dict) -> SensorDataset:
+    from sensorveil.sdk.datasets import load_dataset
+    record = run["dataset"]
+    return load_dataset(record["name"], record.get("path"), **record.get("options", {}))
+
+
+def default_task(data: SensorDataset, useful: str, private: str, seed: int) -> Task:
+    """PR-GAN's three slices (section 5.3): the attackers learn from slices 1-2, everything is scored
+    on slice 3; Random* from the dataset's public prior (eq. 3)."""
+    y, z = data.attributes[useful], data.attributes[private]
+    n_y, n_z = data.num_classes[useful], data.num_classes[private]
+    slices = make_slices(y, z, n_z, seed)
+    return Task(x=to_model(data), useful=y, private=z, n_useful=n_y, n_private=n_z,
+                med=maximum_entropy_distribution(data.prior(useful, private), n_y, n_z),
+                attacker_train=np.concatenate([slices["classifiers"], slices["generator_train"],
+                                               slices["generator_val"]]),
+                test=slices["test"], modality=data.modality)
+
+
+def reference_figures(task: Task, fixed: dict | None) -> dict:
+    """Random* and friends, and the fixed classifiers on raw data when there are any."""
+    return {**(raw_reference(task, fixed) if fixed else {}), **baselines(task)}
+
+
+def bundle_privatize(privatizer) -> Callable[[torch.Tensor], torch.Tensor]:
+    """A runtime Privatizer as a model-units function: model -> sensor units -> device -> model units,
+    so the attackers see exactly what the device emits (sensor rounding and quantization included)."""
+    from sensorveil.runtime.spec import to_model_units, to_sensor_units
+
+    def privatize(x: torch.Tensor) -> torch.Tensor:
+        out = privatizer(to_sensor_units(x.numpy(), privatizer.input_spec))
+        return torch.from_numpy(to_model_units(out, privatizer.output_spec))
+    return privatize
