@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 from sensorveil.export import export_run
-from sensorveil.sdk import prgan, runs
+from sensorveil.sdk import runs
+from sensorveil.sdk.mechanisms import prgan
 from sensorveil.sdk.assess import evaluate_bundle
 from sensorveil.sdk.evaluation import evaluate
 from sensorveil.sdk.training import apply
@@ -52,7 +53,7 @@ def run_dataset(name: str, data_path, out: Path, quick: bool, margins=None) -> d
     bundle = export_run(run_dir, "onnx", out / "bundles" / f"prgan-{name}")
     device = evaluate_bundle(bundle)
     methods = {"prgan": {**run["metrics"], "selection": summary_of(run["selection"])}}
-    exp = runs.reload_experiment(run_dir, run)
+    exp = prgan.reload_experiment(run_dir, run)
     for variant in ("ngp", "ap"):
         G, selection = prgan.fit_variant(exp, variant)
         methods[variant] = {**evaluate(exp.task, lambda x, G=G: apply(G, x), exp.fixed, seed=run["seed"]),

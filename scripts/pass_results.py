@@ -59,7 +59,7 @@ def prgan_timing_bundle(dataset: str, data_path, out: Path, prgan_bundles: Path 
     if prgan_bundles and (prgan_bundles / f"prgan-{dataset}" / "manifest.json").is_file():
         return prgan_bundles / f"prgan-{dataset}", "trained PR-GAN bundle"
     from sensorveil.export import export_run
-    from sensorveil.sdk.prgan import PRGANConfig
+    from sensorveil.sdk.mechanisms.prgan import PRGANConfig
     from sensorveil.sdk.runs import train_run
     config = PRGANConfig(epochs=1, classifier_epochs=1, margin_fractions=(0.2,), progress=False)
     run = train_run("prgan", dataset, data_path=data_path, out=out / "runs" / f"prgan-timing-{dataset}",

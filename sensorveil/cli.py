@@ -35,20 +35,30 @@ def cmd_quickstart(args) -> int:
 
 
 def cmd_train(args) -> int:
+    from sensorveil.sdk import mechanisms
     from sensorveil.sdk.runs import read_run, train_run
-    if args.mechanism == "pass":   # PASS takes any number of useful, private and hidden attributes
-        out = train_run("pass", args.dataset, data_path=args.data_path, useful=args.useful, private=args.private,
-                        out=args.out, epochs=args.epochs, seed=args.seed, hidden=args.hidden,
-                        substitutes=args.substitutes)
-    else:
-        if args.hidden or args.substitutes:
-            raise SystemExit("error: --hidden and --substitutes apply to the pass mechanism only")
-        out = train_run(args.mechanism, args.dataset, data_path=args.data_path,
-                        useful=_one(args.useful, "--useful"), private=_one(args.private, "--private"),
-                        out=args.out, epochs=args.epochs, seed=args.seed)
+    mechanism = mechanisms.get(args.mechanism)
+    if args.hidden and not mechanism.multi_attribute:
+        raise ValueError(f"--hidden applies to mechanisms that take several attributes (pass), not {args.mechanism}")
+    settings = parse_settings(args.set)
+    if args.substitutes is not None:
+        settings["substitutes"] = args.substitutes
+    out = train_run(args.mechanism, args.dataset, data_path=args.data_path, useful=args.useful, private=args.private,
+                    out=args.out, epochs=args.epochs, seed=args.seed, hidden=args.hidden, settings=settings)
     run = read_run(out)
     _print_mapping(f"trained {args.mechanism} on {args.dataset} -> {out}", {**run["reference"], **run["metrics"]})
     return 0
+
+
+def parse_settings(pairs) -> dict:
+    """--set KEY=VALUE ... -> {KEY: "VALUE"}; the mechanism converts each to its setting's type."""
+    settings = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set takes KEY=VALUE, got {pair!r}")
+        settings[key.strip()] = value.strip()
+    return settings
 
 
 def cmd_evaluate(args) -> int:
@@ -68,10 +78,11 @@ def cmd_export(args) -> int:
     for record in manifest.get("validation", []):
         print(f"validation {record['backend']} ({record.get('precision', '')}): {record['status']} "
               + _validation_detail(record))
-    edgetpu = manifest["artifacts"].get("edgetpu")
-    if edgetpu and not edgetpu.get("compiled"):
-        print(f"not yet compiled for the Edge TPU; on an x86-64 Linux host with edgetpu_compiler run:\n  "
-              f"{edgetpu['compile_command']}\nthen re-run the export there, or copy the compiled file in and re-export")
+    edgetpu = manifest["artifacts"].get("edgetpu", {}).get("graphs", {})
+    uncompiled = [entry["compile_command"] for entry in edgetpu.values() if not entry.get("compiled")]
+    if uncompiled:
+        print("not yet compiled for the Edge TPU; on an x86-64 Linux host with edgetpu_compiler run:\n  "
+              + "\n  ".join(uncompiled) + "\nthen re-run the export there, or copy the compiled file in and re-export")
     print(f"bundle written to {out}")
     return 0
 
@@ -106,15 +117,6 @@ def cmd_benchmark(args) -> int:
             markdown.write("\n" + format_estimates(result))
         print(f"wrote {args.json}, {stem}.md, {stem}.png")
     return 0
-
-
-def _one(values, flag):
-    """The PR-GAN mechanisms take one useful and one private attribute."""
-    if not values:
-        return None
-    if len(values) > 1:
-        raise SystemExit(f"error: PR-GAN takes one {flag} attribute, got {values}")
-    return values[0]
 
 
 def cmd_devices(args) -> int:
@@ -193,6 +195,11 @@ def cmd_preview(args) -> int:
 
 
 # -- parser ------------------------------------------------------------------------------
+def _mechanism_names() -> tuple:
+    from sensorveil.sdk import mechanisms   # the registry's names, read without importing torch
+    return mechanisms.names()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sensorveil", description="Privacy at the sensor: train, export, run, benchmark and preview privatizing mechanisms.")
     parser.add_argument("--version", action="version", version=f"sensorveil {__version__}")
@@ -204,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_quickstart)
 
     p = verbs.add_parser("train", help="train a privatizing mechanism on a dataset")
-    p.add_argument("mechanism", help="prgan, ngp, ap, laplace or pass")
+    p.add_argument("mechanism", help=f"one of: {', '.join(_mechanism_names())}")
     p.add_argument("--dataset", required=True, help="digits, ujiindoorloc, synthetic-depth or npz")
     p.add_argument("--data-path", default=None, help="path to the dataset's files (ujiindoorloc zip, npz)")
     p.add_argument("--private", nargs="+", default=None, help="private attribute(s) to hide")
@@ -216,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pass: hidden useful attribute(s), never seen in training, scored in mNAG (eq. 14)")
     p.add_argument("--substitutes", type=int, default=None,
                    help="pass: substitute bank size (default 4096, capped at the training split)")
+    p.add_argument("--set", nargs="+", default=None, metavar="KEY=VALUE",
+                   help="mechanism settings (fields of its config, e.g. --set tau=0.05 for pass); "
+                        "an unknown key names the valid ones")
     p.set_defaults(func=cmd_train)
 
     p = verbs.add_parser("evaluate", help="protocol accuracies and the probing attack for a run or bundle")

@@ -13,7 +13,7 @@ VTEST = SHARED / "media" / "vtest.avi"
 
 def tiny_config(**overrides):
     """Seconds-long PR-GAN settings: enough to exercise every code path, not to reach paper figures."""
-    from sensorveil.sdk.prgan import PRGANConfig
+    from sensorveil.sdk.mechanisms.prgan import PRGANConfig
     settings = dict(epochs=2, classifier_epochs=2, margin_fractions=(0.2,), utility_threshold=0.9, progress=False)
     settings.update(overrides)
     return PRGANConfig(**settings)

@@ -74,7 +74,7 @@ def test_prgan_vector_parity(uji_zip, tmp_path_factory):
 
 
 def test_pass_parity(tmp_path_factory):
-    from sensorveil.sdk.pass_mechanism import PASSConfig
+    from sensorveil.sdk.mechanisms.pass_substitution import PASSConfig
     from sensorveil.sdk.runs import train_run
     run = train_run("pass", "digits", out=tmp_path_factory.mktemp("runs") / "pass-digits", useful=["parity"],
                     private=["lt5"], config=PASSConfig(epochs=1, substitutes=64, progress=False), attacker_epochs=1)

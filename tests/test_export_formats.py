@@ -62,16 +62,17 @@ def test_int8_model_has_int8_io_and_stays_close(bundles):
     assert record["status"] == "measured" and record["max_abs_diff"] < 0.25
     import torch
     from sensorveil.export.exporter import Exporter
-    inputs = Exporter(p.manifest["training"]["run"], bundle / "unused").samples
+    exporter = Exporter(p.manifest["training"]["run"], bundle / "unused")
+    inputs = exporter.samples
     with torch.no_grad():
-        expected = Exporter(p.manifest["training"]["run"], bundle / "unused").model(torch.from_numpy(inputs)).numpy()
+        expected = exporter.graphs["model"].module(torch.from_numpy(inputs)).numpy()
     assert np.abs(p.run_model(inputs).reshape(expected.shape) - expected).mean() < 0.01
     calibration = np.load(bundle / "calibration_inputs.npy")
     assert calibration.shape[0] == 64 and calibration.dtype == np.float32
 
 
 def test_uncompiled_edgetpu_bundle_says_how_to_compile(bundles):
-    artifact = json.loads((bundles["coral"] / "manifest.json").read_text())["artifacts"]["edgetpu"]
+    artifact = json.loads((bundles["coral"] / "manifest.json").read_text())["artifacts"]["edgetpu"]["graphs"]["model"]
     assert artifact["compiled"] is False and artifact["compile_command"].startswith("edgetpu_compiler -s -o ")
     with pytest.raises(BackendUnavailableError, match="edgetpu_compiler"):
         Privatizer.load(bundles["coral"], backend="edgetpu")
@@ -89,8 +90,9 @@ def test_int8_privacy_record_measures_the_shift(bundles, digits_run):
 def test_tensorrt_bundle_carries_onnx_and_build_settings(bundles):
     bundle = bundles["tensorrt", "fp16"]
     manifest = json.loads((bundle / "manifest.json").read_text())
-    build = manifest["artifacts"]["tensorrt"]["build"]
-    assert manifest["artifacts"]["tensorrt"]["file"] == "model.onnx"
+    graph = manifest["artifacts"]["tensorrt"]["graphs"]["model"]
+    build = graph["build"]
+    assert graph["file"] == "model.onnx" and graph["input_shape"] == [1, 8, 8]
     assert build["precision"] == "fp16" and build["workspace_mb"] > 0 and "trtexec" in build
     assert validation(bundle)[("onnxruntime", "numeric")]["status"] == "passed"
     trt = validation(bundle)[("tensorrt", "numeric")]

@@ -14,7 +14,7 @@ from sensorveil.runtime.bundle import sha256_of
 
 def test_manifest_lists_every_file_with_its_hash(digits_bundle):
     manifest = json.loads((digits_bundle / "manifest.json").read_text())
-    assert manifest["schema_version"] == 1
+    assert manifest["schema_version"] == 2 and manifest["pipeline"] == [{"kind": "model", "graph": "model"}]
     for name, record in manifest["files"].items():
         assert sha256_of(digits_bundle / name) == record["sha256"]
         assert (digits_bundle / name).stat().st_size == record["size"]
@@ -37,8 +37,9 @@ def test_export_is_validated_against_torch(digits_bundle, digits_run):
     assert record["status"] == "passed" and record["max_abs_diff"] <= 1e-4
     onnx.checker.check_model(onnx.load(str(digits_bundle / "model.onnx")))
     # independently of the exporter's own check: the runtime's full sensor-unit path vs torch
-    from sensorveil.sdk.runs import load_generator
-    G = load_generator(digits_run)
+    from sensorveil.sdk import mechanisms
+    from sensorveil.sdk.runs import read_run
+    G = mechanisms.get("prgan").graphs(digits_run, read_run(digits_run))["model"].module
     x = np.random.default_rng(2).uniform(0, 16, size=(16, 8, 8)).astype(np.float32)
     with torch.no_grad():
         expected = G(torch.from_numpy(x / 16.0)[:, None]).numpy()[:, 0] * 16.0

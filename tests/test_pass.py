@@ -9,7 +9,7 @@ import pytest
 
 from sensorveil.runtime import BundleError, InputError, Privatizer
 from sensorveil.runtime.spec import to_model_units
-from sensorveil.runtime.substitution import draw_indices
+from sensorveil.runtime.stages.substitution import draw_indices
 
 # Sampler check: reject at significance 1e-3 (a correct sampler fails 1 run in 1000); categories
 # with expected count < 5 are pooled so the chi-square approximation holds.
@@ -19,7 +19,7 @@ DRAWS = 20000
 
 @pytest.fixture(scope="module")
 def pass_run(tmp_path_factory):
-    from sensorveil.sdk.pass_mechanism import PASSConfig
+    from sensorveil.sdk.mechanisms.pass_substitution import PASSConfig
     from sensorveil.sdk.runs import train_run
     out = tmp_path_factory.mktemp("runs") / "pass-digits"
     return train_run("pass", "digits", out=out, useful=["parity"], private=["lt5"], hidden=["digit"],
@@ -86,9 +86,10 @@ def test_run_records_the_pass_task_and_metrics(pass_run):
 
 def test_bundle_carries_the_head_and_the_bank(pass_bundle, pass_run):
     manifest = json.loads((pass_bundle / "manifest.json").read_text())
-    mechanism = manifest["mechanism"]
-    assert mechanism["kind"] == "substitution" and mechanism["substitution"]["bank_size"] == 256
-    assert mechanism["substitution"]["output_default"] == "sample"
+    assert manifest["mechanism"]["kind"] == "substitution" and manifest["schema_version"] == 2
+    model, draw = manifest["pipeline"]
+    assert model == {"kind": "model", "graph": "model"}
+    assert draw["kind"] == "substitution" and draw["bank_size"] == 256 and draw["output_default"] == "sample"
     assert {"bank_indices.npy", "substitutes.npy", "model.onnx"} <= set(manifest["files"])
     assert all(record["status"] == "passed" for record in manifest["validation"])
     np.testing.assert_array_equal(np.load(pass_bundle / "bank_indices.npy", allow_pickle=False),
@@ -153,15 +154,14 @@ def test_bad_output_mode_gives_one_clear_error(pass_bundle, index_only_bundle, d
 
 
 def test_bundle_evaluation_runs_through_the_runtime(pass_bundle):
-    from sensorveil.sdk.pass_eval import evaluate_pass_path, is_pass_path
-    assert is_pass_path(pass_bundle)
-    result = evaluate_pass_path(pass_bundle, attacker_epochs=1)
+    from sensorveil.sdk.assess import evaluate_path
+    result = evaluate_path(pass_bundle, attacker_epochs=1)
     assert result["backend"] == "onnxruntime" and 0.0 <= result["probing_acc_private"] <= 1.0
     assert np.isfinite(result["mnag"])
 
 
 def test_nag_and_mnag_follow_eq_13_and_14():
-    from sensorveil.sdk.pass_eval import mnag, nag
+    from sensorveil.sdk.mechanisms.pass_substitution import mnag, nag
     assert nag(0.75, 0.5, 1.0) == pytest.approx(0.5)
     assert nag(0.4, 0.5, 1.0) == 0.0                   # clipped at 0
     assert nag(0.9, 0.5, 0.5) == 0.0                   # raw data no better than guessing

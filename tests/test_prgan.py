@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from sensorveil.sdk import prgan
+from sensorveil.sdk.mechanisms import prgan
 from sensorveil.sdk.networks import depth_generator, make_classifier, make_generator
 from sensorveil.sdk.priors import maximum_entropy_distribution, prior_guess_accuracies
 

@@ -94,7 +94,11 @@ def test_tampered_model_file_is_refused(digits_bundle, tmp_path):
     (lambda m: m["files"].update({"../outside": {"sha256": "0", "size": 1}}), "outside the bundle"),
     (lambda m: m["files"].update({"missing.bin": {"sha256": "0", "size": 1}}), "missing"),
     (lambda m: m["input"].pop("normalization"), "lacks ['normalization']"),
-    (lambda m: m["artifacts"].update({"onnxruntime": {"file": "nowhere.onnx"}}), "not listed"),
+    (lambda m: m["artifacts"].update({"onnxruntime": {"graphs": {"model": {"file": "nowhere.onnx"}}}}), "not listed"),
+    (lambda m: m["artifacts"]["onnxruntime"].pop("graphs"), "with a 'graphs' key"),
+    (lambda m: m.update(pipeline=[]), "non-empty list of stages"),
+    (lambda m: m.update(pipeline=[{"kind": "model", "graph": "decoder"}]), "does not carry"),
+    (lambda m: m.update(pipeline=[{"kind": "teleport"}]), "'teleport' is not known"),
 ])
 def test_malformed_manifest_is_refused(digits_bundle, tmp_path, change, fragment):
     bundle = copy_bundle(digits_bundle, tmp_path)

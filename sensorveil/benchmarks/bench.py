@@ -104,11 +104,12 @@ def benchmark_backend(bundle_dir, backend: str, iters: int, warmup: int) -> dict
 
 def _raw_onnxruntime_session(privatizer: Privatizer):
     """A bare InferenceSession on the bundle's ONNX file, configured exactly like the adapter."""
-    artifact = privatizer.manifest["artifacts"].get("onnxruntime")
-    if artifact is None or not library_available("onnxruntime"):
+    bundle = privatizer.bundle
+    if "onnxruntime" not in bundle.manifest["artifacts"] or not library_available("onnxruntime"):
         return None
     from sensorveil.runtime.backends.onnxruntime_backend import make_session
-    return make_session(privatizer.bundle.path(artifact["file"]))
+    first_graph = bundle.graph_names("onnxruntime")[0]   # the graph run_model times
+    return make_session(bundle.path(bundle.graph_artifact("onnxruntime", first_graph)["file"]))
 
 
 def benchmark_bundle(bundle_dir, backend: str = "all", iters: int = 500, warmup: int = 50,
@@ -123,12 +124,14 @@ def benchmark_bundle(bundle_dir, backend: str = "all", iters: int = 500, warmup:
     resolve_backend(bundle, "auto" if backend == "all" else backend)
     rows = [benchmark_backend(bundle_dir, name, iters, warmup)
             for name in backends_to_measure(manifest, backend)]
-    onnx_file = manifest["artifacts"].get("onnxruntime", {}).get("file")
     graph = {}
-    if onnx_file:
-        counted = onnx_flops(bundle_dir / onnx_file)
-        graph = {"flops_onnx_graph": counted["total"], "elementwise_ops_onnx": counted["elementwise"],
-                 "params_onnx_graph": onnx_params(bundle_dir / onnx_file)}
+    if "onnxruntime" in manifest["artifacts"]:   # summed over the bundle's graphs
+        files = [bundle_dir / bundle.graph_artifact("onnxruntime", name)["file"]
+                 for name in bundle.graph_names("onnxruntime")]
+        counted = [onnx_flops(path) for path in files]
+        graph = {"flops_onnx_graph": sum(c["total"] for c in counted),
+                 "elementwise_ops_onnx": sum(c["elementwise"] for c in counted),
+                 "params_onnx_graph": sum(onnx_params(path) for path in files)}
     peak = matmul_peak_gflops()
     for row in rows:
         if row.get("achieved_gflops"):

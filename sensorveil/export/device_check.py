@@ -134,17 +134,32 @@ def check_graph(graph: dict, profile: dict, precision: str) -> dict:
 
 
 def check_bundle(bundle_dir, device: str) -> dict:
+    """Every graph the device would run, checked against the device's operator list."""
     profile = load_profile(device)
     bundle = open_bundle(bundle_dir)
     backend, artifact = _artifact_for(bundle, profile)
-    path = bundle.path(artifact["file"])
+    precision = artifact.get("precision", "fp32")
     reader = {"tflite": tflite_graph, "onnx": onnx_graph, "openvino-ir": openvino_graph}[artifact["format"]]
-    graph = reader(path)
-    report = {"device": device, "bundle": str(bundle.root), "backend": backend, "file": artifact["file"],
-              "precision": artifact.get("precision", "fp32"),
-              **check_graph(graph, profile, artifact.get("precision", "fp32"))}
-    if profile["backend"] == "edgetpu" and not bundle.manifest["artifacts"].get("edgetpu", {}).get("compiled"):
-        report["note"] = ("not compiled for the Edge TPU yet; on an x86-64 host run: "
-                          + bundle.manifest["artifacts"].get("edgetpu", {}).get(
-                              "compile_command", f"edgetpu_compiler -s -o BUNDLE BUNDLE/{artifact['file']}"))
+    names = bundle.graph_names(backend)
+    counts, unsupported, problems, source = Counter(), set(), [], None
+    for name in names:
+        entry = bundle.graph_artifact(backend, name)
+        verdict = check_graph(reader(bundle.path(entry["file"])), profile, precision)
+        counts.update(verdict["operator_counts"])
+        unsupported.update(verdict["unsupported"])
+        problems += [f"{name}: {problem}" if len(names) > 1 else problem for problem in verdict["problems"]]
+        source = verdict["operator_source"]
+    files = [bundle.graph_artifact(backend, name)["file"] for name in names]
+    report = {"device": device, "bundle": str(bundle.root), "backend": backend, "file": ", ".join(files),
+              "graphs": names, "precision": precision, "operator_counts": dict(counts),
+              "unsupported": sorted(unsupported), "problems": problems, "operator_source": source,
+              "compatible": not problems}
+    if profile["backend"] == "edgetpu":
+        uncompiled = [bundle.graph_artifact("edgetpu", name) for name in bundle.graph_names("edgetpu")
+                      if not bundle.graph_artifact("edgetpu", name).get("compiled")] \
+            if "edgetpu" in bundle.manifest["artifacts"] else [artifact]
+        if uncompiled:
+            report["note"] = ("not compiled for the Edge TPU yet; on an x86-64 host run: " + "; ".join(
+                entry.get("compile_command", f"edgetpu_compiler -s -o BUNDLE BUNDLE/{entry.get('file')}")
+                for entry in uncompiled))
     return report

@@ -2,15 +2,18 @@
 
     export_run("runs/prgan-digits", "onnx", "bundles/prgan-digits")
 
-Each format is one ``export_<format>`` method that writes its artefact and returns the
-manifest entries for it; ``export`` then writes the manifest (hashes, specs, FLOPs, metrics)
-and validates each artefact through the runtime against torch.
+The run's mechanism (sensorveil.sdk.mechanisms) names the graphs its bundle carries and writes the
+arrays its pipeline stages read. Each format is one ``write_<format>`` function that exports one
+graph; ``export`` calls it for every graph, writes the manifest (hashes, specs, pipeline, FLOPs,
+metrics) and validates every graph through the runtime against torch, the same way for every format.
 """
 from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -20,14 +23,36 @@ from sensorveil.export.bundle_writer import write_manifest
 from sensorveil.export.device_check import plan_for_target
 from sensorveil.export.formats import FORMAT_WRITERS
 from sensorveil.export.validate import compare, int8_privacy_record, raise_on_failure
-from sensorveil.runtime.bundle import MANIFEST_NAME
-from sensorveil.sdk import runs
+from sensorveil.runtime.bundle import MANIFEST_NAME, SINGLE_GRAPH
+from sensorveil.sdk import mechanisms
+from sensorveil.sdk.evaluation import make_slices
+from sensorveil.sdk.rundir import load_recorded_dataset, read_run
 from sensorveil.sdk.training import to_model
 
 FORMATS = tuple(FORMAT_WRITERS)
 PRECISIONS = ("fp32", "fp16", "int8")
 VALIDATION_SAMPLES = 32
 DEFAULT_CALIBRATION = 200   # int8 calibration samples when --calibration is not given
+
+
+@dataclass
+class GraphJob:
+    """One graph to export: what a format writer needs and nothing more."""
+    name: str
+    module: torch.nn.Module
+    samples: np.ndarray                      # real inputs of this graph (validation, example shape)
+    calibration: Callable[[], np.ndarray]    # int8 calibration inputs of this graph
+    out_dir: Path
+    precision: str
+    target: dict | None
+
+    def file(self, default_name: str) -> str:
+        """A one-graph bundle keeps the historic names (model.onnx); others name files by graph."""
+        if self.name == SINGLE_GRAPH:
+            return default_name
+        if default_name.startswith(SINGLE_GRAPH):
+            return self.name + default_name[len(SINGLE_GRAPH):]
+        return f"{self.name}_{default_name}"
 
 
 class Exporter:
@@ -37,13 +62,17 @@ class Exporter:
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; expected one of {PRECISIONS}")
         self.run_dir = Path(run_dir)
-        self.run = runs.read_run(run_dir)
-        self.model = runs.load_model(run_dir)
+        self.run = read_run(run_dir)
+        self.mechanism = mechanisms.get(self.run["mechanism"])
+        if not self.mechanism.exportable:
+            raise ValueError(f"the {self.mechanism.name} mechanism has no network to export "
+                             f"({self.mechanism.summary}); evaluate its run instead")
+        self.graphs = self.mechanism.graphs(self.run_dir, self.run)
         self.out_dir = Path(out_dir)
         self.precision = precision
         # substitution (PASS) bundles: also ship the substitute samples, so output="sample" works
         self.include_samples = include_samples
-        self.dataset = runs.load_recorded_dataset(self.run["dataset"])
+        self.dataset = load_recorded_dataset(self.run["dataset"])
         self.samples = self._real_samples()
         # --target DEVICE: the profile the writers read constraints from (opset, static shapes, Edge TPU)
         self.target = load_profile(target) if target else None
@@ -65,16 +94,33 @@ class Exporter:
         return to_model(data.subset(np.sort(pick))).numpy()
 
     def _training_pool(self) -> np.ndarray:
-        """Rows outside the run's test slice (rebuilt with prgan.make_slices and the run's seed); all
-        rows when the run has no single useful/private pair to rebuild the split from."""
+        """Rows outside the run's test slice (rebuilt with make_slices and the run's seed); all rows
+        when the run has no single useful/private pair to rebuild the split from."""
         useful, private = self.run.get("useful"), self.run.get("private")
+        useful, private = (useful[0] if isinstance(useful, list) and len(useful) == 1 else useful,
+                           private[0] if isinstance(private, list) and len(private) == 1 else private)
         if not (isinstance(useful, str) and isinstance(private, str)):
             return np.arange(len(self.dataset))
-        from sensorveil.sdk.evaluation import make_slices
         data = self.dataset
         seed = self.run.get("config", {}).get("seed", self.run.get("seed", 0))
         slices = make_slices(data.attributes[useful], data.attributes[private], data.num_classes[private], seed)
         return np.concatenate([indices for name, indices in slices.items() if name != "test"])
+
+    def graph_inputs(self, name: str, model_inputs: np.ndarray) -> np.ndarray:
+        """What graph ``name`` receives for these bundle inputs: the inputs themselves, or the
+        output of the graph that feeds it (a decoder gets its encoder's latents)."""
+        source = self.graphs[name].input_from
+        if source is None:
+            return model_inputs
+        with torch.no_grad():
+            upstream = torch.from_numpy(self.graph_inputs(source, model_inputs))
+            return self.graphs[source].module.eval()(upstream).numpy()
+
+    def job(self, name: str) -> GraphJob:
+        return GraphJob(name=name, module=self.graphs[name].module.eval(),
+                        samples=self.graph_inputs(name, self.samples),
+                        calibration=lambda: self.graph_inputs(name, self.calibration_samples()),
+                        out_dir=self.out_dir, precision=self.precision, target=self.target)
 
     def export(self, fmt: str) -> Path:
         if fmt not in FORMAT_WRITERS:
@@ -82,42 +128,48 @@ class Exporter:
         if self.out_dir.exists():
             shutil.rmtree(self.out_dir)
         self.out_dir.mkdir(parents=True)
-        artifacts = FORMAT_WRITERS[fmt](self)
-        write_manifest(self.out_dir, self._write_mechanism_files(), self.run["input"], self.run["output"], artifacts,
-                       extra={"dataset": self.run["dataset"], "complexity": self._complexity(),
+        artifacts = self._write_graphs(fmt)
+        mechanism, pipeline = self.mechanism.bundle(self.run_dir, self.run, self.dataset, self.out_dir,
+                                                    self.include_samples)
+        write_manifest(self.out_dir, mechanism, self.run["input"], self.run["output"], artifacts,
+                       extra={"pipeline": pipeline, "dataset": self.run["dataset"],
+                              "complexity": self._complexity(artifacts),
                               "target": self.target["name"] if self.target else None,
                               "metrics": self._metrics(), "training": self._training()})
-        records = [compare(self.out_dir, backend, self.model, self.samples, artifact.get("precision", "fp32"))
-                   for backend, artifact in artifacts.items()]
-        if self.int8_check:
+        records = [compare(self.out_dir, backend, name, self.graphs[name].module, self.graph_inputs(name, self.samples),
+                           artifact.get("precision", "fp32"))
+                   for backend, artifact in artifacts.items() for name in artifact["graphs"]]
+        if self.int8_check and self.mechanism.int8_privacy_check:
             records += [int8_privacy_record(self.out_dir, backend, self.run_dir, self.attacker_epochs)
                         for backend, artifact in artifacts.items() if artifact.get("precision") == "int8"]
         self._record_validation(records)
         raise_on_failure(records)
         return self.out_dir
 
+    def _write_graphs(self, fmt: str) -> dict:
+        """Every graph through the format's writer; per backend, the shared keys once and each
+        graph's own keys under ``graphs``."""
+        artifacts = {}
+        for name in self.graphs:
+            for backend, (shared, graph) in FORMAT_WRITERS[fmt](self.job(name)).items():
+                artifacts.setdefault(backend, {**shared, "graphs": {}})["graphs"][name] = graph
+        return artifacts
+
     # -- manifest pieces -----------------------------------------------------------------
-    def _write_mechanism_files(self) -> dict:
-        """The manifest's mechanism entry; substitution mechanisms first write their bank files."""
-        if self.run["mechanism"] in runs.SUBSTITUTION_MECHANISMS:
-            from sensorveil.sdk.pass_mechanism import write_bundle_files
-            return write_bundle_files(self.run_dir, self.run, self.dataset, self.out_dir, self.include_samples)
-        return self._mechanism()
-
-    def _mechanism(self) -> dict:
-        selection = self.run.get("selection", {})
-        return {"name": self.run["mechanism"], "kind": "perturbation",
-                "useful": self.run["useful"], "private": self.run["private"],
-                "parameters": {"margin_c": selection.get("margin_c"), **{
-                    key: self.run["config"][key] for key in ("alpha", "beta", "utility_threshold")}}}
-
-    def _complexity(self) -> dict:
+    def _complexity(self, artifacts: dict) -> dict:
+        """FLOPs and params summed over the bundle's graphs, from torch and from the ONNX files."""
         from sensorveil.benchmarks.flops import onnx_flops, onnx_params, torch_flops, torch_params
-        example = torch.from_numpy(self.samples[:1])
-        record = {"params": torch_params(self.model), "flops_torch": torch_flops(self.model, example)}
-        onnx_path = self.out_dir / "model.onnx"
-        if onnx_path.exists():
-            record.update(flops_onnx=onnx_flops(onnx_path)["total"], params_onnx=onnx_params(onnx_path))
+        record = {"params": 0, "flops_torch": 0}
+        for name, graph in self.graphs.items():
+            example = torch.from_numpy(self.graph_inputs(name, self.samples[:1]))
+            record["params"] += torch_params(graph.module)
+            record["flops_torch"] += torch_flops(graph.module, example)
+        onnx_files = [entry["file"] for entry in artifacts.get("onnxruntime", {}).get("graphs", {}).values()]
+        if onnx_files:
+            record.update(flops_onnx=sum(onnx_flops(self.out_dir / f)["total"] for f in onnx_files),
+                          params_onnx=sum(onnx_params(self.out_dir / f) for f in onnx_files))
+        if len(self.graphs) > 1:
+            record["graphs"] = list(self.graphs)
         return record
 
     def _metrics(self) -> dict:

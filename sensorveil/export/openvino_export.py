@@ -15,20 +15,20 @@ from sensorveil.export.onnx_export import export_onnx
 IR_FILE = "model.xml"
 
 
-def write_openvino(exporter) -> dict:
+def write_openvino(job) -> dict:
     import openvino as ov
-    if exporter.precision not in ("fp32", "fp16"):
+    if job.precision not in ("fp32", "fp16"):
         raise ValueError("the openvino format is exported in fp32 or fp16 (the NCS2 runs fp16); "
                          "use --format tflite or tensorrt for int8")
-    target = getattr(exporter, "target", None) or {}
+    target = job.target or {}
     static = bool(target.get("input_constraints", {}).get("static_shapes"))
     with tempfile.TemporaryDirectory() as scratch:
-        onnx_path = export_onnx(exporter.model, torch.from_numpy(exporter.samples[:1]), Path(scratch) / "model.onnx")
+        onnx_path = export_onnx(job.module, torch.from_numpy(job.samples[:1]), Path(scratch) / "model.onnx")
         model = ov.convert_model(str(onnx_path))
     if static:
-        model.reshape({model.input(0): [1, *exporter.samples.shape[1:]]})
-    ov.save_model(model, str(exporter.out_dir / IR_FILE), compress_to_fp16=exporter.precision == "fp16")
-    return {"openvino": {"file": IR_FILE, "weights": "model.bin", "format": "openvino-ir",
-                         "precision": exporter.precision, "openvino_version": ov.get_version(),
-                         "static_batch": 1 if static else None,
-                         "device": target.get("openvino_device", "CPU")}}
+        model.reshape({model.input(0): [1, *job.samples.shape[1:]]})
+    ir_file = job.file(IR_FILE)
+    ov.save_model(model, str(job.out_dir / ir_file), compress_to_fp16=job.precision == "fp16")
+    shared = {"format": "openvino-ir", "precision": job.precision, "openvino_version": ov.get_version(),
+              "static_batch": 1 if static else None, "device": target.get("openvino_device", "CPU")}
+    return {"openvino": (shared, {"file": ir_file, "weights": ir_file.replace(".xml", ".bin")})}

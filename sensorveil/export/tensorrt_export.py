@@ -21,30 +21,35 @@ DEFAULT_WORKSPACE_MB = 256
 DEFAULT_MAX_BATCH = 8
 
 
-def trtexec_command(precision: str, workspace_mb: int, sample_shape: tuple, max_batch: int) -> str:
+def trtexec_command(precision: str, workspace_mb: int, sample_shape: tuple, max_batch: int,
+                    onnx_file: str = ONNX_FILE) -> str:
     dims = "x".join(str(d) for d in sample_shape)
     flags = {"fp32": "", "fp16": " --fp16", "int8": " --fp16 --int8"}[precision]
-    return (f"trtexec --onnx=BUNDLE/{ONNX_FILE} --saveEngine=BUNDLE/engines/trtexec.engine{flags} "
+    engine = onnx_file.replace(".onnx", ".engine")
+    return (f"trtexec --onnx=BUNDLE/{onnx_file} --saveEngine=BUNDLE/engines/trtexec-{engine}{flags} "
             f"--memPoolSize=workspace:{workspace_mb}M --minShapes=x:1x{dims} --optShapes=x:1x{dims} "
             f"--maxShapes=x:{max_batch}x{dims}")
 
 
-def write_tensorrt(exporter) -> dict:
-    target = getattr(exporter, "target", None) or {}
+def write_tensorrt(job) -> dict:
+    target = job.target or {}
     constraints = target.get("input_constraints", {})
     opset = min(OPSET, constraints.get("max_onnx_opset", OPSET))
-    export_onnx(exporter.model, torch.from_numpy(exporter.samples[:1]), exporter.out_dir / ONNX_FILE, opset=opset)
+    onnx_file = job.file(ONNX_FILE)
+    export_onnx(job.module, torch.from_numpy(job.samples[:1]), job.out_dir / onnx_file, opset=opset)
     max_batch = int(constraints.get("max_batch", DEFAULT_MAX_BATCH))
-    build = {"precision": exporter.precision, "workspace_mb": DEFAULT_WORKSPACE_MB, "max_batch": max_batch,
+    build = {"precision": job.precision, "workspace_mb": DEFAULT_WORKSPACE_MB, "max_batch": max_batch,
              "tensorrt_version_expected": target.get("tensorrt_version"),
              "engine_cache": "engines/<gpu>-trt<version>-<precision>-<onnx sha256>.engine, built on first load"}
-    if exporter.precision == "int8":
-        calibration = exporter.calibration_samples()
-        np.save(exporter.out_dir / CALIBRATION_FILE, calibration, allow_pickle=False)
-        build.update(calibration=CALIBRATION_FILE, calibration_samples=int(len(calibration)),
+    if job.precision == "int8":
+        calibration = job.calibration()
+        calibration_file = job.file(CALIBRATION_FILE)
+        np.save(job.out_dir / calibration_file, calibration, allow_pickle=False)
+        build.update(calibration=calibration_file, calibration_samples=int(len(calibration)),
                      calibrator="IInt8EntropyCalibrator2, cache written to engines/calibration.cache")
-    build["trtexec"] = trtexec_command(exporter.precision, DEFAULT_WORKSPACE_MB, exporter.samples.shape[1:], max_batch)
-    onnx_entry = {"file": ONNX_FILE, "format": "onnx", "opset": opset}
-    return {"tensorrt": {**onnx_entry, "precision": exporter.precision, "build": build},
+    build["trtexec"] = trtexec_command(job.precision, DEFAULT_WORKSPACE_MB, job.samples.shape[1:], max_batch,
+                                       onnx_file)
+    graph = {"file": onnx_file, "input_shape": list(job.samples.shape[1:])}
+    return {"tensorrt": ({"format": "onnx", "opset": opset, "precision": job.precision}, {**graph, "build": build}),
             # the fp32 graph TensorRT builds from, validated here through onnxruntime
-            "onnxruntime": {**onnx_entry, "precision": "fp32"}}
+            "onnxruntime": ({"format": "onnx", "opset": opset, "precision": "fp32"}, graph)}

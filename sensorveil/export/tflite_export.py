@@ -91,39 +91,41 @@ def compile_command(out_dir: Path, model_file: str) -> str:
     return f"edgetpu_compiler -s -o {shlex.quote(str(out_dir))} {shlex.quote(str(out_dir / model_file))}"
 
 
-def compile_for_edgetpu(out_dir: Path, model_file: str) -> dict:
-    """The manifest's 'edgetpu' artifact: compiled when edgetpu_compiler is here, else the command."""
+def compile_for_edgetpu(out_dir: Path, model_file: str) -> tuple:
+    """The 'edgetpu' artifact of one graph: compiled when edgetpu_compiler is here, else the command."""
     command = compile_command(out_dir, model_file)
     compiled_file = model_file.replace(".tflite", EDGETPU_SUFFIX)
-    entry = {"format": "tflite", "precision": "int8", "compile_command": command}
+    shared = {"format": "tflite", "precision": "int8"}
     if shutil.which("edgetpu_compiler") is None:
-        return {**entry, "file": model_file, "compiled": False,
-                "note": "edgetpu_compiler is not on PATH here (it ships for x86-64 Debian/Ubuntu only)"}
+        return shared, {"file": model_file, "compiled": False, "compile_command": command,
+                        "note": "edgetpu_compiler is not on PATH here (it ships for x86-64 Debian/Ubuntu only)"}
     result = subprocess.run(shlex.split(command), capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"edgetpu_compiler failed: {result.stdout}{result.stderr}")
     (out_dir / model_file.replace(".tflite", "_edgetpu.log")).unlink(missing_ok=True)
-    return {**entry, "file": compiled_file, "compiled": True, "compiler_output": result.stdout[-2000:]}
+    return shared, {"file": compiled_file, "compiled": True, "compile_command": command,
+                    "compiler_output": result.stdout[-2000:]}
 
 
-def write_tflite(exporter) -> dict:
-    out = exporter.out_dir
-    float_path = convert_fp32(exporter.model, exporter.samples, out / FP32_FILE)
-    artifact = {"format": "tflite", "converter": "litert-torch", "static_batch": 1}
-    if exporter.precision == "fp32":
-        return {"litert": {**artifact, "file": FP32_FILE, "precision": "fp32"}}
-    if exporter.precision == "fp16":
-        quantize_fp16(float_path, out / FP16_FILE)
+def write_tflite(job) -> dict:
+    out = job.out_dir
+    float_path = convert_fp32(job.module, job.samples, out / job.file(FP32_FILE))
+    shared = {"format": "tflite", "converter": "litert-torch", "static_batch": 1, "precision": job.precision}
+    if job.precision == "fp32":
+        return {"litert": (shared, {"file": float_path.name})}
+    if job.precision == "fp16":
+        fp16_path = quantize_fp16(float_path, out / job.file(FP16_FILE))
         float_path.unlink()
-        return {"litert": {**artifact, "file": FP16_FILE, "precision": "fp16", "weights": "float16"}}
-    calibration = exporter.calibration_samples()
-    np.save(out / "calibration_inputs.npy", calibration, allow_pickle=False)
-    quantize_int8(float_path, calibration, out / INT8_FILE)
+        return {"litert": ({**shared, "weights": "float16"}, {"file": fp16_path.name})}
+    calibration = job.calibration()
+    calibration_file = job.file("calibration_inputs.npy")
+    np.save(out / calibration_file, calibration, allow_pickle=False)
+    int8_path = quantize_int8(float_path, calibration, out / job.file(INT8_FILE))
     float_path.unlink()
-    artifacts = {"litert": {**artifact, "file": INT8_FILE, "precision": "int8", "io_dtype": "int8",
-                            "calibration": {"file": "calibration_inputs.npy", "samples": int(len(calibration)),
-                                            "drawn_from": "training split"}}}
-    target = getattr(exporter, "target", None)
-    if target and target.get("backend") == "edgetpu":
-        artifacts["edgetpu"] = compile_for_edgetpu(out, INT8_FILE)
+    artifacts = {"litert": ({**shared, "io_dtype": "int8"},
+                            {"file": int8_path.name,
+                             "calibration": {"file": calibration_file, "samples": int(len(calibration)),
+                                             "drawn_from": "training split"}})}
+    if job.target and job.target.get("backend") == "edgetpu":
+        artifacts["edgetpu"] = compile_for_edgetpu(out, int8_path.name)
     return artifacts

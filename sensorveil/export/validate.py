@@ -20,27 +20,30 @@ class ValidationError(RuntimeError):
     """An exported artefact disagrees with its torch model beyond the tolerance."""
 
 
-def compare(bundle_dir, backend: str, model: torch.nn.Module, model_inputs: np.ndarray, precision: str) -> dict:
-    """Run the same inputs through torch and through the runtime's backend; return the record."""
+def compare(bundle_dir, backend: str, graph: str, model: torch.nn.Module, model_inputs: np.ndarray,
+            precision: str) -> dict:
+    """Run the same inputs through torch and through the runtime's backend, one graph of the bundle;
+    return the record."""
     try:
         privatizer = Privatizer.load(bundle_dir, backend=backend)
     except BackendUnavailableError as error:
-        return {"backend": backend, "precision": precision, "status": "skipped", "reason": str(error)}
+        return {"backend": backend, "graph": graph, "precision": precision, "status": "skipped",
+                "reason": str(error)}
     with torch.no_grad():
         expected = model(torch.from_numpy(model_inputs)).numpy()
-    actual = np.concatenate([privatizer.run_model(model_inputs[i:i + 1]) for i in range(len(model_inputs))])
+    actual = np.concatenate([privatizer.run_graph(graph, model_inputs[i:i + 1]) for i in range(len(model_inputs))])
     diff = float(np.abs(actual.reshape(expected.shape) - expected).max())
     output_range = max(float(expected.max() - expected.min()), 1e-12)
     tolerance = TOLERANCE.get(precision)
     error = diff / output_range if precision == "fp16" else diff
-    record = {"backend": backend, "precision": precision, "samples": int(len(model_inputs)),
+    record = {"backend": backend, "graph": graph, "precision": precision, "samples": int(len(model_inputs)),
               "max_abs_diff": diff, "relative_diff": diff / output_range, "tolerance": tolerance}
     if tolerance is None:   # int8: numeric error is recorded; int8_privacy_record decides
         record["status"] = "measured"
     else:
         record["status"] = "passed" if error <= tolerance else "failed"
         relation = "<=" if record["status"] == "passed" else ">"
-        record["message"] = (f"{backend} ({precision}) differs from torch by {diff:.3g}"
+        record["message"] = (f"{backend} ({precision}, graph {graph}) differs from torch by {diff:.3g}"
                              + (f" ({error:.3g} of the output range)" if precision == "fp16" else "")
                              + f" {relation} tolerance {tolerance}")
     return record
@@ -58,10 +61,6 @@ def int8_privacy_record(bundle_dir, backend: str, run_dir, attacker_epochs: int 
     run = runs.read_run(run_dir)
     record = {"backend": backend, "precision": "int8", "criterion": "probing attack within 2 points of fp32",
               "max_shift": INT8_MAX_SHIFT}
-    if run["mechanism"] in runs.SUBSTITUTION_MECHANISMS:
-        return {**record, "status": "skipped",
-                "reason": "the int8 privacy check covers perturbation mechanisms; evaluate substitution bundles "
-                          "with `sensorveil evaluate BUNDLE`"}
     try:
         if attacker_epochs is None:
             attacker_epochs = inspect.signature(runs.train_run).parameters["attacker_epochs"].default

@@ -14,9 +14,13 @@ from typing import Any
 
 from sensorveil.runtime.errors import BundleError
 
-SCHEMA_VERSION = 1
+# 2: a mechanism is a pipeline of stages over named graphs (artifacts[backend]["graphs"]).
+# 1: one model per backend (artifacts[backend]["file"]); read as the equivalent schema-2 pipeline.
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)
 MANIFEST_NAME = "manifest.json"
 REQUIRED_KEYS = ("schema_version", "mechanism", "input", "output", "artifacts", "files")
+SINGLE_GRAPH = "model"      # the graph name of a one-model bundle (and of every schema-1 bundle)
 REQUIRED_SPEC_KEYS = ("name", "sample_shape", "model_shape", "dtype", "sensor_range", "normalization")
 
 
@@ -50,6 +54,43 @@ class Bundle:
                 f"it has: {', '.join(sorted(artifacts)) or 'none'}")
         return artifacts[backend]
 
+    @property
+    def pipeline(self) -> list:
+        """The mechanism's stages, each a dict with a 'kind' (see sensorveil.runtime.stages)."""
+        return pipeline_of(self.manifest)
+
+    def graph_names(self, backend: str) -> list:
+        return list(graphs_of(self.artifact(backend)))
+
+    def graph_artifact(self, backend: str, graph: str = SINGLE_GRAPH) -> dict:
+        """The backend's artifact entry for one graph: its own keys ('file', ...) over the shared ones."""
+        artifact = self.artifact(backend)
+        graphs = graphs_of(artifact)
+        if graph not in graphs:
+            raise BundleError(f"bundle {self.root}: the {backend} artifact has no graph {graph!r}; "
+                              f"it has {sorted(graphs)}")
+        shared = {key: value for key, value in artifact.items() if key not in ("graphs", "file")}
+        return {**shared, **graphs[graph]}
+
+
+def graphs_of(artifact: dict) -> dict:
+    """{graph name: {"file": ...}} of one backend's artifact, for either schema."""
+    if "graphs" in artifact:
+        return artifact["graphs"]
+    return {SINGLE_GRAPH: {key: value for key, value in artifact.items() if key == "file"}}
+
+
+def pipeline_of(manifest: dict) -> list:
+    """Schema 2 states its pipeline; a schema-1 bundle is one model, followed by PASS's draw for
+    the substitution kind (its bank entry lived under mechanism.substitution)."""
+    if "pipeline" in manifest:
+        return manifest["pipeline"]
+    stages = [{"kind": "model", "graph": SINGLE_GRAPH}]
+    mechanism = manifest["mechanism"]
+    if mechanism.get("kind") == "substitution":
+        stages.append({"kind": "substitution", **(mechanism.get("substitution") or {})})
+    return stages
+
 
 def read_manifest(root: Path) -> dict:
     manifest_path = root / MANIFEST_NAME
@@ -71,10 +112,10 @@ def validate_manifest(manifest: dict, where: Path) -> None:
     if missing:
         raise BundleError(f"{where}: manifest lacks required keys {missing}; expected {list(REQUIRED_KEYS)}")
     version = manifest["schema_version"]
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_SCHEMAS:
         raise BundleError(
             f"{where}: manifest schema_version {version!r} is not supported; this runtime reads "
-            f"schema_version {SCHEMA_VERSION} (upgrade sensorveil or re-export the bundle)")
+            f"schema_version {', '.join(map(str, READABLE_SCHEMAS))} (upgrade sensorveil or re-export the bundle)")
     for side in ("input", "output"):
         spec = manifest[side]
         if not isinstance(spec, dict):
@@ -84,11 +125,34 @@ def validate_manifest(manifest: dict, where: Path) -> None:
             raise BundleError(f"{where}: manifest '{side}' lacks {absent}; expected {list(REQUIRED_SPEC_KEYS)}")
     if not isinstance(manifest["artifacts"], dict) or not manifest["artifacts"]:
         raise BundleError(f"{where}: manifest 'artifacts' must name at least one backend's model file")
+    graph_key = "graphs" if version >= 2 else "file"
     for backend, artifact in manifest["artifacts"].items():
-        if not isinstance(artifact, dict) or "file" not in artifact:
-            raise BundleError(f"{where}: artifact {backend!r} must be an object with a 'file' key")
-        if artifact["file"] not in manifest["files"]:
-            raise BundleError(f"{where}: artifact {backend!r} file {artifact['file']!r} is not listed in 'files'")
+        if not isinstance(artifact, dict) or graph_key not in artifact:
+            raise BundleError(f"{where}: artifact {backend!r} must be an object with a {graph_key!r} key")
+        graphs = graphs_of(artifact)
+        if not isinstance(graphs, dict) or not graphs:
+            raise BundleError(f"{where}: artifact {backend!r} 'graphs' must map graph names to {{'file': ...}}")
+        for graph, entry in graphs.items():
+            if not isinstance(entry, dict) or entry.get("file") not in manifest["files"]:
+                raise BundleError(f"{where}: artifact {backend!r} graph {graph!r} file "
+                                  f"{entry.get('file') if isinstance(entry, dict) else entry!r} is not listed in 'files'")
+    if version >= 2:
+        validate_pipeline(manifest, where)
+
+
+def validate_pipeline(manifest: dict, where: Path) -> None:
+    """Stages are objects with a kind; model stages name a graph every artifact carries."""
+    pipeline = manifest.get("pipeline")
+    if not isinstance(pipeline, list) or not pipeline:
+        raise BundleError(f"{where}: manifest 'pipeline' must be a non-empty list of stages")
+    for position, stage in enumerate(pipeline):
+        if not isinstance(stage, dict) or not isinstance(stage.get("kind"), str):
+            raise BundleError(f"{where}: pipeline stage {position} must be an object with a 'kind' string")
+        if stage["kind"] == "model":
+            for backend, artifact in manifest["artifacts"].items():
+                if stage.get("graph") not in graphs_of(artifact):
+                    raise BundleError(f"{where}: pipeline stage {position} runs graph {stage.get('graph')!r}, "
+                                      f"which the {backend!r} artifact does not carry")
 
 
 def verify_files(root: Path, files: dict[str, Any]) -> None:

@@ -2,6 +2,10 @@
 
     p = Privatizer.load("bundle_dir", backend="auto")
     y = p(x)   # x: one sample or a batch in sensor units; y: privatized, in sensor units
+
+A bundle's mechanism is a pipeline of stages (its manifest's ``pipeline``): models the backend runs
+and numpy steps such as PASS's draw. The Privatizer maps sensor units to model units, runs the
+stages in order, and maps the last stage's output back to sensor units when it is in model units.
 """
 from __future__ import annotations
 
@@ -11,15 +15,9 @@ import numpy as np
 
 from sensorveil.runtime.backends import create_backend, resolve_backend
 from sensorveil.runtime.bundle import Bundle, open_bundle
-from sensorveil.runtime.errors import BundleError, InputError
+from sensorveil.runtime.errors import InputError
 from sensorveil.runtime.spec import TensorSpec, check_sensor_input, to_model_units, to_sensor_units
-from sensorveil.runtime.substitution import KIND as SUBSTITUTION_KIND
-from sensorveil.runtime.substitution import Substitution
-
-# Mechanism kinds whose model output is already the privatized sample. Stochastic kinds
-# (substitution) add a numpy sampling step after the model; they register here too.
-DETERMINISTIC_KINDS = ("perturbation",)
-SUPPORTED_KINDS = DETERMINISTIC_KINDS + (SUBSTITUTION_KIND,)
+from sensorveil.runtime.stages import MODEL_UNITS, StageContext, stage_class
 
 
 class Privatizer:
@@ -31,17 +29,21 @@ class Privatizer:
         self.input_spec = TensorSpec.from_manifest(bundle.manifest["input"])
         self.output_spec = TensorSpec.from_manifest(bundle.manifest["output"])
         self.kind = bundle.manifest["mechanism"].get("kind", "perturbation")
-        if self.kind not in SUPPORTED_KINDS:
-            raise BundleError(f"mechanism kind {self.kind!r} is not supported by this runtime; "
-                              f"expected one of {SUPPORTED_KINDS}")
-        # output: "index" or "sample" for substitution bundles (PASS); perturbations emit samples only.
-        self.substitution = Substitution(bundle, output) if self.kind == SUBSTITUTION_KIND else None
-        if self.substitution is None and output not in (None, "sample"):
-            raise InputError(f"output={output!r} is not available for a {self.kind} bundle; expected 'sample' "
-                             "(index output exists only for substitution mechanisms such as PASS)")
-        self.output_mode = self.substitution.output if self.substitution else "sample"
         self.backend_name = resolve_backend(bundle, backend)
-        self.backend = create_backend(bundle, self.backend_name, **backend_options)
+        # one adapter per graph; a one-model bundle has one graph, "model"
+        self.graphs = {name: create_backend(bundle, self.backend_name, graph=name, **backend_options)
+                       for name in bundle.graph_names(self.backend_name)}
+        self.backend = next(iter(self.graphs.values()))
+        context = StageContext(bundle, self.run_graph, output)
+        self.stages = [stage_class(spec["kind"])(spec, context) for spec in bundle.pipeline]
+        last = self.stages[-1]
+        if output is not None and output not in last.output_modes:
+            raise InputError(f"output={output!r} is not available for a {self.kind} bundle; expected one of "
+                             f"{list(last.output_modes)} (index output exists only for substitution "
+                             "mechanisms such as PASS)")
+        self.output_mode = getattr(last, "output", None) or last.output_modes[0]
+        # the whole call is one backend run when the pipeline is a single model (what streams time apart)
+        self.single_model = len(self.stages) == 1 and self.stages[0].kind == "model"
         # Randomness comes from the OS unless the caller asks for a replayable seed (DESIGN.md).
         self.rng = np.random.default_rng(seed)
 
@@ -54,30 +56,42 @@ class Privatizer:
     def manifest(self) -> dict:
         return self.bundle.manifest
 
+    @property
+    def emits(self) -> str:
+        """What the last stage returns: model units, sensor units, a bank index or a representation."""
+        return self.stages[-1].emits
+
     def __call__(self, x) -> np.ndarray:
         batch, single = check_sensor_input(x, self.input_spec)
-        out = self.run_model(to_model_units(batch, self.input_spec))
-        if self.substitution is not None:   # PASS: out is P(X'|X); draw x' here, with self.rng
-            y = self.substitution.finish(out, self.rng)
-        else:
-            y = to_sensor_units(out, self.output_spec)
+        y = self.run_pipeline(to_model_units(batch, self.input_spec))
+        if self.emits == MODEL_UNITS:
+            y = to_sensor_units(y, self.output_spec)
         return y[0] if single else y
 
+    def run_pipeline(self, model_batch: np.ndarray) -> np.ndarray:
+        """Every stage in order, from a batch in model units."""
+        for stage in self.stages:
+            model_batch = stage(model_batch, self.rng)
+        return model_batch
+
+    def run_graph(self, graph: str, batch: np.ndarray) -> np.ndarray:
+        """One of the bundle's graphs on the backend, nothing else."""
+        return self.graphs[graph].run(batch)
+
     def run_model(self, model_batch: np.ndarray) -> np.ndarray:
-        """The backend alone, in model units: what benchmarks compare the full call against."""
+        """The backend alone on the bundle's first graph, in model units: what benchmarks compare the
+        full call against (for a one-model bundle, the whole model)."""
         return self.backend.run(model_batch)
 
     def bytes_per_frame(self) -> dict:
         """Bytes that leave the device per privatized frame, for each output mode this bundle serves."""
         spec = self.output_spec
         sample_bytes = int(np.prod(spec.sample_shape)) * spec.dtype.itemsize
-        if self.substitution is not None:
-            return self.substitution.bytes_per_frame(sample_bytes)
-        return {"sample": sample_bytes}
+        return self.stages[-1].bytes_per_frame(sample_bytes) or {"sample": sample_bytes}
 
     def describe(self) -> dict:
         return {"bundle": str(self.bundle.root), "mechanism": self.manifest["mechanism"].get("name"),
-                **self.backend.describe()}
+                "pipeline": [stage.kind for stage in self.stages], **self.backend.describe()}
 
     def __repr__(self) -> str:
         return (f"Privatizer({self.manifest['mechanism'].get('name')!r}, backend={self.backend_name!r}, "

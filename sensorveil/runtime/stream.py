@@ -14,8 +14,9 @@ Each frame's time is split into capture / preprocess / inference / postprocess /
 * units:       (not a separate stage) the Privatizer's share of preprocess + postprocess:
                validation and the sensor<->model unit mapping
 
-Stochastic mechanisms (substitution) finish inside ``Privatizer.__call__``; for them the whole
-call is timed as inference and the report says ``"split": "combined"``.
+A pipeline of more than one stage (PASS's model then its draw, Sanitizer's encoder, latent mechanism
+and decoder) runs inside ``Privatizer.__call__``; for it the whole call is timed as inference and
+the report says ``"split": "combined"``.
 
 Counters: ``frames_in`` (frames read), ``frames_out`` (privatized and delivered), ``bad``
 (unreadable or invalid frames: counted and skipped, the stream goes on), ``dropped`` (gaps in
@@ -32,7 +33,7 @@ import numpy as np
 
 from sensorveil.runtime.errors import InputError
 from sensorveil.runtime.preprocess import make_preprocessor
-from sensorveil.runtime.privatizer import DETERMINISTIC_KINDS, Privatizer
+from sensorveil.runtime.privatizer import Privatizer
 from sensorveil.runtime.sinks import Sink, SinkError
 from sensorveil.runtime.sources import BadFrame, Frame, Source
 from sensorveil.runtime.spec import check_sensor_input, to_model_units, to_sensor_units
@@ -78,7 +79,7 @@ class Stream:
         self.privatizer, self.source, self.sink = privatizer, source, sink
         self.max_frames, self.warmup, self.depth_output = frames, warmup, depth_output
         self.preprocessor = preprocessor
-        self.split = privatizer.kind in DETERMINISTIC_KINDS
+        self.split = privatizer.single_model
         self.counters = Counters()
         self.samples_ms = {stage: [] for stage in STAGES + ("units",)}
         self.timed_wall_s = 0.0

@@ -34,8 +34,8 @@ def dequantize(values: np.ndarray, detail: dict) -> np.ndarray:
 class LiteRTBackend:
     name = "litert"
 
-    def __init__(self, bundle: Bundle, threads: int | None = None, artifact_key: str | None = None):
-        artifact = bundle.artifact(artifact_key or self.name)
+    def __init__(self, bundle: Bundle, graph: str = "model", threads: int | None = None):
+        artifact = bundle.graph_artifact(self.name, graph)
         self.model_path = bundle.path(artifact["file"])
         self.precision = artifact.get("precision", "fp32")
         self.interpreter = self._make_interpreter(threads)

@@ -20,8 +20,8 @@ def make_session(model_path, providers=None, threads: int | None = None) -> ort.
 class OnnxRuntimeBackend:
     name = "onnxruntime"
 
-    def __init__(self, bundle: Bundle, providers=None, threads: int | None = None):
-        artifact = bundle.artifact("onnxruntime")
+    def __init__(self, bundle: Bundle, graph: str = "model", providers=None, threads: int | None = None):
+        artifact = bundle.graph_artifact(self.name, graph)
         self.model_path = bundle.path(artifact["file"])
         self.session = make_session(self.model_path, providers, threads)
         self.input_name = self.session.get_inputs()[0].name

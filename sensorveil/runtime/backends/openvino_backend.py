@@ -22,8 +22,8 @@ PREFERRED_DEVICES = ("MYRIAD", "CPU")
 class OpenVINOBackend:
     name = "openvino"
 
-    def __init__(self, bundle: Bundle, device: str = "auto", threads: int | None = None):
-        artifact = bundle.artifact(self.name)
+    def __init__(self, bundle: Bundle, graph: str = "model", device: str = "auto", threads: int | None = None):
+        artifact = bundle.graph_artifact(self.name, graph)
         self.model_path = bundle.path(artifact["file"])
         self.precision = artifact.get("precision", "fp32")
         core = ov.Core()

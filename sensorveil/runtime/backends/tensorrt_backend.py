@@ -174,15 +174,17 @@ def build_engine(onnx_path: Path, build: dict, sample_shape: tuple, calibration:
 class TensorRTBackend:
     name = "tensorrt"
 
-    def __init__(self, bundle: Bundle, cache_dir: str | Path | None = None, rebuild: bool = False):
-        artifact = bundle.artifact(self.name)
+    def __init__(self, bundle: Bundle, graph: str = "model", cache_dir: str | Path | None = None,
+                 rebuild: bool = False):
+        artifact = bundle.graph_artifact(self.name, graph)
         self.onnx_path = bundle.path(artifact["file"])
         self.build = artifact["build"]
         self.memory = cuda_memory()
         self.gpu = self.memory.gpu_name()
         self.cache_dir = Path(cache_dir) if cache_dir else bundle.root / "engines"
         self.cache_dir.mkdir(parents=True, exist_ok=True)
-        self.sample_shape = tuple(bundle.manifest["input"]["model_shape"])[1:]
+        # a graph's own input shape (a decoder takes a latent); schema-1 bundles: the bundle input
+        self.sample_shape = tuple(artifact.get("input_shape") or bundle.manifest["input"]["model_shape"][1:])
         sha = bundle.manifest["files"][artifact["file"]]["sha256"]
         self.engine_file = engine_path(self.cache_dir, self.gpu, self.build, sha)
         self.built_now = rebuild or not self.engine_file.is_file()

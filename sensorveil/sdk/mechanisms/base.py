@@ -8,7 +8,7 @@ laplace). ``train_run``, ``evaluate``, ``export_run`` and the CLI only talk to t
 * ``graphs(run_dir, run)``      the torch modules the bundle carries, by graph name (model units in);
 * ``bundle(run_dir, run, ...)``  the manifest's mechanism entry and ``pipeline`` (the runtime stages,
                                 see sensorveil.runtime.stages), writing the arrays the stages read;
-* ``evaluate_bundle(privatizer, run_dir, run)`` the probing attack on what the device emits.
+* ``evaluate_bundle(bundle_dir, backend, run_dir, run)`` the probing attack on what the device emits.
 
 A mechanism whose output is a privatized sample in sensor units (PR-GAN, AttriGuard, Sanitizer) gets
 ``evaluate_run``/``evaluate_bundle`` from this base: it provides ``task`` and ``privatize`` only.
@@ -101,7 +101,7 @@ class Mechanism:
     def task(self, run_dir: Path, run: dict) -> tuple[Task, dict | None]:
         """The evaluation task of a saved run (data in model units, the split) and the fixed
         classifiers of the paper protocol (None when the mechanism has none)."""
-        return default_task(load_run_dataset(run), run["useful"], run["private"], run["seed"]), None
+        return protocol_task(load_run_dataset(run), run["useful"], run["private"], run["seed"]), None
 
     def privatize(self, run_dir: Path, run: dict) -> Callable[[torch.Tensor], torch.Tensor]:
         """The trained mechanism in torch: model units in, model units out."""
@@ -113,11 +113,21 @@ class Mechanism:
                 **evaluate(task, self.privatize(run_dir, run), fixed, attacker_epochs=attacker_epochs,
                            seed=run["seed"])}
 
-    def evaluate_bundle(self, privatizer, run_dir: Path, run: dict, attacker_epochs: int = 20) -> dict:
+    def evaluate_bundle(self, bundle_dir, backend: str, run_dir: Path, run: dict, attacker_epochs: int = 20) -> dict:
+        """The figures of ``evaluate_run``, measured on what the bundle emits through the runtime."""
+        from sensorveil.runtime import Privatizer
+        privatizer = Privatizer.load(bundle_dir, backend=backend)
         task, fixed = self.task(run_dir, run)
-        return {**reference_figures(task, fixed),
+        return {"backend": privatizer.backend_name, **reference_figures(task, fixed),
                 **evaluate(task, bundle_privatize(privatizer), fixed, attacker_epochs=attacker_epochs,
                            seed=run["seed"])}
+
+
+def as_list(value) -> list:
+    """An attribute name or a list of them, as a list."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
 
 
 def coerce(value, current, key: str):
@@ -142,13 +152,14 @@ def load_run_dataset(run: dict) -> SensorDataset:
     return load_dataset(record["name"], record.get("path"), **record.get("options", {}))
 
 
-def default_task(data: SensorDataset, useful: str, private: str, seed: int) -> Task:
+def protocol_task(data: SensorDataset, useful: str, private: str, seed: int, x: torch.Tensor | None = None) -> Task:
     """PR-GAN's three slices (section 5.3): the attackers learn from slices 1-2, everything is scored
-    on slice 3; Random* from the dataset's public prior (eq. 3)."""
+    on slice 3; Random* from the dataset's public prior (eq. 3). ``x``: the data in model units, when
+    the caller has it already."""
     y, z = data.attributes[useful], data.attributes[private]
     n_y, n_z = data.num_classes[useful], data.num_classes[private]
     slices = make_slices(y, z, n_z, seed)
-    return Task(x=to_model(data), useful=y, private=z, n_useful=n_y, n_private=n_z,
+    return Task(x=to_model(data) if x is None else x, useful=y, private=z, n_useful=n_y, n_private=n_z,
                 med=maximum_entropy_distribution(data.prior(useful, private), n_y, n_z),
                 attacker_train=np.concatenate([slices["classifiers"], slices["generator_train"],
                                                slices["generator_val"]]),

@@ -9,6 +9,7 @@ utility threshold; we sweep the hinge margin c of eq. 10 and pick on the held-ou
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -16,11 +17,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from sensorveil.sdk.datasets import SensorDataset
-from sensorveil.sdk.evaluation import Task, make_slices
+from sensorveil.sdk.evaluation import Task, evaluate, make_slices, raw_reference, baselines
+from sensorveil.sdk.mechanisms import register
+from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, load_run_dataset, protocol_task
 from sensorveil.sdk.networks import make_classifier, make_generator
 from sensorveil.sdk.priors import maximum_entropy_distribution
 from sensorveil.sdk.training import (accuracy, apply, batches, model_shape, set_seed, to_model,
                                      tqdm, train_classifier)
+
+GENERATOR_FILE = "generator.pt"
 
 VARIANTS = ("prgan", "ngp", "ap")   # ngp: no GAN discriminator D; ap: no target classifier D_y
 
@@ -58,12 +63,7 @@ class Experiment:
 
     @property
     def task(self) -> Task:
-        s = self.slices
-        return Task(x=self.x, useful=self.useful, private=self.private,
-                    n_useful=self.dataset.num_classes[self.useful_name],
-                    n_private=self.dataset.num_classes[self.private_name], med=self.med,
-                    attacker_train=np.concatenate([s["classifiers"], s["generator_train"], s["generator_val"]]),
-                    test=s["test"], modality=self.dataset.modality)
+        return protocol_task(self.dataset, self.useful_name, self.private_name, self.config.seed, x=self.x)
 
 
 def prepare(dataset: SensorDataset, useful: str, private: str, config: PRGANConfig,
@@ -203,3 +203,112 @@ def fit_laplace(exp: Experiment) -> tuple[float, dict]:
 
 def config_dict(config: PRGANConfig) -> dict:
     return {key: (list(value) if isinstance(value, tuple) else value) for key, value in asdict(config).items()}
+
+
+# -- the registered mechanisms ------------------------------------------------------------------
+def only_one(values: list, role: str) -> str:
+    """PR-GAN and its baselines take one useful and one private attribute."""
+    if len(values) != 1:
+        raise ValueError(f"PR-GAN takes one {role} attribute, got {values}")
+    return values[0]
+
+
+def load_fixed(run_dir, run: dict, data: SensorDataset) -> dict:
+    """The defender's D_y and D_z saved with the run (state dicts, weights_only)."""
+    fixed = {}
+    for key, attr in (("D_y", run["useful"]), ("D_z", run["private"])):
+        net = make_classifier(run["modality"], tuple(run["model_shape"]), data.num_classes[attr])
+        net.load_state_dict(torch.load(Path(run_dir) / f"{key}.pt", weights_only=True))
+        fixed[key] = net.eval().requires_grad_(False)
+    return fixed
+
+
+def reload_experiment(run_dir, run: dict) -> Experiment:
+    """The run's data, splits and fixed classifiers, rebuilt without retraining anything."""
+    data = load_run_dataset(run)
+    cfg = PRGANConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in run["config"].items()})
+    return prepare(data, run["useful"], run["private"], cfg, fixed=load_fixed(run_dir, run, data))
+
+
+def load_generator(run_dir, run: dict) -> nn.Module:
+    G = make_generator(run["modality"], tuple(run["model_shape"]))
+    G.load_state_dict(torch.load(Path(run_dir) / GENERATOR_FILE, weights_only=True))
+    return G.eval()
+
+
+class PerturbationMechanism(Mechanism):
+    """PR-GAN or one of its Table 2 baselines: a generator G trained against fixed D_y and D_z."""
+
+    kind = "perturbation"
+    config_class = PRGANConfig
+
+    def __init__(self, name: str, summary: str):
+        self.name, self.summary = name, summary
+
+    def make_config(self, request: TrainRequest) -> PRGANConfig:
+        if request.config is None:   # section 6.4's threshold is the dataset's, unless the caller chose
+            request.config = PRGANConfig(utility_threshold=request.utility_threshold, seed=request.seed)
+        config = super().make_config(request)
+        config.epochs = request.epochs or config.epochs
+        return config
+
+    def train(self, request: TrainRequest) -> dict:
+        useful, private = only_one(request.useful, "useful"), only_one(request.private, "private")
+        config = self.make_config(request)
+        exp = prepare(request.data, useful, private, config)
+        privatize, selection = self.fit(exp, request.out)
+        for key in ("D_y", "D_z"):
+            torch.save(exp.fixed[key].state_dict(), Path(request.out) / f"{key}.pt")
+        task = exp.task
+        return {**request.base, "useful": useful, "private": private, "seed": config.seed, "kind": self.kind,
+                "config": config_dict(config), "selection": selection,
+                "reference": {**raw_reference(task, exp.fixed), **baselines(task),
+                              "utility_threshold": config.utility_threshold},
+                "metrics": evaluate(task, privatize, exp.fixed, attacker_epochs=request.attacker_epochs,
+                                    seed=config.seed)}
+
+    def fit(self, exp: Experiment, out: Path):
+        """Train, save what the bundle needs, return (model-units privatize function, selection record)."""
+        G, selection = fit_variant(exp, self.name)
+        torch.save(G.state_dict(), Path(out) / GENERATOR_FILE)
+        return (lambda x: apply(G, x)), selection
+
+    def task(self, run_dir, run: dict):
+        exp = reload_experiment(run_dir, run)
+        return exp.task, exp.fixed
+
+    def privatize(self, run_dir, run: dict):
+        G = load_generator(run_dir, run)
+        return lambda x: apply(G, x)
+
+    def graphs(self, run_dir, run: dict) -> dict:
+        return {"model": Graph(load_generator(run_dir, run))}
+
+    def bundle(self, run_dir, run: dict, dataset: SensorDataset, out_dir: Path, include_samples: bool = True):
+        selection = run.get("selection", {})
+        entry = {"name": run["mechanism"], "kind": self.kind, "useful": run["useful"], "private": run["private"],
+                 "parameters": {"margin_c": selection.get("margin_c"), **{
+                     key: run["config"][key] for key in ("alpha", "beta", "utility_threshold")}}}
+        return entry, [{"kind": "model", "graph": "model"}]
+
+
+class LaplaceBaseline(PerturbationMechanism):
+    """Section 6.2's Laplace mechanism: noise in numpy, no network; evaluated, not exported."""
+
+    exportable = False
+
+    def fit(self, exp: Experiment, out: Path):
+        epsilon, selection = fit_laplace(exp)
+        return laplace_privatize(1.0 / epsilon), selection
+
+    def privatize(self, run_dir, run: dict):
+        return laplace_privatize(1.0 / run["selection"]["epsilon"])
+
+    def graphs(self, run_dir, run: dict) -> dict:
+        raise ValueError("the laplace baseline has no network to export; it adds noise in numpy")
+
+
+register(PerturbationMechanism("prgan", "PR-GAN perturbation generator (PR-GAN eq. 7-11)"))
+register(PerturbationMechanism("ngp", "PR-GAN without the GAN discriminator (Table 2 baseline)"))
+register(PerturbationMechanism("ap", "PR-GAN without the target classifier D_y (Table 2 baseline)"))
+register(LaplaceBaseline("laplace", "Laplace noise per feature, epsilon chosen by section 6.4 (Table 2 baseline)"))

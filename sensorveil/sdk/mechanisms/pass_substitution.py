@@ -6,7 +6,7 @@ an embedding network, g a learnable embedding per substitute. Training minimises
 eq. 3 built from L_S (eq. 4-5, private attributes), L_U (eq. 6-7, useful attributes) and L_X
 (eq. 8, general features). The exported model is f with the cosine-similarity-and-softmax head
 folded in (normalized g is a constant) and outputs P(X'|X); the runtime draws x' in numpy
-(sensorveil.runtime.substitution).
+(sensorveil.runtime.stages.substitution).
 
 Data protocol: the same three slices as PR-GAN (sensorveil.sdk.prgan.make_slices) so both are
 scored on the same test rows by the same attackers: slices 1 and 2 are the defender's (and the
@@ -25,9 +25,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from sensorveil.runtime.stages.substitution import draw_indices
 from sensorveil.sdk.datasets import SensorDataset
-from sensorveil.sdk.evaluation import make_slices
-from sensorveil.sdk.training import apply, batches, model_shape, set_seed, to_model, tqdm
+from sensorveil.sdk.evaluation import Task, baselines, make_slices, probing_attack, tree_attacker_accuracy
+from sensorveil.sdk.mechanisms import register
+from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, as_list, load_run_dataset
+from sensorveil.sdk.networks import make_classifier
+from sensorveil.sdk.priors import maximum_entropy_distribution
+from sensorveil.sdk.training import accuracy, apply, batches, model_shape, set_seed, to_model, tqdm, train_classifier
 
 MECHANISM = "pass"
 WEIGHTS_FILE = "embedding.pt"
@@ -209,12 +214,6 @@ class PassData:
         return int(self.dataset.num_classes[attribute])
 
 
-def as_list(value) -> list:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else list(value)
-
-
 def check_attributes(dataset: SensorDataset, useful: list, private: list, hidden: list) -> None:
     if not useful or not private:
         raise ValueError("PASS needs at least one useful and one private attribute (--useful A ... --private B ...)")
@@ -322,14 +321,13 @@ def train_pass_run(base: dict, data: SensorDataset, out: Path, config: PASSConfi
     """Train, evaluate under the probing attack, and write weights + bank into ``out``.
     ``base`` is the run record sensorveil.sdk.runs built (dataset record, specs, ...); the
     completed record is returned for runs to write as run.json."""
-    from sensorveil.sdk import pass_eval
     started = time.time()
     pdata = prepare_data(data, base["useful"], base["private"], hidden, config.substitutes, config.seed)
     model, training = fit(pdata, config)
     torch.save(model.state_dict(), out / WEIGHTS_FILE)
     np.save(out / BANK_FILE, pdata.bank_rows, allow_pickle=False)
     head = SubstitutionHead(model).eval()
-    evaluation = pass_eval.evaluate_model(pdata, head, attacker_epochs=attacker_epochs, seed=config.seed,
+    evaluation = evaluate_model(pdata, head, attacker_epochs=attacker_epochs, seed=config.seed,
                                           plot_dir=out if plots else None)
     return {**base, "kind": "substitution", "hidden": pdata.hidden, "config": config_dict(config),
             "substitution": {"tau": config.tau, "bank_size": int(len(pdata.bank_rows)), "bank_file": BANK_FILE,
@@ -356,19 +354,275 @@ def load_bank_rows(run_dir, run: dict) -> np.ndarray:
     return np.load(Path(run_dir) / run["substitution"]["bank_file"], allow_pickle=False)
 
 
-def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path, include_samples: bool) -> dict:
-    """The bank files the runtime needs and the manifest's mechanism entry (kind "substitution")."""
+def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path, include_samples: bool) -> tuple:
+    """The bank files the runtime needs, the manifest's mechanism entry, and the pipeline: f with its
+    similarity head (P(X'|X)), then the draw (sensorveil.runtime.stages.substitution)."""
     bank_rows = load_bank_rows(run_dir, run)
     np.save(out_dir / BANK_FILE, bank_rows, allow_pickle=False)
     if include_samples:     # the substitute samples in sensor units, for output="sample"
         np.save(out_dir / SAMPLES_FILE, np.ascontiguousarray(dataset.x[bank_rows]), allow_pickle=False)
     sub = run["substitution"]
-    return {"name": run["mechanism"], "kind": "substitution", "useful": run["useful"], "private": run["private"],
-            "hidden": run.get("hidden", []),
-            "parameters": {"tau": sub["tau"], "lambda": sub["lambda"], "mu": sub["mu"],
-                           "constant_C": sub["constant_C"], "embedding_dim": sub["embedding_dim"]},
-            "substitution": {"bank_size": int(len(bank_rows)), "bank_indices": BANK_FILE,
-                             "bank_samples": SAMPLES_FILE if include_samples else None,
-                             "output_default": "sample" if include_samples else "index",
-                             "model_output": "P(X'|X), shape (batch, bank_size), rows sum to 1 (eq. 2)",
-                             "bank_indices_meaning": "bank position -> row of the dataset record"}}
+    entry = {"name": run["mechanism"], "kind": "substitution", "useful": run["useful"], "private": run["private"],
+             "hidden": run.get("hidden", []),
+             "parameters": {"tau": sub["tau"], "lambda": sub["lambda"], "mu": sub["mu"],
+                            "constant_C": sub["constant_C"], "embedding_dim": sub["embedding_dim"]}}
+    draw = {"kind": "substitution", "bank_size": int(len(bank_rows)), "bank_indices": BANK_FILE,
+            "bank_samples": SAMPLES_FILE if include_samples else None,
+            "output_default": "sample" if include_samples else "index",
+            "model_output": "P(X'|X), shape (batch, bank_size), rows sum to 1 (eq. 2)",
+            "bank_indices_meaning": "bank position -> row of the dataset record"}
+    return entry, [{"kind": "model", "graph": "model"}, draw]
+
+
+# -- evaluation (section 5.1, appendix F.2) ---------------------------------------------------
+CONFUSION_PLOT = "substitution_confusion.png"
+BATCH = 512
+
+
+def nag(acc: float, acc_guessing: float, acc_no_suppr: float) -> float:
+    """eq. 13: max(0, (Acc - Acc_guessing) / (Acc_no_suppr - Acc_guessing)); 0 when the raw-data
+    classifier is no better than guessing (nothing to gain, nothing to lose)."""
+    span = acc_no_suppr - acc_guessing
+    return float(max(0.0, (acc - acc_guessing) / span)) if span > 0 else 0.0
+
+
+def mnag(useful: list, hidden: list, private: list) -> float:
+    """eq. 14: mean NAG of the useful and hidden useful attributes minus mean NAG of the private
+    ones. (Eq. 14 as printed swaps M and N in the normalisers; the text defines the two averages.)"""
+    kept = list(useful) + list(hidden)
+    return float(np.mean(kept) - np.mean(private)) if kept and private else float("nan")
+
+
+def joint_code(data: PassData, attributes: list) -> tuple[np.ndarray, int]:
+    """All useful attributes as one label, for the best guess from what utility reveals."""
+    code, size = np.zeros(len(data.dataset), dtype=np.int64), 1
+    for attr in attributes:
+        code, size = code * data.classes(attr) + data.labels(attr), size * data.classes(attr)
+    return code, size
+
+
+def attack_task(data: PassData, private: str) -> Task:
+    """evaluation.Task for one private attribute: the attackers' rows, and the prior behind Random*."""
+    useful, n_useful = joint_code(data, data.useful)
+    n_private = data.classes(private)
+    theta = data.dataset.prior(data.useful[0], private) if len(data.useful) == 1 else None
+    return Task(x=data.x, useful=useful, private=data.labels(private), n_useful=n_useful, n_private=n_private,
+                med=maximum_entropy_distribution(theta, n_useful, n_private), attacker_train=data.train_rows,
+                test=data.test_rows, modality=data.dataset.modality)
+
+
+def random_star(data: PassData, private: str) -> dict:
+    """PR-GAN's Random* (best guess from the useful attribute and the public prior, evaluation.baselines)
+    where a prior is known for a single useful attribute; otherwise the empirical best guess of the
+    private label from the useful labels, learned from the training split."""
+    figures = baselines(attack_task(data, private))
+    known = len(data.useful) == 1 and data.dataset.prior(data.useful[0], private) is not None
+    if not known:
+        figures["random_star"] = figures["guess_from_useful"]
+    figures["random_star_source"] = "public prior (MED, eq. 3)" if known else "empirical, from the useful labels"
+    return figures
+
+
+def reference(data: PassData, attacker_epochs: int, seed: int) -> tuple[dict, dict]:
+    """Acc_no_suppr (a medium classifier on raw training data, scored on raw test data) and
+    Acc_guessing (the training split's majority class) per attribute; the raw classifiers also give
+    NAG-unfinetuned for useful attributes."""
+    figures, classifiers = {}, {}
+    shape = tuple(data.x.shape[1:])
+    for i, attr in enumerate(data.useful + data.hidden + data.private):
+        labels = data.labels(attr)
+        net = make_classifier(data.dataset.modality, shape, data.classes(attr))
+        torch.manual_seed(seed + i)
+        train_classifier(net, data.x[data.train_rows], labels[data.train_rows], epochs=attacker_epochs,
+                         desc=f"no-suppr classifier ({attr})", seed=seed + i)
+        majority = np.bincount(labels[data.train_rows], minlength=data.classes(attr)).argmax()
+        figures[attr] = {"acc_no_suppr": accuracy(net, data.x[data.test_rows], labels[data.test_rows]),
+                         "acc_guessing": float((labels[data.test_rows] == majority).mean())}
+        classifiers[attr] = net
+    return figures, classifiers
+
+
+def attribute_scores(data: PassData, attr: str, role: str, ref: dict, raw_net, train_x, test_x,
+                     attacker_epochs: int, seed: int) -> dict:
+    labels, task = data.labels(attr), attack_task(data, data.private[0])
+    acc = probing_attack(task, train_x, test_x, labels, data.classes(attr), attacker_epochs, seed,
+                         f"probing attacker ({attr})")
+    row = {"role": role, **ref, "acc": acc, "nag": nag(acc, ref["acc_guessing"], ref["acc_no_suppr"])}
+    if role == "private":
+        row["tree_acc"] = tree_attacker_accuracy(train_x.numpy(), labels[data.train_rows], test_x.numpy(),
+                                                 labels[data.test_rows], seed)
+        row["tree_nag"] = nag(row["tree_acc"], ref["acc_guessing"], ref["acc_no_suppr"])
+        row.update(random_star(data, attr))
+    else:   # NAG-unfinetuned (section 5.3): the raw-data classifier, not retrained on substitutes
+        row["acc_unfinetuned"] = accuracy(raw_net, test_x, labels[data.test_rows])
+        row["nag_unfinetuned"] = nag(row["acc_unfinetuned"], ref["acc_guessing"], ref["acc_no_suppr"])
+    return row
+
+
+def confusion_matrices(data: PassData, test_probs: np.ndarray) -> dict:
+    """Appendix F.2: entry (i, j) is the fraction of test samples of class i substituted by a
+    substitute of class j, in expectation over P(X'|X)."""
+    matrices = {}
+    for attr in data.useful + data.hidden + data.private:
+        k = data.classes(attr)
+        bank_onehot = np.eye(k, dtype=np.float32)[data.labels(attr)[data.bank_rows]]
+        per_sample = test_probs @ bank_onehot                       # P(class of x' = j | x)
+        true = data.labels(attr)[data.test_rows]
+        sums = np.zeros((k, k))
+        np.add.at(sums, true, per_sample)
+        counts = np.bincount(true, minlength=k)[:, None]
+        matrices[attr] = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+    return matrices
+
+
+def plot_confusion(matrices: dict, roles: dict, names: dict, path: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(matrices), figsize=(3.6 * len(matrices), 3.4), squeeze=False)
+    for ax, (attr, matrix) in zip(axes[0], matrices.items()):
+        image = ax.imshow(matrix, cmap="viridis", vmin=0.0, vmax=1.0)
+        ax.set_title(f"{attr} ({roles[attr]})", fontsize=9)
+        ax.set_xlabel("substitute's class", fontsize=8)
+        ax.set_ylabel("original class", fontsize=8)
+        ticks = np.arange(len(matrix)) if len(matrix) <= 16 else []
+        labels = [str(n) for n in names.get(attr, [])] if len(names.get(attr, [])) == len(matrix) else ticks
+        ax.set_xticks(ticks, labels[:len(ticks)], fontsize=7, rotation=90)
+        ax.set_yticks(ticks, labels[:len(ticks)], fontsize=7)
+        fig.colorbar(image, ax=ax, fraction=0.046)
+    fig.suptitle("PASS substitution confusion on the test split (appendix F.2)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def evaluate_substitution(data: PassData, positions_fn, probs_fn, attacker_epochs: int = 20, seed: int = 0,
+                          plot_dir=None) -> dict:
+    """All figures for one substitution mechanism. ``positions_fn(rows)`` draws one bank position per
+    dataset row; ``probs_fn(rows)`` returns P(X'|X) for those rows."""
+    ref, raw_nets = reference(data, attacker_epochs, seed)
+    bank_x = data.x[data.bank_rows]
+    train_x = bank_x[torch.as_tensor(positions_fn(data.train_rows), dtype=torch.long)]
+    test_x = bank_x[torch.as_tensor(positions_fn(data.test_rows), dtype=torch.long)]
+    roles = {**{a: "useful" for a in data.useful}, **{a: "hidden" for a in data.hidden},
+             **{a: "private" for a in data.private}}
+    rows = {attr: attribute_scores(data, attr, role, ref[attr], raw_nets[attr], train_x, test_x,
+                                   attacker_epochs, seed + 10 + i)
+            for i, (attr, role) in enumerate(roles.items())}
+    nags = {role: [rows[a]["nag"] for a in rows if rows[a]["role"] == role] for role in ("useful", "hidden", "private")}
+    worst = [max(rows[a]["nag"], rows[a]["tree_nag"]) for a in data.private]
+    metrics = {"mnag": mnag(nags["useful"], nags["hidden"], nags["private"]),
+               "mnag_annotated": mnag(nags["useful"], [], nags["private"]),
+               "mnag_worst_attacker": mnag(nags["useful"], nags["hidden"], worst),
+               "n_attacker_train": int(len(data.train_rows)), "n_test": int(len(data.test_rows)),
+               "bank_size": int(len(data.bank_rows)), "attributes": rows}
+    first_private, first_useful = rows[data.private[0]], rows[data.useful[0]]
+    # PR-GAN's key names for the first private / useful attribute, so one table script reads both
+    metrics.update(probing_acc_private=first_private["acc"], tree_acc_private=first_private["tree_acc"],
+                   probing_acc_useful=first_useful["acc"])
+    for attr, row in rows.items():
+        metrics.update({f"nag_{attr}": row["nag"], f"acc_{attr}": row["acc"]})
+        if "tree_acc" in row:
+            metrics.update({f"tree_acc_{attr}": row["tree_acc"], f"random_star_{attr}": row["random_star"]})
+    result = {"reference": {"original_acc_useful": ref[data.useful[0]]["acc_no_suppr"],
+                            "original_acc_private": ref[data.private[0]]["acc_no_suppr"],
+                            **{k: first_private[k] for k in ("random_star", "random_theta_sampling",
+                                                             "guess_from_useful", "majority_private")}},
+              "metrics": metrics}
+    test_probs = probs_fn(data.test_rows)
+    matrices = confusion_matrices(data, test_probs)
+    metrics["confusion"] = {attr: m.round(4).tolist() for attr, m in matrices.items()}
+    if plot_dir is not None:
+        result["confusion_plot"] = str(plot_confusion(matrices, roles, data.dataset.class_names,
+                                                    Path(plot_dir) / CONFUSION_PLOT))
+    return result
+
+
+def in_batches(fn, rows: np.ndarray) -> np.ndarray:
+    return np.concatenate([fn(rows[i:i + BATCH]) for i in range(0, len(rows), BATCH)])
+
+
+def evaluate_model(data: PassData, head, attacker_epochs: int = 20, seed: int = 0, plot_dir=None) -> dict:
+    """Score the torch export head; substitutes drawn by the runtime's sampler (seeded: evaluation)."""
+    rng = np.random.default_rng([seed, 13])
+
+    def probs_fn(rows):
+        return in_batches(lambda r: probabilities(head, data.x[r]), rows)
+
+    def positions_fn(rows):
+        return in_batches(lambda r: draw_indices(probabilities(head, data.x[r]), rng), rows)
+    return evaluate_substitution(data, positions_fn, probs_fn, attacker_epochs, seed, plot_dir)
+
+
+def run_data(run_dir, run: dict, bank_rows=None) -> PassData:
+    return prepare_data(load_run_dataset(run), run["useful"], run["private"], run.get("hidden"),
+                           run["substitution"]["bank_size"], run["config"]["seed"],
+                           bank_rows=load_bank_rows(run_dir, run) if bank_rows is None else bank_rows)
+
+
+def evaluate_pass_run(run_dir, run: dict, attacker_epochs: int = 20, plot_dir=None) -> dict:
+    data = run_data(run_dir, run)
+    return _flat(evaluate_model(data, load_head(run_dir, run), attacker_epochs, run["config"]["seed"], plot_dir))
+
+
+def evaluate_pass_bundle(bundle_dir, backend: str, run_dir, run: dict, attacker_epochs: int = 20,
+                         plot_dir=None) -> dict:
+    """The probing attack on what the device emits: every substitute drawn by the runtime (index mode,
+    OS entropy), mapped to the bank the bundle carries."""
+    from sensorveil.runtime import Privatizer
+    privatizer = Privatizer.load(bundle_dir, backend=backend, output="index")
+    draw = privatizer.stages[-1]
+    data = run_data(run_dir, run, bank_rows=draw.bank_indices)
+    sensor_x = data.dataset.x
+
+    def probs_fn(rows):
+        return in_batches(lambda r: privatizer.run_model(data.x[r].numpy()), rows)
+
+    def positions_fn(rows):
+        return in_batches(lambda r: privatizer(sensor_x[r]).astype(np.int64), rows)
+    result = evaluate_substitution(data, positions_fn, probs_fn, attacker_epochs, run["config"]["seed"], plot_dir)
+    return {"backend": privatizer.backend_name, **_flat(result)}
+
+
+def _flat(result: dict) -> dict:
+    return {**result["reference"], **result["metrics"],
+            **({"confusion_plot": result["confusion_plot"]} if "confusion_plot" in result else {})}
+
+
+# -- the registered mechanism ----------------------------------------------------------------------
+class PASSMechanism(Mechanism):
+    """PASS: x is replaced by a substitute drawn from a bank with P(X'|X) of eq. 2."""
+
+    name = MECHANISM
+    kind = "substitution"
+    summary = "PASS stochastic substitution from a bank (PASS eq. 2-8), any number of attributes"
+    config_class = PASSConfig
+    multi_attribute = True
+    int8_privacy_check = False   # its figures come from evaluate_bundle; the int8 gate covers perturbations
+
+    def make_config(self, request: TrainRequest) -> PASSConfig:
+        config = super().make_config(request)
+        config.epochs = request.epochs or config.epochs
+        return config
+
+    def train(self, request: TrainRequest) -> dict:
+        config = self.make_config(request)
+        base = {**request.base, "useful": request.useful, "private": request.private, "seed": config.seed}
+        return train_pass_run(base, request.data, Path(request.out), config, hidden=request.hidden,
+                              attacker_epochs=request.attacker_epochs)
+
+    def evaluate_run(self, run_dir, run: dict, attacker_epochs: int = 20) -> dict:
+        return evaluate_pass_run(run_dir, run, attacker_epochs)
+
+    def evaluate_bundle(self, bundle_dir, backend: str, run_dir, run: dict, attacker_epochs: int = 20) -> dict:
+        return evaluate_pass_bundle(bundle_dir, backend, run_dir, run, attacker_epochs)
+
+    def graphs(self, run_dir, run: dict) -> dict:
+        return {"model": Graph(load_head(run_dir, run))}
+
+    def bundle(self, run_dir, run: dict, dataset: SensorDataset, out_dir: Path, include_samples: bool = True):
+        return write_bundle_files(run_dir, run, dataset, Path(out_dir), include_samples)
+
+
+register(PASSMechanism())

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sensorveil.runtime.bundle import Bundle
 from sensorveil.runtime.errors import BundleError, InputError
+from sensorveil.runtime.stages.base import BANK_INDEX, SENSOR_UNITS, Stage
 
 KIND = "substitution"
 OUTPUT_MODES = ("index", "sample")
@@ -43,36 +43,39 @@ def draw_indices(probabilities: np.ndarray, rng: np.random.Generator) -> np.ndar
     return np.minimum((cdf <= u).sum(axis=1), probs.shape[1] - 1)
 
 
-class Substitution:
-    """The bank and output mode of one loaded substitution bundle."""
+class SubstitutionStage(Stage):
+    """``{"kind": "substitution", "bank_size", "bank_indices", "bank_samples", "output_default"}``:
+    the previous stage's P(X'|X) in, the drawn substitute (or its bank position) out."""
 
-    def __init__(self, bundle: Bundle, output: str | None = None):
-        spec = bundle.manifest["mechanism"].get(KIND)
-        if not isinstance(spec, dict) or "bank_size" not in spec or "bank_indices" not in spec:
-            raise BundleError(f"{bundle.root}: a substitution bundle's mechanism needs a '{KIND}' object with "
-                              "'bank_size' and 'bank_indices' (re-export the run)")
-        self.bank_size = int(spec["bank_size"])
+    kind = KIND
+    output_modes = OUTPUT_MODES
+
+    def __init__(self, spec, context):
+        Stage.__init__(self, spec, context)
+        root = context.bundle.root
+        self.bank_size = int(self.require("bank_size"))
         self.samples_file = spec.get("bank_samples")
-        self.output = output or spec.get("output_default", "sample" if self.samples_file else "index")
+        self.output = context.output or spec.get("output_default", "sample" if self.samples_file else "index")
         if self.output not in OUTPUT_MODES:
             raise InputError(f"unknown output mode {self.output!r}; expected one of {list(OUTPUT_MODES)}")
-        self.bank_indices = _load_array(bundle, spec["bank_indices"])
+        self.emits = BANK_INDEX if self.output == "index" else SENSOR_UNITS
+        self.bank_indices = context.array(self.require("bank_indices"))
         if self.bank_indices.shape != (self.bank_size,):
-            raise BundleError(f"{bundle.root}: {spec['bank_indices']} has shape {self.bank_indices.shape}; "
+            raise BundleError(f"{root}: {spec['bank_indices']} has shape {self.bank_indices.shape}; "
                               f"expected ({self.bank_size},)")
         self.samples = None
         if self.output == "sample":
             if not self.samples_file:
-                raise BundleError(f"{bundle.root} carries no substitute samples, so output='sample' is not "
+                raise BundleError(f"{root} carries no substitute samples, so output='sample' is not "
                                   "possible; use output='index' (the server maps indices to its bank) or "
                                   "re-export with the substitute samples included")
-            self.samples = _load_array(bundle, self.samples_file)
+            self.samples = context.array(self.samples_file)
             if len(self.samples) != self.bank_size:
-                raise BundleError(f"{bundle.root}: {self.samples_file} holds {len(self.samples)} samples; "
+                raise BundleError(f"{root}: {self.samples_file} holds {len(self.samples)} samples; "
                                   f"expected {self.bank_size}")
         self.index_dtype = index_dtype(self.bank_size)
 
-    def finish(self, probabilities: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def __call__(self, probabilities: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Model output P(X'|X) (batch, bank) -> what leaves the device, per the output mode."""
         if probabilities.ndim != 2 or probabilities.shape[1] != self.bank_size:
             raise BundleError(f"the model returned shape {probabilities.shape}; expected (batch, {self.bank_size}) "
@@ -90,10 +93,3 @@ class Substitution:
         return sizes
 
 
-def _load_array(bundle: Bundle, name: str) -> np.ndarray:
-    if name not in bundle.manifest["files"]:
-        raise BundleError(f"{bundle.root}: {name} is not listed in the manifest's files (so it is not verified)")
-    try:
-        return np.load(bundle.path(name), allow_pickle=False)
-    except ValueError as error:
-        raise BundleError(f"{bundle.root}: {name} is not a plain .npy array ({error})") from None
