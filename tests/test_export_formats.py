@@ -118,3 +118,29 @@ def test_cli_export_with_target_prints_compile_command(digits_run, tmp_path, cap
     out = capsys.readouterr().out
     assert "validation openvino (fp16): passed" in out
     assert Privatizer.load(tmp_path / "ncs2", backend="openvino").describe()["device"] in ("CPU", "MYRIAD")
+
+
+def test_int8_prgan_maps_completely_onto_the_edge_tpu(bundles):
+    from sensorveil.export.device_check import check_bundle
+    report = check_bundle(bundles["coral"], "coral-usb")
+    assert report["compatible"], report["problems"]
+    assert "RELU_0_TO_1" not in report["operator_counts"] and "DEQUANTIZE" not in report["operator_counts"]
+
+
+def test_int8_pass_keeps_its_bank_weights_and_maps_onto_the_edge_tpu(tmp_path):
+    """The quantizer stores PASS's larger constants after the flatbuffer; the int8 interface rewrite
+    used to drop them (the model then failed to load). The logits head keeps the softmax in numpy."""
+    from sensorveil.export.device_check import check_bundle
+    from sensorveil.sdk.mechanisms.pass_substitution import PASSConfig
+    from sensorveil.sdk.runs import train_run
+    run = train_run("pass", "digits", out=tmp_path / "pass", attacker_epochs=1,
+                    config=PASSConfig(epochs=2, substitutes=128, embedding_dim=32, progress=False))
+    bundle = export(run, None, tmp_path / "pass-coral", target="coral-usb", calibration=64, int8_check=False)
+    report = check_bundle(bundle, "coral-usb")
+    assert report["compatible"], report["problems"]
+    assert (bundle / "model_int8.tflite").stat().st_size > 100_000     # the weights are inside
+    p = Privatizer.load(bundle, backend="litert", output="index", seed=0)
+    indices = p(np.random.default_rng(0).uniform(0, 16, size=(20, 8, 8)).astype(np.float32))
+    assert indices.shape == (20,) and indices.max() < 128
+    probs = p.stages[-1].probabilities(p.run_model(np.full((1, 1, 8, 8), 0.5, np.float32)))
+    assert probs.shape == (1, 128) and abs(probs.sum() - 1) < 1e-9

@@ -46,7 +46,8 @@ def digits():
 
 def spread_input(privatizer, digits) -> tuple[np.ndarray, np.ndarray]:
     """The digit (of the first 50) whose P(X'|X) has the highest entropy, and that distribution."""
-    probs = privatizer.run_model(to_model_units(digits.x[:50], privatizer.input_spec))
+    draw = privatizer.stages[-1]
+    probs = draw.probabilities(privatizer.run_model(to_model_units(digits.x[:50], privatizer.input_spec)))
     entropy = -(probs * np.log(np.clip(probs, 1e-30, None))).sum(1)
     best = int(entropy.argmax())
     return digits.x[best], probs[best].astype(np.float64)

@@ -80,10 +80,33 @@ def quantize_int8(float_path: Path, calibration: np.ndarray, path: Path) -> Path
     with _quiet():
         stats = q.calibrate({signature: [{input_name: sample[None]} for sample in calibration]})
         q.quantize(stats).export_model(str(float_io), overwrite=True)
+    inline_buffers(float_io)
     status = interface.modify_model_interface(str(float_io), str(path), schema.TensorType.INT8, schema.TensorType.INT8)
     float_io.unlink()
     if status != 0:
         raise RuntimeError(f"could not give {path.name} int8 inputs/outputs (modify_model_interface status {status})")
+    return path
+
+
+def inline_buffers(path: Path) -> Path:
+    """Rewrite a .tflite whose constant buffers sit after the flatbuffer (the quantizer does this for
+    models of a few hundred kB and more, e.g. PASS's embedding with its bank) into the classic layout
+    with every buffer inside. modify_model_interface predates buffer offsets and silently drops such
+    buffers, which left an int8 model that would not load ("Constant buffer specified an out of range
+    offset")."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as schema
+    raw = path.read_bytes()
+    model = schema.ModelT.InitFromPackedBuf(raw, 0)
+    outside = [buffer for buffer in model.buffers or [] if buffer.offset and buffer.offset > 1]
+    if not outside:
+        return path
+    for buffer in outside:
+        buffer.data = np.frombuffer(raw[buffer.offset:buffer.offset + buffer.size], dtype=np.uint8)
+        buffer.offset = buffer.size = 0
+    builder = flatbuffers.Builder(len(raw) + 1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    path.write_bytes(builder.Output())
     return path
 
 

@@ -21,7 +21,10 @@ class PerturbationGenerator(nn.Module):
         self.body = body
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.clamp(x + torch.tanh(self.body(x)), 0.0, 1.0)
+        y = x + torch.tanh(self.body(x))
+        # clamp(y, 0, 1) written as relu(y) - relu(y - 1): the same values, but it quantizes to int8
+        # RELU/SUB, which the Edge TPU maps, where clamp becomes a float RELU_0_TO_1 it cannot run
+        return torch.relu(y) - torch.relu(y - 1.0)
 
 
 def vector_generator(dim: int, hidden: int = 1024) -> nn.Module:

@@ -1,9 +1,9 @@
 """PASS's last step on the device: draw the substitute x' ~ P(X'|X=x) in numpy (PASS Algorithm 2,
 line 4) and emit it in the bundle's output mode.
 
-The exported model stops at the probabilities P(X'|X) of eq. 2; sampling happens here so its
-randomness comes from the runtime's numpy Generator (OS entropy unless the caller passes a seed),
-never from a value baked into a model file.
+The exported model stops at eq. 2's logits (older bundles: at the probabilities P(X'|X)); the
+softmax and the sampling happen here, so the randomness comes from the runtime's numpy Generator
+(OS entropy unless the caller passes a seed), never from a value baked into a model file.
 
 Output modes (``Privatizer.load(bundle, output=...)``):
 
@@ -75,12 +75,21 @@ class SubstitutionStage(Stage):
                                   f"expected {self.bank_size}")
         self.index_dtype = index_dtype(self.bank_size)
 
-    def __call__(self, probabilities: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Model output P(X'|X) (batch, bank) -> what leaves the device, per the output mode."""
-        if probabilities.ndim != 2 or probabilities.shape[1] != self.bank_size:
-            raise BundleError(f"the model returned shape {probabilities.shape}; expected (batch, {self.bank_size}) "
-                              "substitution probabilities, so the model and the bank do not belong together")
-        positions = draw_indices(probabilities, rng)
+    def probabilities(self, model_output: np.ndarray) -> np.ndarray:
+        """P(X'|X) from the model's output: the softmax of eq. 2's logits ("model_output": "logits"),
+        or the output itself (bundles that carry the softmax in the graph, schema 1 among them)."""
+        if model_output.ndim != 2 or model_output.shape[1] != self.bank_size:
+            raise BundleError(f"the model returned shape {model_output.shape}; expected (batch, {self.bank_size}) "
+                              "substitution scores, so the model and the bank do not belong together")
+        if self.spec.get("model_output") != "logits":
+            return model_output
+        shifted = model_output.astype(np.float64) - model_output.max(axis=1, keepdims=True)
+        weights = np.exp(shifted)
+        return weights / weights.sum(axis=1, keepdims=True)
+
+    def __call__(self, model_output: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Model output (batch, bank) -> what leaves the device, per the output mode."""
+        positions = draw_indices(self.probabilities(model_output), rng)
         if self.output == "index":
             return positions.astype(self.index_dtype)
         return self.samples[positions]

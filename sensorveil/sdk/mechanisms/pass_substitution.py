@@ -4,8 +4,8 @@ Each input x is replaced by a sample x' of a substitute bank D_substitute (drawn
 training split) with probability P(X'=x'|X=x) = softmax_x'(cos(f(x), g(x')) / tau) (eq. 2): f is
 an embedding network, g a learnable embedding per substitute. Training minimises the loss of
 eq. 3 built from L_S (eq. 4-5, private attributes), L_U (eq. 6-7, useful attributes) and L_X
-(eq. 8, general features). The exported model is f with the cosine-similarity-and-softmax head
-folded in (normalized g is a constant) and outputs P(X'|X); the runtime draws x' in numpy
+(eq. 8, general features). The exported model is f with the cosine-similarity head folded in
+(normalized g is a constant) and outputs eq. 2's logits; the runtime takes their softmax and draws x' in numpy
 (sensorveil.runtime.stages.substitution).
 
 Data protocol: the same three slices as PR-GAN (sensorveil.sdk.prgan.make_slices) so both are
@@ -105,9 +105,15 @@ def make_embedding(modality: str, shape: tuple, out: int) -> nn.Module:
     return small_image_embedding(shape[-1], out)
 
 
+def unit_rows(features: torch.Tensor) -> torch.Tensor:
+    """Rows scaled to norm 1, as x * rsqrt(sum x^2): MUL, SUM and RSQRT quantize to int8 and map
+    onto the Edge TPU, where F.normalize's ABS, SQRT and DIV stay on the CPU in float."""
+    return features * torch.rsqrt((features * features).sum(dim=1, keepdim=True) + 1e-12)
+
+
 def cosine_logits(features: torch.Tensor, g_unit: torch.Tensor, tau: float) -> torch.Tensor:
     """cos(f(x), g(x')) / tau for every substitute x' (eq. 2's exponent); g_unit rows have norm 1."""
-    return F.normalize(features, dim=1) @ g_unit.T / tau
+    return unit_rows(features) @ (g_unit / tau).T
 
 
 class SubstitutionModel(nn.Module):
@@ -124,8 +130,11 @@ class SubstitutionModel(nn.Module):
 
 
 class SubstitutionHead(nn.Module):
-    """What the bundle carries: x -> P(X'|X=x) (eq. 2), f with the head folded in and normalized g
-    as a constant, so the device computes one graph and only the sampling is left to numpy."""
+    """What the bundle carries: x -> the logits cos(f(x), g(x'))/tau of eq. 2, f with the head folded
+    in and normalized g as a constant. The softmax and the draw happen in numpy on the device
+    (sensorveil.runtime.stages.substitution): at tau = 0.01 the probabilities span many orders of
+    magnitude, which an int8 softmax output (steps of 1/256) would round to zero, while the logits
+    quantize with steps of a fraction of a nat."""
 
     def __init__(self, model: SubstitutionModel):
         super().__init__()
@@ -134,7 +143,7 @@ class SubstitutionHead(nn.Module):
         self.tau = model.tau
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(cosine_logits(self.embed(x), self.g_unit, self.tau), dim=1)
+        return cosine_logits(self.embed(x), self.g_unit, self.tau)
 
 
 # -- the loss, eq. 3-8 --------------------------------------------------------------------------
@@ -303,8 +312,8 @@ def fit(data: PassData, config: PASSConfig) -> tuple[SubstitutionModel, dict]:
 
 
 def probabilities(head: nn.Module, x: torch.Tensor) -> np.ndarray:
-    """P(X'|X) for every row of x (model units), from the export head in torch."""
-    return apply(head, x).numpy()
+    """P(X'|X) for every row of x (model units): the softmax of the export head's logits (eq. 2)."""
+    return torch.softmax(apply(head, x).double(), dim=1).numpy()
 
 
 def config_dict(config: PASSConfig) -> dict:
@@ -369,7 +378,9 @@ def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path
     draw = {"kind": "substitution", "bank_size": int(len(bank_rows)), "bank_indices": BANK_FILE,
             "bank_samples": SAMPLES_FILE if include_samples else None,
             "output_default": "sample" if include_samples else "index",
-            "model_output": "P(X'|X), shape (batch, bank_size), rows sum to 1 (eq. 2)",
+            "model_output": "logits",
+            "model_output_meaning": "cos(f(x), g(x'))/tau per substitute x', shape (batch, bank_size); "
+                                    "P(X'|X) is their softmax (eq. 2)",
             "bank_indices_meaning": "bank position -> row of the dataset record"}
     return entry, [{"kind": "model", "graph": "model"}, draw]
 
@@ -577,7 +588,7 @@ def evaluate_pass_bundle(bundle_dir, backend: str, run_dir, run: dict, attacker_
     sensor_x = data.dataset.x
 
     def probs_fn(rows):
-        return in_batches(lambda r: privatizer.run_model(data.x[r].numpy()), rows)
+        return in_batches(lambda r: draw.probabilities(privatizer.run_model(data.x[r].numpy())), rows)
 
     def positions_fn(rows):
         return in_batches(lambda r: privatizer(sensor_x[r]).astype(np.int64), rows)
@@ -599,7 +610,6 @@ class PASSMechanism(Mechanism):
     summary = "PASS stochastic substitution from a bank (PASS eq. 2-8), any number of attributes"
     config_class = PASSConfig
     multi_attribute = True
-    int8_privacy_check = False   # its figures come from evaluate_bundle; the int8 gate covers perturbations
 
     def make_config(self, request: TrainRequest) -> PASSConfig:
         config = super().make_config(request)
