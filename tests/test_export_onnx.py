@@ -63,3 +63,17 @@ def test_unknown_format_and_precision_are_clear_errors(digits_run, tmp_path):
         export_run(digits_run, "pb", tmp_path / "b")
     with pytest.raises(ValueError, match="fp32"):
         export_run(digits_run, "onnx", tmp_path / "b", precision="fp16")
+
+
+def test_missing_export_library_is_one_error_and_leaves_no_bundle(digits_run, tmp_path, monkeypatch, capsys):
+    """What a user of the README's first install (.[train,onnx]) meets on `export --target coral-usb`."""
+    import sys
+
+    from sensorveil.cli import main
+    monkeypatch.setitem(sys.modules, "litert_torch", None)       # as if the package were not installed
+    out = tmp_path / "coral"
+    assert main(["export", str(digits_run), "--target", "coral-usb", "--out", str(out)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "litert_torch" in error[0] and "[export-tflite]" in error[0]
+    assert "sensorveil/devices/setup/coral-usb.sh" in error[0]
+    assert not out.exists()

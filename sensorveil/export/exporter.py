@@ -30,6 +30,10 @@ from sensorveil.sdk.rundir import load_recorded_dataset, read_run
 from sensorveil.sdk.training import to_model
 
 FORMATS = tuple(FORMAT_WRITERS)
+# the extra that installs each library a format writer imports
+EXTRA_OF_MODULE = {"litert_torch": "export-tflite", "ai_edge_quantizer": "export-tflite",
+                   "ai_edge_litert": "export-tflite", "flatbuffers": "export-tflite", "openvino": "openvino",
+                   "onnx": "onnx", "onnxruntime": "onnx", "onnxscript": "onnx"}
 PRECISIONS = ("fp32", "fp16", "int8")
 VALIDATION_SAMPLES = 32
 DEFAULT_CALIBRATION = 200   # int8 calibration samples when --calibration is not given
@@ -123,11 +127,33 @@ class Exporter:
                         out_dir=self.out_dir, precision=self.precision, target=self.target)
 
     def export(self, fmt: str) -> Path:
+        """Write and validate the bundle; on any failure nothing is left at ``out_dir`` (a half-written
+        or failed bundle must never be mistaken for a deployable one)."""
         if fmt not in FORMAT_WRITERS:
             raise ValueError(f"unknown export format {fmt!r}; expected one of {FORMATS}")
         if self.out_dir.exists():
             shutil.rmtree(self.out_dir)
         self.out_dir.mkdir(parents=True)
+        try:
+            return self._export(fmt)
+        except ModuleNotFoundError as error:
+            shutil.rmtree(self.out_dir, ignore_errors=True)
+            raise ValueError(self._missing_library(fmt, error)) from None
+        except BaseException:
+            shutil.rmtree(self.out_dir, ignore_errors=True)
+            raise
+
+    def _missing_library(self, fmt: str, error: ModuleNotFoundError) -> str:
+        module = (error.name or "").split(".")[0]
+        extra = EXTRA_OF_MODULE.get(module, "all")
+        message = (f"exporting to {fmt} needs the Python package {module!r}, which is not installed here; "
+                   f"install it with: pip install '.[{extra}]' (from the sensorveil checkout)")
+        if self.target:
+            message += (f"; the {self.target['name']} board itself is set up with "
+                        f"sensorveil/devices/{self.target['setup_script']}")
+        return message
+
+    def _export(self, fmt: str) -> Path:
         artifacts = self._write_graphs(fmt)
         mechanism, pipeline = self.mechanism.bundle(self.run_dir, self.run, self.dataset, self.out_dir,
                                                     self.include_samples)
