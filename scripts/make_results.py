@@ -21,7 +21,7 @@ from sensorveil.sdk import runs
 from sensorveil.sdk.mechanisms import prgan
 from sensorveil.sdk.assess import evaluate_bundle
 from sensorveil.sdk.evaluation import evaluate
-from sensorveil.sdk.training import apply
+from sensorveil.sdk.training import apply, snap_to_sensor
 
 ROOT = Path(__file__).resolve().parents[1]
 # PR-GAN Table 2 (Acc(D_z) %, lower is better), quoted from the paper for comparison.
@@ -56,10 +56,12 @@ def run_dataset(name: str, data_path, out: Path, quick: bool, margins=None) -> d
     exp = prgan.reload_experiment(run_dir, run)
     for variant in ("ngp", "ap"):
         G, selection = prgan.fit_variant(exp, variant)
-        methods[variant] = {**evaluate(exp.task, lambda x, G=G: apply(G, x), exp.fixed, seed=run["seed"]),
+        methods[variant] = {**evaluate(exp.task, lambda x, G=G: snap_to_sensor(apply(G, x), exp.step), exp.fixed,
+                                       seed=run["seed"]),
                             "selection": summary_of(selection)}
     epsilon, selection = prgan.fit_laplace(exp)
-    methods["laplace"] = {**evaluate(exp.task, prgan.laplace_privatize(1.0 / epsilon), exp.fixed, seed=run["seed"]),
+    methods["laplace"] = {**evaluate(exp.task, prgan.laplace_privatize(1.0 / epsilon, step=exp.step), exp.fixed,
+                                     seed=run["seed"]),
                           "selection": summary_of(selection)}
     return {"dataset": name, "useful": run["useful"], "private": run["private"], "reference": run["reference"],
             "output_dtype": run["output"]["dtype"],

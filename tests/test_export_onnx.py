@@ -77,3 +77,29 @@ def test_missing_export_library_is_one_error_and_leaves_no_bundle(digits_run, tm
     assert len(error) == 1 and "litert_torch" in error[0] and "[export-tflite]" in error[0]
     assert "sensorveil/devices/setup/coral-usb.sh" in error[0]
     assert not out.exists()
+
+
+def test_binary_sensor_bundle_privatizes_as_the_run_measured(uji_zip, tmp_path):
+    """PR-GAN trains through the WiFi scan's 0/1 values (straight-through rounding), so the fixed
+    D_z scores the deployed bundle exactly as it scored the trained generator."""
+    from conftest import tiny_run
+    from sensorveil.export import export_run
+    from sensorveil.sdk.assess import evaluate_bundle
+    from sensorveil.sdk.runs import read_run
+    run_dir = tiny_run(tmp_path / "run", "ujiindoorloc", data_path=str(uji_zip), dataset_options={"max_rows": 600})
+    bundle = export_run(run_dir, "onnx", tmp_path / "bundle")
+    device = evaluate_bundle(bundle, attacker_epochs=1)
+    trained = read_run(run_dir)["metrics"]
+    for key in ("protocol_acc_private", "protocol_acc_useful", "distortion_l2"):
+        assert device[key] == pytest.approx(trained[key], abs=1e-6), key
+
+
+def test_snapping_rounds_forward_and_passes_gradients_straight_through():
+    from sensorveil.sdk.training import sensor_step, snap_to_sensor
+    assert sensor_step({"dtype": "uint8", "normalization": {"scale": 1.0}}) == 1.0
+    assert sensor_step({"dtype": "float32", "normalization": {"scale": 16.0}}) == 0.0
+    y = torch.tensor([0.2, 0.49, 0.51, 0.9], requires_grad=True)
+    snapped = snap_to_sensor(y, 1.0)
+    assert snapped.tolist() == [0.0, 0.0, 1.0, 1.0]
+    (snapped * torch.arange(4.0)).sum().backward()
+    assert y.grad.tolist() == [0.0, 1.0, 2.0, 3.0]

@@ -31,6 +31,23 @@ def tensor_spec_dict(dataset: SensorDataset, name: str) -> dict:
             "normalization": {"offset": float(low), "scale": float(high - low)}, "units": dataset.units}
 
 
+def sensor_step(spec: dict) -> float:
+    """The spacing of the values a sensor can emit, in model units: 1/scale for integer sensors
+    (binary WiFi flags: 1, millimetres of depth: 1/range), 0 for float sensors (no grid)."""
+    if np.dtype(spec["dtype"]).kind not in "ui":
+        return 0.0
+    return 1.0 / float(spec["normalization"]["scale"])
+
+
+def snap_to_sensor(y: torch.Tensor, step: float) -> torch.Tensor:
+    """Round to the sensor's value grid as the runtime does when it emits sensor units, with a
+    straight-through gradient (Bengio, Leonard and Courville 2013: the rounding's derivative is taken
+    as 1), so a mechanism trains on the very values its bundle will emit."""
+    if step <= 0:
+        return y
+    return y + (torch.round(y / step) * step - y).detach()
+
+
 def to_model(dataset: SensorDataset) -> torch.Tensor:
     spec = TensorSpec.from_manifest(tensor_spec_dict(dataset, "x"))
     return torch.from_numpy(to_model_units(dataset.x, spec))

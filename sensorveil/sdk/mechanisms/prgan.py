@@ -22,8 +22,8 @@ from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, load_run_dataset, protocol_task
 from sensorveil.sdk.networks import make_classifier, make_generator
 from sensorveil.sdk.priors import maximum_entropy_distribution
-from sensorveil.sdk.training import (accuracy, apply, batches, model_shape, set_seed, to_model,
-                                     tqdm, train_classifier)
+from sensorveil.sdk.training import (accuracy, apply, batches, model_shape, sensor_step, set_seed, snap_to_sensor,
+                                     tensor_spec_dict, to_model, tqdm, train_classifier)
 
 GENERATOR_FILE = "generator.pt"
 
@@ -64,6 +64,15 @@ class Experiment:
     @property
     def task(self) -> Task:
         return protocol_task(self.dataset, self.useful_name, self.private_name, self.config.seed, x=self.x)
+
+    @property
+    def step(self) -> float:
+        """The sensor's value grid in model units (0: continuous), which G trains through."""
+        return sensor_step(tensor_spec_dict(self.dataset, "y"))
+
+    def generate(self, G: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        """What the bundle emits for x, in model units: G's output snapped to the sensor's grid."""
+        return snap_to_sensor(G(x), self.step)
 
 
 def prepare(dataset: SensorDataset, useful: str, private: str, config: PRGANConfig,
@@ -131,7 +140,7 @@ def train_generator(exp: Experiment, variant: str, c: float, desc: str) -> nn.Mo
         G.train(), D.train()
         for batch in batches(len(x_all), cfg.batch_size, gen):
             x, y = x_all[batch], y_all[batch]
-            fake = G(x)
+            fake = exp.generate(G, x)     # D, D_y and D_z see the values the device will emit
             if variant != "ngp":
                 opt_d.zero_grad()
                 discriminator_loss(D, x, fake.detach()).backward()
@@ -167,16 +176,18 @@ def fit_variant(exp: Experiment, variant: str = "prgan") -> tuple[nn.Module, dic
     for fraction in exp.config.margin_fractions:
         c = fraction * scale
         G = train_generator(exp, variant, c, desc=f"{variant} G (c={c:.2f})")
-        sweep.append({"margin_fraction": fraction, "margin_c": c, **held_out_scores(exp, lambda t: apply(G, t))})
+        sweep.append({"margin_fraction": fraction, "margin_c": c,
+                      **held_out_scores(exp, lambda t: snap_to_sensor(apply(G, t), exp.step))})
         models.append(G)
     best, met = choose(sweep, exp.config.utility_threshold)
     return models[best], {"variant": variant, "sweep": sweep, "chosen": best, "threshold_met": met,
                           "margin_c": sweep[best]["margin_c"]}
 
 
-def laplace_privatize(scale_b: float, seed: int | None = None):
+def laplace_privatize(scale_b: float, seed: int | None = None, step: float = 0.0):
     """Laplace mechanism baseline (section 6.2): independent Lap(b) noise per feature, in model
-    units where each feature spans [0, 1] (sensitivity 1), so it is (1/b)-DP per feature.
+    units where each feature spans [0, 1] (sensitivity 1), so it is (1/b)-DP per feature; the
+    result snapped to the sensor's value grid (``step``), as a device would have to emit it.
     Seeded only when the caller passes a seed; otherwise the OS entropy picks the stream."""
     rng = torch.Generator()
     rng.manual_seed(seed if seed is not None else int(np.random.SeedSequence().entropy % (2**63)))
@@ -185,7 +196,7 @@ def laplace_privatize(scale_b: float, seed: int | None = None):
         # inverse CDF: u ~ U(-1/2, 1/2), noise = -b sign(u) ln(1 - 2|u|)
         u = torch.rand(x.shape, generator=rng) - 0.5
         noise = -scale_b * torch.sign(u) * torch.log1p(-2 * u.abs().clamp(max=0.4999999))
-        return (x + noise).clamp(0.0, 1.0)
+        return snap_to_sensor((x + noise).clamp(0.0, 1.0), step)
     return privatize
 
 
@@ -193,7 +204,7 @@ def fit_laplace(exp: Experiment) -> tuple[float, dict]:
     """Section 6.4: the smallest epsilon (largest noise) whose Acc(D_y) stays above the threshold."""
     sweep = []
     for epsilon in exp.config.laplace_epsilons:
-        scores = held_out_scores(exp, laplace_privatize(1.0 / epsilon, exp.config.seed))
+        scores = held_out_scores(exp, laplace_privatize(1.0 / epsilon, exp.config.seed, exp.step))
         sweep.append({"epsilon": epsilon, **scores})
     ok = [point for point in sweep if point["val_acc_useful"] >= exp.config.utility_threshold]
     chosen = min(ok, key=lambda p: p["epsilon"]) if ok else max(sweep, key=lambda p: p["val_acc_useful"])
@@ -271,15 +282,15 @@ class PerturbationMechanism(Mechanism):
         """Train, save what the bundle needs, return (model-units privatize function, selection record)."""
         G, selection = fit_variant(exp, self.name)
         torch.save(G.state_dict(), Path(out) / GENERATOR_FILE)
-        return (lambda x: apply(G, x)), selection
+        return (lambda x: snap_to_sensor(apply(G, x), exp.step)), selection
 
     def task(self, run_dir, run: dict):
         exp = reload_experiment(run_dir, run)
         return exp.task, exp.fixed
 
     def privatize(self, run_dir, run: dict):
-        G = load_generator(run_dir, run)
-        return lambda x: apply(G, x)
+        G, step = load_generator(run_dir, run), sensor_step(run["output"])
+        return lambda x: snap_to_sensor(apply(G, x), step)
 
     def graphs(self, run_dir, run: dict) -> dict:
         return {"model": Graph(load_generator(run_dir, run))}
@@ -299,10 +310,10 @@ class LaplaceBaseline(PerturbationMechanism):
 
     def fit(self, exp: Experiment, out: Path):
         epsilon, selection = fit_laplace(exp)
-        return laplace_privatize(1.0 / epsilon), selection
+        return laplace_privatize(1.0 / epsilon, step=exp.step), selection
 
     def privatize(self, run_dir, run: dict):
-        return laplace_privatize(1.0 / run["selection"]["epsilon"])
+        return laplace_privatize(1.0 / run["selection"]["epsilon"], step=sensor_step(run["output"]))
 
     def graphs(self, run_dir, run: dict) -> dict:
         raise ValueError("the laplace baseline has no network to export; it adds noise in numpy")
