@@ -68,8 +68,10 @@ def _onnx_graph_with(tmp_path, op_type):
 def test_tensorrt_check_flags_unsupported_onnx_operators(tmp_path):
     nano = devices.load_profile("jetson-nano")
     assert check_graph(_onnx_graph_with(tmp_path, "Relu"), nano, "fp16")["compatible"]
-    verdict = check_graph(_onnx_graph_with(tmp_path, "NonZero"), nano, "fp16")   # N in the TensorRT 8.4 table
+    verdict = check_graph(_onnx_graph_with(tmp_path, "NonZero"), nano, "fp16")   # N in the TensorRT 8.2 table
     assert not verdict["compatible"] and verdict["unsupported"] == ["NonZero"]
+    # Xor came with TensorRT 8.4: the Jetson Nano's 8.2 parser must refuse it
+    assert check_graph(_onnx_graph_with(tmp_path, "Xor"), nano, "fp16")["unsupported"] == ["Xor"]
     assert check_graph(_onnx_graph_with(tmp_path, "NonZero"), devices.load_profile("jetson-orin-nano"),
                        "fp16")["compatible"]                                       # added by TensorRT 8.5
 
