@@ -62,10 +62,18 @@ def parse_settings(pairs) -> dict:
 
 
 def cmd_evaluate(args) -> int:
-    from sensorveil.sdk.assess import evaluate_path
-    result = evaluate_path(args.path, backend=args.backend, attacker_epochs=args.attacker_epochs)
-    _print_mapping(f"evaluation of {args.path}", result)
+    from sensorveil.sdk.assess import audit_path
+    from sensorveil.sdk.audit import format_audit, write_report
+    result = audit_path(args.path, backend=args.backend, seeds=args.seeds, attacker_epochs=args.attacker_epochs)
+    title = (f"audit of {result['source']} ({result['mechanism']}"
+             + (f", {result['backend']}" if "backend" in result else ", trained model") + ")")
+    print(format_audit(result, title))
+    if "protocol_acc_private" in result:
+        print(f"  paper protocol (the defender's fixed classifiers): D_z {result['protocol_acc_private']:.1%}, "
+              f"D_y {result['protocol_acc_useful']:.1%}")
     _write_json(result, args.json)
+    if args.report:
+        print(f"wrote {write_report(result, title, args.report)} (+ .png)")
     return 0
 
 
@@ -89,8 +97,9 @@ def cmd_export(args) -> int:
 
 def _validation_detail(record: dict) -> str:
     if "shift" in record:
-        return (f"(probing attack, int8 - fp32: private {record['shift']['probing_acc_private']:+.3f}, "
-                f"useful {record['shift']['probing_acc_useful']:+.3f}; limit +-{record['max_shift']})")
+        return (f"(audit over {record['seeds']} seeds, int8 - fp32: neural attacker on the private attribute "
+                f"{record['shift']['probing_acc_private']:+.3f}, utility {record['shift']['probing_acc_useful']:+.3f}; "
+                "fails when any attacker family rises above the fp32 95% interval)")
     if "max_abs_diff" in record:
         return (f"(max |diff| {record['max_abs_diff']:.2e}, {record['relative_diff']:.2e} of the output range; "
                 f"tolerance {record['tolerance']})")
@@ -228,11 +237,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "an unknown key names the valid ones")
     p.set_defaults(func=cmd_train)
 
-    p = verbs.add_parser("evaluate", help="protocol accuracies and the probing attack for a run or bundle")
+    p = verbs.add_parser("evaluate", help="audit a run or a bundle: attackers of several families, over seeds, "
+                                          "with 95%% intervals")
     p.add_argument("path", help="RUN_DIR or BUNDLE")
     p.add_argument("--backend", default="auto", help="runtime backend for a bundle")
     p.add_argument("--json", default=None, help="also write the figures to this JSON file")
-    p.add_argument("--attacker-epochs", type=int, default=20, help="training epochs of each probing attacker")
+    p.add_argument("--attacker-epochs", type=int, default=20, help="training epochs of each neural attacker")
+    p.add_argument("--seeds", type=int, default=3, help="repeats of every attacker (the 95%% intervals need >= 2)")
+    p.add_argument("--report", default=None, metavar="FILE.md", help="also write a markdown report and its plot")
     p.set_defaults(func=cmd_evaluate)
 
     p = verbs.add_parser("export", help="turn a run into a validated bundle")

@@ -27,11 +27,18 @@ def test_benchmark_reports_latency_fps_flops_and_runtime_overhead(digits_bundle,
 
 def test_evaluate_a_bundle_through_the_runtime(digits_bundle, tmp_path):
     out = tmp_path / "eval.json"
-    assert main(["evaluate", str(digits_bundle), "--json", str(out), "--attacker-epochs", "2"]) == 0
+    report = tmp_path / "audit.md"
+    assert main(["evaluate", str(digits_bundle), "--json", str(out), "--attacker-epochs", "2", "--seeds", "2",
+                 "--report", str(report)]) == 0
     result = json.loads(out.read_text())
-    assert result["backend"] == "onnxruntime"
+    assert result["backend"] == "onnxruntime" and result["seeds"] == 2
     for key in ("probing_acc_private", "protocol_acc_private", "random_star", "tree_acc_private"):
         assert 0 <= result[key] <= 1
+    for family in ("neural", "trees", "logistic", "trees+useful"):
+        figure = result["private"][family]
+        assert figure["low"] <= figure["mean"] <= figure["high"] and len(figure["runs"]) == 2
+    assert result["probing_acc_private"] == result["private"]["neural"]["mean"]
+    assert "95% interval" in report.read_text() and report.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_errors_exit_2_with_one_line_that_says_what_was_expected(tmp_path, capsys):

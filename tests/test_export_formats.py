@@ -80,11 +80,14 @@ def test_uncompiled_edgetpu_bundle_says_how_to_compile(bundles):
 
 def test_int8_privacy_record_measures_the_shift(bundles, digits_run):
     from sensorveil.export.validate import INT8_FIGURES, int8_privacy_record
-    record = int8_privacy_record(bundles["coral"], "litert", digits_run, attacker_epochs=1)
-    assert record["status"] in ("passed", "failed")
+    record = int8_privacy_record(bundles["coral"], "litert", digits_run, attacker_epochs=1, seeds=2)
     for key in INT8_FIGURES:
         assert 0.0 <= record["int8"][key] <= 1.0
         assert record["shift"][key] == pytest.approx(record["int8"][key] - record["fp32"][key])
+    families = record["families"]
+    assert {"neural", "trees", "logistic", "trees+useful"} <= set(families)
+    rises = [f["int8"]["mean"] > f["fp32"]["high"] for f in families.values()]
+    assert record["status"] == ("failed" if any(rises) else "passed")
 
 
 def test_tensorrt_bundle_carries_onnx_and_build_settings(bundles):

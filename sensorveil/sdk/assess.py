@@ -53,3 +53,43 @@ def evaluate_path(path, backend: str = "auto", attacker_epochs: int = 20) -> dic
         return evaluate_run(path, attacker_epochs)
     raise FileNotFoundError(f"expected a run directory (with {RUN_FILE}) or a bundle directory "
                             f"(with {MANIFEST_NAME}), got {path}")
+
+
+def audit_path(path, backend: str = "auto", seeds: int = 3, attacker_epochs: int = 20) -> dict:
+    """The audit (sensorveil.sdk.audit) of a run, or of a bundle exactly as the device runs it: every
+    attacker family over ``seeds`` seeds with 95% intervals, the utility probe, Random*; plus the
+    paper-protocol figures of the fixed classifiers when the mechanism has them. The flat keys
+    (probing_acc_private, tree_acc_private, ...) are the family means, as `evaluate` always wrote."""
+    from sensorveil.sdk.audit import audit
+    from sensorveil.sdk.training import accuracy
+    path = Path(path)
+    is_bundle = (path / MANIFEST_NAME).is_file()
+    if not is_bundle and not (path / RUN_FILE).is_file():
+        raise FileNotFoundError(f"expected a run directory (with {RUN_FILE}) or a bundle directory "
+                                f"(with {MANIFEST_NAME}), got {path}")
+    run_dir = bundle_run_dir(path) if is_bundle else path
+    run = read_run(run_dir)
+    mechanism = mechanisms.get(run["mechanism"])
+    heading = _heading(path, run)
+    privatizer = None
+    if is_bundle:
+        from sensorveil.runtime import Privatizer
+        privatizer = Privatizer.load(path, backend=backend, **mechanism.audit_load_options)
+        heading["backend"] = privatizer.backend_name
+    release = mechanism.release(run_dir, run, privatizer)
+    result = {**heading, **audit(release, seeds=seeds, attacker_epochs=attacker_epochs)}
+    _, fixed = mechanism.task(run_dir, run) if _has_fixed(mechanism) else (None, None)
+    if fixed:
+        task = release.task
+        result["protocol_acc_useful"] = accuracy(fixed["D_y"], release.test, task.useful[task.test])
+        result["protocol_acc_private"] = accuracy(fixed["D_z"], release.test, task.private[task.test])
+    families = result["private"]
+    result.update(probing_acc_private=families["neural"]["mean"], tree_acc_private=families["trees"]["mean"],
+                  probing_acc_useful=result["useful"]["mean"])
+    return result
+
+
+def _has_fixed(mechanism) -> bool:
+    """Whether the mechanism scores itself against fixed classifiers (PR-GAN's D_y and D_z)."""
+    from sensorveil.sdk.mechanisms.base import Mechanism
+    return type(mechanism).task is not Mechanism.task

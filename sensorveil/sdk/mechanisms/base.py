@@ -23,8 +23,9 @@ from typing import Callable
 import numpy as np
 import torch
 
+from sensorveil.sdk.audit import Release
 from sensorveil.sdk.datasets import SensorDataset
-from sensorveil.sdk.evaluation import Task, baselines, evaluate, make_slices, raw_reference
+from sensorveil.sdk.evaluation import Task, apply_privatize, baselines, evaluate, make_slices, raw_reference
 from sensorveil.sdk.priors import maximum_entropy_distribution
 from sensorveil.sdk.training import to_model
 
@@ -106,6 +107,17 @@ class Mechanism:
     def privatize(self, run_dir: Path, run: dict) -> Callable[[torch.Tensor], torch.Tensor]:
         """The trained mechanism in torch: model units in, model units out."""
         raise NotImplementedError
+
+    # output modes the audit loads a bundle with (PASS: its bank index, which also feeds the exact-posterior attacker)
+    audit_load_options: dict = {}
+
+    def release(self, run_dir: Path, run: dict, privatizer=None) -> Release:
+        """What an attacker sees (sensorveil.sdk.audit): the task's splits privatized by the trained
+        mechanism, or by ``privatizer`` (a loaded bundle) exactly as the device emits them."""
+        task, _ = self.task(run_dir, run)
+        privatize = bundle_privatize(privatizer) if privatizer is not None else self.privatize(run_dir, run)
+        return Release(task=task, train=apply_privatize(privatize, task.x[task.attacker_train]),
+                       test=apply_privatize(privatize, task.x[task.test]))
 
     def evaluate_run(self, run_dir: Path, run: dict, attacker_epochs: int = 20) -> dict:
         task, fixed = self.task(run_dir, run)

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from sensorveil.runtime.stages.substitution import draw_indices
+from sensorveil.sdk.audit import Release
 from sensorveil.sdk.datasets import SensorDataset
 from sensorveil.sdk.evaluation import Task, baselines, make_slices, probing_attack, tree_attacker_accuracy
 from sensorveil.sdk.mechanisms import register
@@ -601,6 +602,32 @@ def _flat(result: dict) -> dict:
             **({"confusion_plot": result["confusion_plot"]} if "confusion_plot" in result else {})}
 
 
+def exact_posterior_attacker(data: PassData, private: str, train_probs: np.ndarray, test_positions: np.ndarray):
+    """The Bayes attacker of a substitution mechanism: it knows P(X'|X) on the training split and the
+    private labels there, so q(s | bank position i) is proportional to the sum over training rows of
+    class s of P(X' = i | x); it predicts argmax_s q(s | i) for each released test position. Nothing
+    an attacker could learn from the bank index alone beats it."""
+    labels = data.labels(private)
+    classes = data.classes(private)
+    mass = np.zeros((train_probs.shape[1], classes))
+    for s in range(classes):
+        mass[:, s] = train_probs[labels[data.train_rows] == s].sum(axis=0)
+    guess = mass.argmax(axis=1)
+    accuracy_ = float((guess[test_positions] == labels[data.test_rows]).mean())
+    return lambda seed: accuracy_      # deterministic given the release
+
+
+def pass_release(data: PassData, train_probs: np.ndarray, train_positions: np.ndarray,
+                 test_positions: np.ndarray) -> Release:
+    bank_x = data.x[data.bank_rows]
+    private = data.private[0]
+    return Release(task=attack_task(data, private),
+                   train=bank_x[torch.as_tensor(train_positions, dtype=torch.long)],
+                   test=bank_x[torch.as_tensor(test_positions, dtype=torch.long)],
+                   extra_attackers={"exact posterior (bank index)":
+                                    exact_posterior_attacker(data, private, train_probs, test_positions)})
+
+
 # -- the registered mechanism ----------------------------------------------------------------------
 class PASSMechanism(Mechanism):
     """PASS: x is replaced by a substitute drawn from a bank with P(X'|X) of eq. 2."""
@@ -627,6 +654,23 @@ class PASSMechanism(Mechanism):
 
     def evaluate_bundle(self, bundle_dir, backend: str, run_dir, run: dict, attacker_epochs: int = 20) -> dict:
         return evaluate_pass_bundle(bundle_dir, backend, run_dir, run, attacker_epochs)
+
+    audit_load_options = {"output": "index"}
+
+    def release(self, run_dir, run: dict, privatizer=None) -> Release:
+        """Substitutes drawn by the trained head (seeded), or by the bundle on the device (OS entropy)."""
+        if privatizer is None:
+            data, head = run_data(run_dir, run), load_head(run_dir, run)
+            rng = np.random.default_rng([run["config"]["seed"], 17])
+            probs = lambda rows: in_batches(lambda r: probabilities(head, data.x[r]), rows)  # noqa: E731
+            draw = lambda rows: draw_indices(probs(rows), rng)                                 # noqa: E731
+        else:
+            stage = privatizer.stages[-1]
+            data = run_data(run_dir, run, bank_rows=stage.bank_indices)
+            probs = lambda rows: in_batches(  # noqa: E731
+                lambda r: stage.probabilities(privatizer.run_model(data.x[r].numpy())), rows)
+            draw = lambda rows: in_batches(lambda r: privatizer(data.dataset.x[r]).astype(np.int64), rows)  # noqa: E731
+        return pass_release(data, probs(data.train_rows), draw(data.train_rows), draw(data.test_rows))
 
     def graphs(self, run_dir, run: dict) -> dict:
         return {"model": Graph(load_head(run_dir, run))}

@@ -1,0 +1,156 @@
+"""The privacy audit: what fresh attackers learn from the released output, by attacker family, repeated
+over seeds, every figure with a 95% interval. It is what `sensorveil evaluate` prints and writes.
+
+An attacker trains on the released (privatized) training split with the true private labels and is
+scored on the released test split (the probing attack of PASS section 5.1). Families:
+
+* ``neural``:        the task's classifier architecture (PR-GAN Table 1), the defender's own family;
+* ``trees``:         an extra-trees ensemble on the flattened output (pooled 4x4 for depth frames);
+* ``logistic``:      multinomial logistic regression, a linear attacker (AttriGuard's LR-A);
+* ``trees+useful``:  trees given the published useful label as well: PR-GAN's threat model gives the
+                     adversary y, so what y alone reveals (Random*) is the floor, not zero;
+* mechanism-specific attackers a mechanism adds (PASS: the exact posterior q(s | bank index)).
+
+The interval of a family's mean accuracy over R seeds on n test rows combines the seed-to-seed
+spread and the test sample's binomial error: mean +- 1.96 sqrt(s^2 / R + p (1 - p) / n).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from sensorveil.sdk.evaluation import Task, baselines, tree_attacker_accuracy
+from sensorveil.sdk.networks import make_classifier
+from sensorveil.sdk.training import accuracy, train_classifier
+
+FAMILIES = ("neural", "trees", "logistic", "trees+useful")
+GOAL_MARGIN = 0.05      # the product's goal: the strongest attacker within 5 points of Random*
+
+
+@dataclass
+class Release:
+    """What an attacker sees: the released training and test splits (model units), with the labels."""
+    task: Task
+    train: torch.Tensor
+    test: torch.Tensor
+    extra_attackers: dict = field(default_factory=dict)   # name -> callable(seed) -> accuracy
+
+
+def interval(accuracies: list, n_test: int) -> dict:
+    """Mean accuracy over seeds with its 95% interval (seed spread + test-set binomial error)."""
+    runs = np.asarray(accuracies, dtype=np.float64)
+    mean = float(runs.mean())
+    spread = float(runs.var(ddof=1)) / len(runs) if len(runs) > 1 else 0.0
+    half = 1.96 * math.sqrt(spread + mean * (1 - mean) / max(n_test, 1))
+    return {"mean": mean, "low": max(0.0, mean - half), "high": min(1.0, mean + half),
+            "runs": [float(a) for a in runs]}
+
+
+def flat_features(x: np.ndarray) -> np.ndarray:
+    """One row per sample; depth frames pooled 4x4 so linear and tree attackers stay tractable."""
+    flat = x.reshape(len(x), -1)
+    if flat.shape[1] > 4096:
+        side = int(np.sqrt(flat.shape[1]))
+        flat = x.reshape(len(x), side // 4, 4, side // 4, 4).mean((2, 4)).reshape(len(x), -1)
+    return flat
+
+
+def attack(family: str, release: Release, labels: np.ndarray, classes: int, epochs: int, seed: int) -> float:
+    """One attacker of ``family`` trained on the released training split, scored on the test split."""
+    task = release.task
+    train_y, test_y = labels[task.attacker_train], labels[task.test]
+    if family == "neural":
+        net = make_classifier(task.modality, task.model_shape, classes)
+        torch.manual_seed(seed)
+        train_classifier(net, release.train, train_y, epochs=epochs, desc=f"audit neural (seed {seed})",
+                         seed=seed)
+        return accuracy(net, release.test, test_y)
+    train_x, test_x = flat_features(release.train.numpy()), flat_features(release.test.numpy())
+    if family == "trees":
+        return tree_attacker_accuracy(train_x, train_y, test_x, test_y, seed)
+    if family == "trees+useful":
+        useful = np.eye(task.n_useful, dtype=np.float32)
+        return tree_attacker_accuracy(np.hstack([train_x, useful[task.useful[task.attacker_train]]]), train_y,
+                                      np.hstack([test_x, useful[task.useful[task.test]]]), test_y, seed)
+    if family == "logistic":
+        from sklearn.linear_model import LogisticRegression
+        model = LogisticRegression(max_iter=300, random_state=seed)
+        return float((model.fit(train_x, train_y).predict(test_x) == test_y).mean())
+    raise ValueError(f"unknown attacker family {family!r}; expected one of {FAMILIES}")
+
+
+def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=FAMILIES) -> dict:
+    """Every family against the private attribute, the neural probe on the useful one, each over
+    ``seeds`` seeds with its interval, beside Random* and the goal's verdict."""
+    if seeds < 1:
+        raise ValueError(f"the audit needs at least 1 seed, got {seeds}")
+    task = release.task
+    n_test = len(task.test)
+    private = {family: interval([attack(family, release, task.private, task.n_private, attacker_epochs, seed)
+                                 for seed in range(seeds)], n_test) for family in families}
+    for name, run_attacker in release.extra_attackers.items():
+        private[name] = interval([run_attacker(seed) for seed in range(seeds)], n_test)
+    useful = interval([attack("neural", release, task.useful, task.n_useful, attacker_epochs, 100 + seed)
+                       for seed in range(seeds)], n_test)
+    reference = baselines(task)
+    strongest = max(private, key=lambda name: private[name]["mean"])
+    return {"seeds": seeds, "attacker_epochs": attacker_epochs, "n_attacker_train": int(len(task.attacker_train)),
+            "n_test": n_test, "private": private, "useful": useful, "random_star": reference["random_star"],
+            "majority_private": reference["majority_private"], "strongest_attacker": strongest,
+            "goal": {"strongest_within_5_points_of_random_star":
+                     private[strongest]["mean"] <= reference["random_star"] + GOAL_MARGIN,
+                     "margin": GOAL_MARGIN}}
+
+
+def format_audit(result: dict, title: str) -> str:
+    """The audit as a table that fits 100 columns."""
+    def cell(figure):
+        return f"{figure['mean']:6.1%}  [{figure['low']:6.1%}, {figure['high']:6.1%}]"
+    lines = [title, f"  {'attacker (private attribute)':34s} accuracy  [95% interval]"]
+    for name, figure in result["private"].items():
+        marker = "  <- strongest" if name == result["strongest_attacker"] else ""
+        lines.append(f"  {name:34s} {cell(figure)}{marker}")
+    lines += [f"  {'Random* (useful label + prior)':34s} {result['random_star']:6.1%}",
+              f"  {'utility probe (useful attribute)':34s} {cell(result['useful'])}",
+              f"  {result['seeds']} seeds x {result['attacker_epochs']} attacker epochs, "
+              f"{result['n_attacker_train']} training / {result['n_test']} test rows",
+              "  goal (strongest attacker <= Random* + 5 points): "
+              + ("met" if result["goal"]["strongest_within_5_points_of_random_star"] else "NOT met")]
+    return "\n".join(lines)
+
+
+def write_report(result: dict, title: str, markdown_path) -> Path:
+    """A markdown page with the table and a privacy-utility plot beside it (same stem, .png)."""
+    markdown_path = Path(markdown_path)
+    markdown_path.parent.mkdir(parents=True, exist_ok=True)
+    plot = plot_privacy_utility(result, markdown_path.with_suffix(".png"))
+    markdown_path.write_text(f"# {title}\n\nWritten by `sensorveil evaluate ... --report {markdown_path.name}`.\n\n"
+                             f"```\n{format_audit(result, title)}\n```\n\n![privacy and utility]({plot.name})\n")
+    return markdown_path
+
+
+def plot_privacy_utility(result: dict, path: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    useful = result["useful"]
+    for name, figure in result["private"].items():
+        ax.errorbar(figure["mean"], useful["mean"], xerr=[[figure["mean"] - figure["low"]],
+                    [figure["high"] - figure["mean"]]], yerr=[[useful["mean"] - useful["low"]],
+                    [useful["high"] - useful["mean"]]], fmt="o", capsize=3, label=name)
+    ax.axvline(result["random_star"], color="grey", linestyle="--", label="Random*")
+    ax.axvspan(result["random_star"], result["random_star"] + GOAL_MARGIN, color="green", alpha=0.1,
+               label="goal: within 5 points")
+    ax.set_xlabel("attacker accuracy on the private attribute (lower is more private)")
+    ax.set_ylabel("neural probe accuracy on the useful attribute")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("privacy (x) against utility (y), 95% intervals", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
