@@ -1,8 +1,9 @@
 """`sensorveil quickstart`: the whole product once, on scikit-learn's bundled digits.
 
-Train PR-GAN (useful = parity, private = lt5, PR-GAN's MNIST toy), evaluate it with the paper's
-protocol AND the probing attack, export the ONNX bundle, privatize the test digits through the
-torch-free runtime, benchmark it, and print one summary with where everything is.
+Train PASS and PR-GAN on the same task (useful = parity, private = lt5, PR-GAN's MNIST toy), export
+both ONNX bundles, audit each bundle exactly as the device runs it (attackers of four families
+trained on its output, over seeds, with 95% intervals), benchmark both, and print one short table:
+the first thing a user sees is which mechanism protects and which one leaks.
 """
 from __future__ import annotations
 
@@ -12,20 +13,29 @@ from pathlib import Path
 
 import numpy as np
 
+# name -> (training settings, what its figure is called in the table). PASS gets fewer epochs than
+# its paper default so the quickstart stays within a few minutes on a 2-core CPU.
+MECHANISMS = {"pass": {"epochs": 40, "settings": {"substitutes": 512}},
+              "prgan": {"epochs": None, "settings": {}}}
+TASK = {"useful": "parity", "private": "lt5"}
+AUDIT_SEEDS = 3
 
-def save_examples_png(raw: np.ndarray, private: np.ndarray, path: Path, n: int = 10) -> Path:
+
+def save_examples_png(raw: np.ndarray, privatized: dict, path: Path, n: int = 10) -> Path:
+    """One row of raw digits, then one row per mechanism of what its bundle emits for them."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(2, n, figsize=(n * 0.9, 2.2))
+    rows = [("raw", raw)] + list(privatized.items())
+    fig, axes = plt.subplots(len(rows), n, figsize=(n * 0.9, 1.1 * len(rows) + 0.4))
+    for r, (label, images) in enumerate(rows):
+        for i in range(n):
+            axes[r, i].imshow(images[i], cmap="gray", vmin=0, vmax=16)
+            axes[r, i].set_xticks([]), axes[r, i].set_yticks([])
+        axes[r, 0].set_ylabel(label, fontsize=8)
     for i in range(n):
-        for row, (images, label) in enumerate(((raw, "raw"), (private, "privatized"))):
-            axes[row, i].imshow(images[i], cmap="gray", vmin=0, vmax=16)
-            axes[row, i].axis("off")
         axes[0, i].set_title(str(i), fontsize=7)
-    axes[0, 0].text(-6, 4, "raw", fontsize=8, rotation=90, va="center")
-    axes[1, 0].text(-6, 4, "privatized", fontsize=8, rotation=90, va="center")
-    fig.suptitle("digits through the deployed PR-GAN bundle (top: raw, bottom: what leaves the sensor)", fontsize=8)
+    fig.suptitle("digits through each deployed bundle (top: raw; below: what leaves the sensor)", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -33,65 +43,80 @@ def save_examples_png(raw: np.ndarray, private: np.ndarray, path: Path, n: int =
 
 
 def quickstart(out: Path, epochs: int | None = None) -> dict:
-    from sensorveil.benchmarks.bench import benchmark_bundle
-    from sensorveil.benchmarks.report import format_table, write_report
     from sensorveil.export import export_run
     from sensorveil.runtime import Privatizer
+    from sensorveil.sdk.assess import audit_path
+    from sensorveil.sdk.audit import write_report as write_audit
     from sensorveil.sdk.datasets import load_dataset
-    from sensorveil.sdk.runs import read_run, train_run
+    from sensorveil.sdk.runs import train_run
 
     out = Path(out)
     started = time.time()
-    print("[1/4] training PR-GAN on digits (useful: parity, private: lt5) and attacking it")
-    run_dir = train_run("prgan", "digits", out=out / "runs" / "prgan-digits", epochs=epochs)
-    run = read_run(run_dir)
-    print("[2/4] exporting the ONNX bundle (validated against torch through the runtime)")
-    bundle = export_run(run_dir, "onnx", out / "bundles" / "prgan-digits")
-    print("[3/4] privatizing the digits through the torch-free runtime")
-    privatizer = Privatizer.load(bundle)
+    results, bundles = {}, {}
+    for step, (name, plan) in enumerate(MECHANISMS.items(), start=1):
+        print(f"[{step}/4] training {name} on digits (useful: parity, private: lt5)")
+        run_dir = train_run(name, "digits", out=out / "runs" / f"{name}-digits", epochs=epochs or plan["epochs"],
+                            settings=plan["settings"], attacker_epochs=5, **TASK)
+        bundles[name] = export_run(run_dir, "onnx", out / "bundles" / f"{name}-digits")
+    print(f"[3/4] auditing each bundle through the torch-free runtime ({AUDIT_SEEDS} seeds per attacker)")
+    for name, bundle in bundles.items():
+        audit = audit_path(bundle, seeds=AUDIT_SEEDS)
+        report = write_audit(audit, f"audit of the {name} digits bundle", out / "reports" / f"audit-{name}.md")
+        results[name] = {"audit": audit, "report": str(report), "bundle": str(bundle)}
+    print("[4/4] benchmarking each bundle (batch 1)")
+    for name, bundle in bundles.items():
+        results[name]["fps"] = benchmark(bundle, out / "reports" / f"benchmark-{name}")
     digits = load_dataset("digits")
-    order = np.argsort(digits.attributes["digit"], kind="stable")
-    firsts = order[np.searchsorted(digits.attributes["digit"][order], np.arange(10))]
-    raw = digits.x[firsts]
-    examples = save_examples_png(raw, privatizer(raw), out / "digits_raw_vs_privatized.png")
-    print("[4/4] benchmarking the bundle")
-    bench = benchmark_bundle(bundle, iters=300)
-    report = write_report(bench, json_path=out / "benchmark.json", markdown_path=out / "benchmark.md",
-                          plot_path=out / "benchmark.png")
-    summary = summarize(run, bench, time.time() - started)
+    raw = digits.x[first_of_each_digit(digits.attributes["digit"])]
+    examples = save_examples_png(raw, {name: Privatizer.load(bundle)(raw) for name, bundle in bundles.items()},
+                                 out / "digits_raw_vs_privatized.png")
+    summary = {"seconds": round(time.time() - started, 1), "examples": str(examples),
+               "mechanisms": {name: summarize(result) for name, result in results.items()}}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    print_summary(summary, format_table(bench["rows"]),
-                  {"run": run_dir, "bundle": bundle, "examples": examples, **report,
-                   "summary": out / "summary.json"})
+    print_summary(summary, out)
     return summary
 
 
-def summarize(run: dict, bench: dict, seconds: float) -> dict:
-    ref, met, row = run["reference"], run["metrics"], bench["rows"][0]
-    return {
-        "utility threshold Acc(D_y)": ref["utility_threshold"],
-        "original Acc(D_y) parity": ref["original_acc_useful"],
-        "original Acc(D_z) lt5": ref["original_acc_private"],
-        "protocol Acc(D_y) on privatized": met["protocol_acc_useful"],
-        "protocol Acc(D_z) on privatized": met["protocol_acc_private"],
-        "probing attacker lt5 (neural)": met["probing_acc_private"],
-        "probing attacker lt5 (trees)": met["tree_acc_private"],
-        "utility probe parity": met["probing_acc_useful"],
-        "Random* (best guess from prior)": ref["random_star"],
-        "runtime FPS (batch 1)": row["runtime_fps"],
-        "runtime overhead vs raw onnxruntime (p50)": row.get("overhead_ratio_p50"),
-        "quickstart seconds": round(seconds, 1),
-    }
+def first_of_each_digit(digit: np.ndarray) -> np.ndarray:
+    order = np.argsort(digit, kind="stable")
+    return order[np.searchsorted(digit[order], np.arange(10))]
 
 
-def print_summary(summary: dict, table: str, paths: dict) -> None:
-    print("\n== sensorveil quickstart summary ==")
-    for key, value in summary.items():
-        print(f"  {key:44s} {value:.3f}" if isinstance(value, float) else f"  {key:44s} {value}")
-    leak = summary["probing attacker lt5 (neural)"] - summary["Random* (best guess from prior)"]
-    print(f"\n  note: PR-GAN fools the fixed D_z it trained against, but a probing attacker trained on the\n"
-          f"  privatized output reaches {summary['probing attacker lt5 (neural)']:.1%} on lt5, "
-          f"{leak:+.1%} above Random*. Adversarial perturbation is not protection against an adaptive attacker.")
-    print("\n" + table + "\n")
-    for name, path in paths.items():
-        print(f"  {name:10s} {path}")
+def benchmark(bundle: Path, stem: Path) -> float:
+    """Batch-1 FPS through the full runtime call; the long table goes to STEM.md (and .json, .png)."""
+    from sensorveil.benchmarks.bench import benchmark_bundle
+    from sensorveil.benchmarks.report import write_report
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    result = benchmark_bundle(bundle, iters=300)
+    write_report(result, json_path=f"{stem}.json", markdown_path=f"{stem}.md", plot_path=f"{stem}.png")
+    return float(result["rows"][0]["runtime_fps"])
+
+
+def summarize(result: dict) -> dict:
+    audit = result["audit"]
+    strongest = audit["strongest_attacker"]
+    return {"strongest_attacker": strongest, "attacker_accuracy": audit["private"][strongest],
+            "random_star": audit["random_star"], "utility": audit["useful"],
+            "goal_met": audit["goal"]["strongest_within_5_points_of_random_star"], "fps": result["fps"],
+            "bundle": result["bundle"], "audit_report": result["report"]}
+
+
+def print_summary(summary: dict, out: Path) -> None:
+    """One table a person can read at 100 columns; details are in the reports it names."""
+    def figure(f):
+        return f"{f['mean']:5.1%} [{f['low']:5.1%}, {f['high']:5.1%}]"
+    print("\n== sensorveil quickstart: digits, hide lt5 (digit < 5), keep parity ==")
+    print(f"{'mechanism':9s}  {'best attacker on lt5 [95%]':27s}  {'Random*':7s}  {'parity kept [95%]':25s}  {'FPS':>6s}")
+    for name, row in summary["mechanisms"].items():
+        print(f"{name:9s}  {figure(row['attacker_accuracy']):27s}  {row['random_star']:7.1%}  "
+              f"{figure(row['utility']):25s}  {row['fps']:6.0f}")
+    print()
+    for name, row in summary["mechanisms"].items():
+        verdict = ("protects: its best attacker is within 5 points of Random*" if row["goal_met"] else
+                   "LEAKS: attackers trained on its output recover lt5")
+        print(f"  {name}: {verdict} (best attacker: {row['strongest_attacker']})")
+    print(f"\n  bundles   {', '.join(row['bundle'] for row in summary['mechanisms'].values())}")
+    print(f"  audits    {', '.join(row['audit_report'] for row in summary['mechanisms'].values())}")
+    print(f"  examples  {summary['examples']}")
+    print(f"  details   {out / 'reports'} (benchmark tables), {out / 'summary.json'}; "
+          f"{summary['seconds']:.0f} s in all")
