@@ -207,3 +207,39 @@ def test_motionsense_loader_on_a_fake_release(tmp_path):
     assert len(load_dataset("motionsense", tmp_path, split="test")) == 2 * per_file
     with pytest.raises(ValueError, match="A_DeviceMotion_data"):
         load_dataset("motionsense", tmp_path / "A_DeviceMotion_data" / "dws_1")
+
+
+def test_losses_of_eq_4_to_8_match_hand_computed_values():
+    """A batch of 4 rows over a bank of 2 substitutes, computed by hand:
+    P(X'|x) rows: [.5 .5], [.5 .5], [.9 .1], [.1 .9]; private s = [0, 0, 1, 1]; useful u = [0, 1, 0, 1];
+    the bank's useful labels U' = [0, 1]."""
+    import math
+
+    import torch
+
+    from sensorveil.sdk.mechanisms.pass_substitution import general_loss, pass_loss, private_loss, useful_loss
+    p = torch.tensor([[.5, .5], [.5, .5], [.9, .1], [.1, .9]], dtype=torch.float64)
+    log_p, s, u, bank_u = p.log(), torch.tensor([0, 0, 1, 1]), torch.tensor([0, 1, 0, 1]), torch.tensor([0, 1])
+    h = lambda q: -sum(x * math.log(x) for x in q)   # noqa: E731
+    # eq. 5: P(X'|S=0) = [.5 .5], P(X'|S=1) = [.5 .5]; eq. 4: L_S = -(1/2 H + 1/2 H) = -log 2
+    assert private_loss(log_p, s, 2).item() == pytest.approx(-math.log(2))
+    # eq. 7: P(U'=u|x) = P(x' with U'=u | x) = .5, .5, .9, .9; eq. 6: L_U = log 2 * mean(-log P)
+    expected_u = math.log(2) * (-(2 * math.log(.5) + 2 * math.log(.9)) / 4)
+    assert useful_loss(log_p, u, bank_u, 2).item() == pytest.approx(expected_u)
+    # eq. 8: L_X = mean row entropy
+    assert general_loss(log_p).item() == pytest.approx((2 * h([.5, .5]) + 2 * h([.9, .1])) / 4)
+    total, parts = pass_loss(log_p, [s], [2], [u], [bank_u], [2], lam=2.0, mu=0.5)
+    assert total.item() == pytest.approx(-math.log(2) + 2.0 * expected_u + 0.5 * parts["L_X"])
+
+
+def test_constant_c_of_eq_10_with_several_attributes():
+    """eq. 10 generalised by its derivation (eq. 29): C = (M - mu) log|D| - lambda sum_j H(U_j) + lambda N,
+    here with M = 2 private and N = 2 useful attributes, |D| = 8, mu = 0.4, lambda = 1."""
+    import math
+
+    from sensorveil.sdk.mechanisms.pass_substitution import constant_c
+    uniform = np.array([0, 1, 0, 1])          # H = log 2
+    skewed = np.array([0, 0, 0, 1])           # H = -(3/4 log 3/4 + 1/4 log 1/4)
+    h_skewed = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))
+    expected = (2 - 0.4) * math.log(8) - 1.0 * (math.log(2) + h_skewed) + 1.0 * 2
+    assert constant_c(2, 0.4, 1.0, 8, [uniform, skewed]) == pytest.approx(expected)
