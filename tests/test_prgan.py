@@ -90,6 +90,7 @@ def test_prgan_on_digits_fools_the_fixed_classifier_within_the_utility_threshold
     assert ref["original_acc_private"] > 0.9
     assert metrics["protocol_acc_private"] < ref["original_acc_private"] - 0.1
     assert metrics["protocol_acc_useful"] > 0.9
-    for key in ("probing_acc_private", "tree_acc_private", "probing_acc_useful"):
-        assert 0.0 <= metrics[key] <= 1.0
     assert ref["random_star"] == pytest.approx(0.6, abs=0.03)
+    assert metrics["probing_acc_useful"] > 0.9
+    # the finding PASS's Table 1 predicts: attackers trained on PR-GAN's output still find lt5
+    assert max(metrics["probing_acc_private"], metrics["tree_acc_private"]) > ref["random_star"] + 0.1
