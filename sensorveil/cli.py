@@ -1,7 +1,5 @@
 """The one console script, `sensorveil`. Each verb imports what it needs when it runs, so the
 runtime verbs work on a device that has numpy and one backend library and nothing else."""
-from __future__ import annotations
-
 import argparse
 import json
 import sys
@@ -212,7 +210,7 @@ def _mechanism_names() -> tuple:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sensorveil", description="Privacy at the sensor: train, export, run, benchmark and preview privatizing mechanisms.")
     parser.add_argument("--version", action="version", version=f"sensorveil {__version__}")
-    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")   # required=: Python 3.7+, checked in main
 
     p = verbs.add_parser("quickstart", help="train PR-GAN on digits, attack it, export, run and benchmark it")
     p.add_argument("--out", default="sensorveil-out", help="where runs, bundles and reports go")
@@ -303,7 +301,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.verb is None:
+        parser.error("a VERB is required (see sensorveil --help)")
     try:
         return args.func(args)
     except (SensorveilError, ValueError, FileNotFoundError) as error:

@@ -9,8 +9,6 @@ constraints, the Python and library versions it needs, its set-up script (``setu
 the operator list its static check uses (``operators/*.json``, each with its source) and
 published reference throughput figures, used only for labelled estimates.
 """
-from __future__ import annotations
-
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -27,7 +25,7 @@ class UnknownDeviceError(ValueError):
     """A device name that has no profile."""
 
 
-def list_profiles() -> list[str]:
+def list_profiles() -> "list[str]":
     return sorted(path.stem for path in PROFILE_DIR.glob("*.json"))
 
 
@@ -48,13 +46,13 @@ def setup_script(name: str) -> Path:
     return HERE / load_profile(name)["setup_script"]
 
 
-def operator_list(name: str) -> dict | None:
+def operator_list(name: str) -> "dict | None":
     """The operator data file a profile's static check uses, or None (no restriction)."""
     file = load_profile(name).get("operators")
     return json.loads((OPERATOR_DIR / file).read_text()) if file else None
 
 
-def profiles_for_backend(backend: str) -> list[str]:
+def profiles_for_backend(backend: str) -> "list[str]":
     return [name for name in list_profiles() if load_profile(name)["backend"] == backend]
 
 

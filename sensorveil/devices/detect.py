@@ -5,8 +5,6 @@ Jetson, Coral Dev Board), /etc/nv_tegra_release (Jetson), USB vendor:product ids
 or `lsusb` (NCS2 03e7:2485 / 03e7:f63b, Coral USB 1a6e:089a / 18d1:9302), `nvidia-smi -L`
 (discrete NVIDIA GPUs) and the CPU architecture.
 """
-from __future__ import annotations
-
 import platform
 import shutil
 import subprocess
@@ -26,7 +24,7 @@ def _read_text(path: Path) -> str:
         return ""
 
 
-def usb_ids() -> list[str]:
+def usb_ids() -> "list[str]":
     """vendor:product of every USB device, from sysfs (no tools needed), else from lsusb."""
     ids = []
     if USB_SYSFS.is_dir():
@@ -40,14 +38,15 @@ def usb_ids() -> list[str]:
     return sorted(set(ids))
 
 
-def _run(command: list[str]) -> str:
+def _run(command: "list[str]") -> str:
     try:
-        return subprocess.run(command, capture_output=True, text=True, timeout=10).stdout
+        return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                              timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
         return ""
 
 
-def nvidia_gpus() -> list[str]:
+def nvidia_gpus() -> "list[str]":
     if not shutil.which("nvidia-smi"):
         return []
     return [line.strip() for line in _run(["nvidia-smi", "-L"]).splitlines() if line.startswith("GPU")]
@@ -58,7 +57,7 @@ def detection_evidence() -> dict:
             "usb_ids": usb_ids(), "nvidia_smi": nvidia_gpus(), "machine": platform.machine()}
 
 
-def _matches(rules: dict, evidence: dict) -> list[str]:
+def _matches(rules: dict, evidence: dict) -> "list[str]":
     """The evidence keys a profile's detection rules are satisfied by (empty: no match)."""
     hits = []
     model = evidence["device_tree_model"]
@@ -74,7 +73,7 @@ def _matches(rules: dict, evidence: dict) -> list[str]:
     return hits
 
 
-def detect(evidence: dict | None = None) -> list[dict]:
+def detect(evidence: "dict | None" = None) -> "list[dict]":
     """Profiles this machine matches, best first: [{'name', 'matched_by'}]. A Raspberry Pi with
     an NCS2 plugged in matches rpi*-ncs2 only when the stick is present (both rules must hold)."""
     from sensorveil.devices import list_profiles, load_profile

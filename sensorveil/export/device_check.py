@@ -75,10 +75,10 @@ def onnx_graph(path: Path) -> dict:
 
 def openvino_graph(path: Path) -> dict:
     try:
-        import openvino as ov
-    except ImportError:
-        import openvino.runtime as ov
-    model = ov.Core().read_model(str(path))
+        from openvino import Core
+    except ImportError:   # OpenVINO 2022.3 exposes its API under openvino.runtime only
+        from openvino.runtime import Core
+    model = Core().read_model(str(path))
     ops = model.get_ordered_ops()
     versions = {op.get_type_name(): op.get_type_info().version_id for op in ops}
     return {"operators": [op.get_type_name() for op in ops], "opset_versions": versions,

@@ -4,8 +4,6 @@ models are files the backend libraries parse, arrays travel as .npy loaded with 
 The writer lives in ``sensorveil.export``; it uses ``sha256_of`` and ``SCHEMA_VERSION`` from
 here so that one module defines what a valid bundle is.
 """
-from __future__ import annotations
-
 import hashlib
 import json
 from dataclasses import dataclass
@@ -155,7 +153,7 @@ def validate_pipeline(manifest: dict, where: Path) -> None:
                                       f"which the {backend!r} artifact does not carry")
 
 
-def verify_files(root: Path, files: dict[str, Any]) -> None:
+def verify_files(root: Path, files: "dict[str, Any]") -> None:
     """Every listed file exists, stays inside the bundle and matches its size and sha256."""
     resolved_root = root.resolve()
     for name, record in files.items():
@@ -177,7 +175,7 @@ def verify_files(root: Path, files: dict[str, Any]) -> None:
                 f"{str(record['sha256'])[:12]}...; the bundle was modified, refusing to load it")
 
 
-def open_bundle(path: str | Path) -> Bundle:
+def open_bundle(path: "str | Path") -> Bundle:
     """Read, validate and verify a bundle. Raises BundleError with the reason otherwise."""
     root = Path(path)
     if root.is_file() and root.name == MANIFEST_NAME:

@@ -17,8 +17,6 @@ privatized sample into what leaves the device.
   runtime's throughput and what the mechanism does to an image; a bundle only protects the
   attributes of the kind of data it was trained on.
 """
-from __future__ import annotations
-
 from functools import lru_cache
 
 import numpy as np
@@ -35,7 +33,7 @@ class Passthrough:
 
     name = "passthrough"
 
-    def prepare(self, frame: Frame) -> tuple[np.ndarray, None]:
+    def prepare(self, frame: Frame) -> "tuple[np.ndarray, None]":
         return frame.data, None
 
     def restore(self, privatized: np.ndarray, context) -> np.ndarray:
@@ -56,15 +54,15 @@ class DepthPersonPatch:
 
     name = "depth-person-patch"
 
-    def __init__(self, size: tuple[int, int], output: str = "patch", min_height_mm: float = 300.0,
+    def __init__(self, size: "tuple[int, int]", output: str = "patch", min_height_mm: float = 300.0,
                  stride: int = 4):
         if output not in ("patch", "frame"):
             raise InputError(f"depth output {output!r} is not known; expected 'patch' or 'frame'")
         self.size, self.output = tuple(size), output
         self.min_height_mm, self.stride = float(min_height_mm), int(stride)
-        self.center: tuple[int, int] | None = None
+        self.center: "tuple[int, int] | None" = None
 
-    def prepare(self, frame: Frame) -> tuple[np.ndarray, tuple]:
+    def prepare(self, frame: Frame) -> "tuple[np.ndarray, tuple]":
         depth = frame.data
         if depth.ndim != 2 or depth.shape[0] < self.size[0] or depth.shape[1] < self.size[1]:
             raise InputError(f"depth frame of shape {depth.shape}; expected a 2-D frame of at least "
@@ -87,7 +85,7 @@ class DepthPersonPatch:
         return frame
 
 
-def find_person(depth: np.ndarray, min_height_mm: float, stride: int, patch: tuple[int, int]):
+def find_person(depth: np.ndarray, min_height_mm: float, stride: int, patch: "tuple[int, int]"):
     """(row, col) of the nearest blob standing ``min_height_mm`` above the floor, or None."""
     coarse = depth[::stride, ::stride]
     valid = coarse > 0
@@ -104,7 +102,7 @@ def find_person(depth: np.ndarray, min_height_mm: float, stride: int, patch: tup
     return int(rows[blob].mean() * stride), int(cols[blob].mean() * stride)
 
 
-def crop_origin(center: tuple[int, int], size: tuple[int, int], shape: tuple[int, int]) -> tuple[int, int]:
+def crop_origin(center: "tuple[int, int]", size: "tuple[int, int]", shape: "tuple[int, int]") -> "tuple[int, int]":
     """Top-left corner of a ``size`` crop centred on ``center``, moved inside the frame."""
     top = min(max(center[0] - size[0] // 2, 0), shape[0] - size[0])
     left = min(max(center[1] - size[1] // 2, 0), shape[1] - size[1])
@@ -117,7 +115,7 @@ class FitToBundle:
 
     name = "fit-to-bundle"
 
-    def __init__(self, spec: TensorSpec, source_range: tuple[float, float]):
+    def __init__(self, spec: TensorSpec, source_range: "tuple[float, float]"):
         if len(spec.sample_shape) != 2:
             raise InputError(f"this bundle takes samples of shape {spec.sample_shape}; image frames can "
                              "only feed a bundle whose input is a 2-D image (H, W)")
@@ -126,7 +124,7 @@ class FitToBundle:
         # (v - low) * gain + spec.low maps the source range onto the bundle's sensor range
         self.source_low, self.gain = float(low), (spec.high - spec.low) / float(high - low)
 
-    def prepare(self, frame: Frame) -> tuple[np.ndarray, None]:
+    def prepare(self, frame: Frame) -> "tuple[np.ndarray, None]":
         image = frame.data
         if image.ndim not in (2, 3) or image.size == 0:
             raise InputError(f"frame of shape {image.shape}; expected an HxW or HxWx3 image")
@@ -150,7 +148,7 @@ class FitToBundle:
         return privatized
 
 
-def _centre_slices(shape: tuple[int, int], aspect: float) -> tuple[slice, slice]:
+def _centre_slices(shape: "tuple[int, int]", aspect: float) -> "tuple[slice, slice]":
     """The largest centred window of ``shape`` with height/width == aspect."""
     rows, cols = shape
     if rows / cols > aspect:
@@ -203,7 +201,7 @@ def is_depth_spec(spec: TensorSpec) -> bool:
     return len(spec.sample_shape) == 2 and ("millimetre" in spec.units or "mm" in spec.units.split())
 
 
-def source_range(frame: Frame) -> tuple[float, float]:
+def source_range(frame: Frame) -> "tuple[float, float]":
     if frame.modality == "depth":
         return 0.0, float(DEPTH_MAX_MM)
     if frame.data.dtype == np.uint8:

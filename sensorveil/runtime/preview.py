@@ -13,8 +13,6 @@ privatized output; depth frames are colour-mapped (0 mm, no reading, in black), 
 are grey.
 The difference panel is |raw - privatized| over a quarter of the sensor range, colour-mapped.
 """
-from __future__ import annotations
-
 import collections
 import time
 from pathlib import Path
@@ -44,7 +42,7 @@ class ViewComposer:
         height, width = spec.sample_shape
         self.panel = (panel_px, _even(panel_px * width / height))   # (rows, cols)
 
-    def size(self, view: tuple) -> tuple[int, int]:
+    def size(self, view: tuple) -> "tuple[int, int]":
         """(width, height) of a composed view."""
         return self.panel[1] * len(view), self.panel[0] + STRIP_PX
 
@@ -101,7 +99,7 @@ class ContactSheet:
                 self.kept, self.step = self.kept[::2], self.step * 2
         self.seen += 1
 
-    def write(self, path: Path) -> Path | None:
+    def write(self, path: Path) -> "Path | None":
         if not self.kept:
             return None
         chosen = [self.kept[i] for i in np.linspace(0, len(self.kept) - 1, min(self.tiles, len(self.kept))).astype(int)]
@@ -119,8 +117,8 @@ def _even(value: float) -> int:
     return max(2, int(round(value / 2)) * 2)
 
 
-def preview(privatizer: Privatizer, source: Source, out: str | Path | None = None, headless: bool = False,
-            frames: int | None = None, panel_px: int = 320) -> dict:
+def preview(privatizer: Privatizer, source: Source, out: "str | Path | None" = None, headless: bool = False,
+            frames: "int | None" = None, panel_px: int = 320) -> dict:
     """Run the preview; returns the stream report plus what was written."""
     if headless and out is None:
         raise InputError("--headless needs --out FILE.mp4 (the view is written there)")
@@ -175,7 +173,7 @@ def _open_window():
 
 
 def _show(cv2, composer: ViewComposer, result: Result, fps: float, latency: float, state: dict,
-          source_fps: float | None) -> None:
+          source_fps: "float | None") -> None:
     """Draw one result and handle keys; while paused, keep redrawing the same result."""
     delay_ms = max(1, int(1000 / source_fps)) if source_fps else 1
     while True:

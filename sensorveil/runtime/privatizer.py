@@ -7,8 +7,6 @@ A bundle's mechanism is a pipeline of stages (its manifest's ``pipeline``): mode
 and numpy steps such as PASS's draw. The Privatizer maps sensor units to model units, runs the
 stages in order, and maps the last stage's output back to sensor units when it is in model units.
 """
-from __future__ import annotations
-
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +21,7 @@ from sensorveil.runtime.stages import MODEL_UNITS, StageContext, stage_class
 class Privatizer:
     """A loaded bundle bound to one backend. Thread-compatible, not thread-safe."""
 
-    def __init__(self, bundle: Bundle, backend: str = "auto", seed: int | None = None, output: str | None = None,
+    def __init__(self, bundle: Bundle, backend: str = "auto", seed: "int | None" = None, output: "str | None" = None,
                  **backend_options):
         self.bundle = bundle
         self.input_spec = TensorSpec.from_manifest(bundle.manifest["input"])
@@ -48,7 +46,7 @@ class Privatizer:
         self.rng = np.random.default_rng(seed)
 
     @classmethod
-    def load(cls, path: str | Path, backend: str = "auto", seed: int | None = None, output: str | None = None,
+    def load(cls, path: "str | Path", backend: str = "auto", seed: "int | None" = None, output: "str | None" = None,
              **backend_options) -> "Privatizer":
         return cls(open_bundle(path), backend=backend, seed=seed, output=output, **backend_options)
 

@@ -13,8 +13,6 @@ than one datagram is split into chunks; :class:`UdpReceiver` reassembles them an
 with missing chunks. UDP is neither encrypted nor authenticated: send over a trusted link or a
 VPN; what travels is already privatized.
 """
-from __future__ import annotations
-
 import socket
 import struct
 from pathlib import Path
@@ -70,7 +68,7 @@ def colorize(image: np.ndarray, low: float, high: float, depth: bool) -> np.ndar
 class VideoSink(Sink):
     """8-bit video of the privatized output (lossy: keep sensor units with png:/npz:)."""
 
-    def __init__(self, path: Path, fps: float | None, value_range: tuple[float, float], depth: bool):
+    def __init__(self, path: Path, fps: "float | None", value_range: "tuple[float, float]", depth: bool):
         self.path, self.fps = Path(path), fps or 25.0
         self.value_range, self.depth = value_range, depth
         self.writer = None
@@ -158,9 +156,9 @@ class UdpReceiver:
         self.socket.bind((host, int(port)))
         self.socket.settimeout(timeout_s)
         self.port = self.socket.getsockname()[1]
-        self.partial: dict[int, dict[int, bytes]] = {}
+        self.partial: "dict[int, dict[int, bytes]]" = {}
 
-    def receive(self) -> tuple[np.ndarray, int, float]:
+    def receive(self) -> "tuple[np.ndarray, int, float]":
         while True:
             packet, _ = self.socket.recvfrom(65535)
             magic, index, timestamp, chunk, chunks, dtype, rank, *shape = HEADER.unpack_from(packet)
@@ -180,8 +178,8 @@ class UdpReceiver:
         self.socket.close()
 
 
-def open_sink(target, fps: float | None = None, value_range: tuple[float, float] = (0.0, 255.0),
-              depth: bool = False) -> Sink | None:
+def open_sink(target, fps: "float | None" = None, value_range: "tuple[float, float]" = (0.0, 255.0),
+              depth: bool = False) -> "Sink | None":
     """A sink from a URI (see the module docstring), a callable, or None for no sink."""
     if target is None or target == "":
         return None

@@ -25,8 +25,6 @@ Failure modes, kept apart because the stream treats them differently:
 OpenCV, pylibfreenect2 and pyk4a are imported inside the source that needs them, never at
 module import, so the runtime still imports on a device that has none of them.
 """
-from __future__ import annotations
-
 import re
 import time
 from dataclasses import dataclass
@@ -65,7 +63,7 @@ class Source:
     and an iterator of frames. Subclasses set ``live`` (reopen on disconnect) and ``fps``."""
 
     live = False
-    fps: float | None = None
+    fps: "float | None" = None
 
     def __init__(self, uri: str):
         self.uri = uri
@@ -74,7 +72,7 @@ class Source:
     def open(self) -> None:
         raise NotImplementedError
 
-    def read(self) -> Frame | None:
+    def read(self) -> "Frame | None":
         raise NotImplementedError
 
     def close(self) -> None:
@@ -92,8 +90,10 @@ class Source:
         self.close()
 
     def __iter__(self) -> Iterator[Frame]:
-        while (frame := self.read()) is not None:
+        frame = self.read()
+        while frame is not None:
             yield frame
+            frame = self.read()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.uri!r})"
@@ -133,7 +133,7 @@ class OpenCVSource(Source):
         self.fps = self.capture.get(cv2.CAP_PROP_FPS) or None
         self._cv2 = cv2
 
-    def read(self) -> Frame | None:
+    def read(self) -> "Frame | None":
         cv2 = self._cv2
         ok, image = self.capture.read()
         if not ok:
@@ -162,7 +162,7 @@ class KinectV2Source(Source):
     live = True
     fps = 30.0
 
-    def __init__(self, uri: str, serial: str | None = None, timeout_s: float = 2.0):
+    def __init__(self, uri: str, serial: "str | None" = None, timeout_s: float = 2.0):
         super().__init__(uri)
         self.serial = serial
         self.timeout_s = timeout_s
@@ -185,7 +185,7 @@ class KinectV2Source(Source):
         self.device.startStreams(rgb=False, depth=True)
         self._context = context   # the device is only valid while its context lives
 
-    def read(self) -> Frame | None:
+    def read(self) -> "Frame | None":
         # Poll rather than block: a blocking wait would hang forever on an unplugged device.
         deadline = time.monotonic() + self.timeout_s
         while not self.listener.hasNewFrame():
@@ -234,7 +234,7 @@ def _pyk4a(uri: str):
 class AzureKinectSource(Source):
     """Azure Kinect depth, live (device index) or from an .mkv recording (playback)."""
 
-    def __init__(self, uri: str, device_id: int = 0, recording: Path | None = None):
+    def __init__(self, uri: str, device_id: int = 0, recording: "Path | None" = None):
         super().__init__(uri)
         self.device_id = device_id
         self.recording = recording
@@ -258,7 +258,7 @@ class AzureKinectSource(Source):
             self.handle = None
             raise SourceDisconnected(f"{self.uri}: could not start Azure Kinect {self.device_id}: {error}") from None
 
-    def read(self) -> Frame | None:
+    def read(self) -> "Frame | None":
         pyk4a = _pyk4a(self.uri)
         try:
             capture = (self.handle.get_next_capture() if self.recording is not None
@@ -291,7 +291,7 @@ class RecordedSource(Source):
         self.path, self.fps = path, fps
         self.length = 0
 
-    def read(self) -> Frame | None:
+    def read(self) -> "Frame | None":
         if self._count >= self.length:
             return None
         index = self._next_index()
@@ -362,7 +362,7 @@ class SyntheticDepthSource(Source):
 
     fps = 30.0
 
-    def __init__(self, uri: str, seed: int | None = None, loop_frames: int = 30, frames: int | None = None):
+    def __init__(self, uri: str, seed: "int | None" = None, loop_frames: int = 30, frames: "int | None" = None):
         super().__init__(uri)
         self.seed, self.loop_frames, self.frames = seed, loop_frames, frames
 
@@ -373,7 +373,7 @@ class SyntheticDepthSource(Source):
             frame.setflags(write=False)   # replayed frames must not be altered downstream
         self._count = 0
 
-    def read(self) -> Frame | None:
+    def read(self) -> "Frame | None":
         if self.frames is not None and self._count >= self.frames:
             return None
         index = self._next_index()
@@ -408,7 +408,7 @@ class Reconnecting(Source):
         except SourceDisconnected as error:
             self._reopen(error)
 
-    def read(self) -> Frame | None:
+    def read(self) -> "Frame | None":
         try:
             return self.inner.read()
         except SourceDisconnected as error:

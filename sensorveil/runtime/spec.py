@@ -4,8 +4,6 @@ The manifest states ``normalization = {"offset": o, "scale": s}``; the model see
 ``(x - o) / s`` and its output maps back as ``y * s + o``. Keeping this in numpy (rather than
 inside the graph) lets every backend, int8 ones included, share one definition.
 """
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,7 +41,7 @@ class TensorSpec:
                 + (f" ({self.units})" if self.units else ""))
 
 
-def check_sensor_input(x, spec: TensorSpec) -> tuple[np.ndarray, bool]:
+def check_sensor_input(x, spec: TensorSpec) -> "tuple[np.ndarray, bool]":
     """Return (batch, was_single) or raise one InputError that says what was expected."""
     if not isinstance(x, np.ndarray):
         try:

@@ -23,8 +23,6 @@ Counters: ``frames_in`` (frames read), ``frames_out`` (privatized and delivered)
 the sensor's or file's frame numbers, plus outputs a sink failed to deliver) and
 ``reconnects`` (live source reopened after a disconnect).
 """
-from __future__ import annotations
-
 import time
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -74,8 +72,8 @@ class Stream:
     costs (backend first-run, caches) do not distort the per-stage figures.
     """
 
-    def __init__(self, privatizer: Privatizer, source: Source, sink: Sink | None = None,
-                 frames: int | None = None, warmup: int = 0, depth_output: str = "patch", preprocessor=None):
+    def __init__(self, privatizer: Privatizer, source: Source, sink: "Sink | None" = None,
+                 frames: "int | None" = None, warmup: int = 0, depth_output: str = "patch", preprocessor=None):
         self.privatizer, self.source, self.sink = privatizer, source, sink
         self.max_frames, self.warmup, self.depth_output = frames, warmup, depth_output
         self.preprocessor = preprocessor
@@ -83,7 +81,7 @@ class Stream:
         self.counters = Counters()
         self.samples_ms = {stage: [] for stage in STAGES + ("units",)}
         self.timed_wall_s = 0.0
-        self._last_index: int | None = None
+        self._last_index: "int | None" = None
         self._unreadable_since_last = 0
 
     def __iter__(self) -> Iterator[Result]:
@@ -103,9 +101,9 @@ class Stream:
             yield result
         self.counters.reconnects = getattr(self.source, "reconnects", 0)
 
-    def _next(self) -> Result | None | bool:
+    def _next(self) -> "Result | None | bool":
         """A Result, None at the end of the source, False for a bad frame (counted)."""
-        clock = time.perf_counter_ns
+        clock = time.perf_counter   # seconds (perf_counter_ns needs Python 3.7)
         t_capture = clock()
         try:
             frame = self.source.read()
@@ -149,9 +147,9 @@ class Stream:
         t_end = clock()
         self.counters.frames_out += 1
         marks = (t_capture, t_pre, t_infer, t_post, t_sink, t_end)
-        timings = {stage: (marks[i + 1] - marks[i]) / 1e6 for i, stage in enumerate(STAGES)}
+        timings = {stage: (marks[i + 1] - marks[i]) * 1e3 for i, stage in enumerate(STAGES)}
         # the Privatizer's own share of pre/post: validation and the sensor<->model unit mapping
-        timings["units"] = ((t_infer - t_units_in) + (t_units_out - t_post)) / 1e6
+        timings["units"] = ((t_infer - t_units_in) + (t_units_out - t_post)) * 1e3
         return Result(frame, sample, privatized, output, timings)
 
     def _bad(self, error: Exception) -> None:
@@ -204,7 +202,7 @@ def runtime_overhead(stages: dict) -> dict:
             "units_fraction": units / model if model > 0 else None}
 
 
-def run_stream(privatizer: Privatizer, source: Source, sink: Sink | None = None, frames: int | None = None,
+def run_stream(privatizer: Privatizer, source: Source, sink: "Sink | None" = None, frames: "int | None" = None,
                warmup: int = 0, depth_output: str = "patch") -> dict:
     """Run until the source ends, ``frames`` frames are out or Ctrl-C; return the stream's report."""
     stream = Stream(privatizer, source, sink, frames=frames, warmup=warmup, depth_output=depth_output)

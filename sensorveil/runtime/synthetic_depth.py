@@ -6,8 +6,6 @@ of ``sensorveil.sdk.datasets`` (180x180 patches), which imports it from here. Th
 clearly SYNTHETIC: a stand-in for a recorded depth stream, not a measurement of anyone.
 numpy and the standard library only.
 """
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
 from typing import Iterator
@@ -32,7 +30,7 @@ class BodyParams:
     arm_radius: float
 
 
-def make_identities(n_identities: int = 8, seed: int = 0) -> list[BodyParams]:
+def make_identities(n_identities: int = 8, seed: int = 0) -> "list[BodyParams]":
     """Body parameters of ``n_identities`` people, fixed for a seed."""
     rng = np.random.default_rng([seed, 7919])
     u = lambda lo, hi: rng.uniform(lo, hi, n_identities)  # noqa: E731
@@ -44,7 +42,7 @@ def make_identities(n_identities: int = 8, seed: int = 0) -> list[BodyParams]:
     return [BodyParams(**{k: float(v[i]) for k, v in cols.items()}) for i in range(n_identities)]
 
 
-def _background(shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+def _background(shape: "tuple[int, int]", rng: np.random.Generator) -> np.ndarray:
     """Floor 2700-2900 mm away with a slight tilt (sensor not exactly level)."""
     rows, cols = np.ogrid[: shape[0], : shape[1]]
     base = rng.uniform(2700.0, 2900.0)
@@ -81,7 +79,7 @@ def _person_depth(bx, by, p: BodyParams, floor_m: float, rng: np.random.Generato
     return np.minimum.reduce(parts)
 
 
-def _draw_person(depth: np.ndarray, center: tuple[float, float], p: BodyParams, facing: int,
+def _draw_person(depth: np.ndarray, center: "tuple[float, float]", p: BodyParams, facing: int,
                  rng: np.random.Generator) -> None:
     """Draw the person into ``depth`` (mm, in place) around ``center`` (row, col)."""
     floor_m = float(np.median(depth)) / 1000.0
@@ -115,8 +113,8 @@ def _sensor_noise(depth: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def render_depth_frame(identity_params: BodyParams, facing: int, rng: np.random.Generator,
-                       frame_shape: tuple[int, int] = (424, 512),
-                       center: tuple[float, float] | None = None) -> np.ndarray:
+                       frame_shape: "tuple[int, int]" = (424, 512),
+                       center: "tuple[float, float] | None" = None) -> np.ndarray:
     """One overhead depth frame (uint16 mm, Kinect v2 size by default) with the
     person at ``center`` (row, col; random away from the border if None)."""
     if facing not in (0, 1):
@@ -130,7 +128,7 @@ def render_depth_frame(identity_params: BodyParams, facing: int, rng: np.random.
 
 
 def synthetic_depth_frames(n: int, seed: int = 0, n_identities: int = 8,
-                           frame_shape: tuple[int, int] = (424, 512)) -> Iterator[tuple[np.ndarray, int, int]]:
+                           frame_shape: "tuple[int, int]" = (424, 512)) -> "Iterator[tuple[np.ndarray, int, int]]":
     """Yield ``n`` full frames as (frame, identity, facing), random labels."""
     identities = make_identities(n_identities, seed)
     rng = np.random.default_rng([seed, 1])
@@ -139,8 +137,8 @@ def synthetic_depth_frames(n: int, seed: int = 0, n_identities: int = 8,
         yield render_depth_frame(identities[ident], facing, rng, frame_shape), ident, facing
 
 
-def walk_through_door(n_frames: int, seed: int | None = None, n_identities: int = 8,
-                      frame_shape: tuple[int, int] = (424, 512)) -> Iterator[np.ndarray]:
+def walk_through_door(n_frames: int, seed: "int | None" = None, n_identities: int = 8,
+                      frame_shape: "tuple[int, int]" = (424, 512)) -> Iterator[np.ndarray]:
     """Yield ``n_frames`` full frames of one person walking under the sensor.
 
     The person enters at one image edge and leaves at the other (along the rows, the

@@ -5,12 +5,8 @@ output; everything about sensor units lives in the Privatizer, so adapters stay 
 each and cannot disagree about pre- or post-processing. Each adapter imports its library
 inside its own module only, so the runtime imports on a device that has just one of them.
 """
-from __future__ import annotations
-
 import importlib
 import importlib.util
-from typing import Protocol
-
 import numpy as np
 
 from sensorveil.runtime.bundle import Bundle
@@ -32,12 +28,16 @@ HARDWARE_BACKENDS = ("tensorrt", "edgetpu")
 AUTO_ORDER = ("tensorrt", "edgetpu", "openvino", "litert", "onnxruntime")
 
 
-class Backend(Protocol):
-    name: str
+class Backend(object):
+    """What every adapter provides (documentation; adapters do not inherit from it)."""
+    name = ""
 
-    def run(self, batch: np.ndarray) -> np.ndarray: ...
+    def run(self, batch: np.ndarray) -> np.ndarray:
+        """The float32 batch the model expects -> the model's raw output."""
+        raise NotImplementedError
 
-    def describe(self) -> dict: ...
+    def describe(self) -> dict:
+        raise NotImplementedError
 
 
 def library_available(backend: str) -> bool:
@@ -45,7 +45,7 @@ def library_available(backend: str) -> bool:
     return any(importlib.util.find_spec(module) is not None for module in modules)
 
 
-def auto_order() -> list[str]:
+def auto_order() -> "list[str]":
     """Backends of the detected device profiles first, then AUTO_ORDER without undetected hardware."""
     from sensorveil.devices import detect, load_profile
     detected = [load_profile(match["name"])["backend"] for match in detect()]

@@ -4,8 +4,6 @@ No silent fallback: a bundle whose int8 model was never compiled, or a machine w
 libedgetpu.so.1 or without an Edge TPU attached, gets one error naming what is missing
 and the profile's set-up script; running the same file on the CPU is the 'litert' backend.
 """
-from __future__ import annotations
-
 import platform
 
 from sensorveil.runtime.backends.litert_backend import LiteRTBackend, litert
@@ -19,7 +17,7 @@ SETUP_HINT = "run sensorveil/devices/setup/coral-usb.sh (or coral-devboard.sh) o
 class EdgeTPUBackend(LiteRTBackend):
     name = "edgetpu"
 
-    def __init__(self, bundle: Bundle, graph: str = "model", device: str | None = None, threads: int | None = None):
+    def __init__(self, bundle: Bundle, graph: str = "model", device: "str | None" = None, threads: "int | None" = None):
         artifact = bundle.graph_artifact(self.name, graph)
         if not artifact.get("compiled"):
             raise BackendUnavailableError(

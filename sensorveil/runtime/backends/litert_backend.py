@@ -5,8 +5,6 @@ batch runs sample by sample. Int8 models take and return int8: the adapter quant
 float32 model-unit input with the input tensor's (scale, zero point) and dequantizes the
 output, so callers see the same float32 interface as every other backend.
 """
-from __future__ import annotations
-
 import numpy as np
 
 try:
@@ -34,7 +32,7 @@ def dequantize(values: np.ndarray, detail: dict) -> np.ndarray:
 class LiteRTBackend:
     name = "litert"
 
-    def __init__(self, bundle: Bundle, graph: str = "model", threads: int | None = None):
+    def __init__(self, bundle: Bundle, graph: str = "model", threads: "int | None" = None):
         artifact = bundle.graph_artifact(self.name, graph)
         self.model_path = bundle.path(artifact["file"])
         self.precision = artifact.get("precision", "fp32")

@@ -1,13 +1,11 @@
 """ONNX Runtime adapter (CPU by default; any execution provider the caller names)."""
-from __future__ import annotations
-
 import numpy as np
 import onnxruntime as ort
 
 from sensorveil.runtime.bundle import Bundle
 
 
-def make_session(model_path, providers=None, threads: int | None = None) -> ort.InferenceSession:
+def make_session(model_path, providers=None, threads: "int | None" = None) -> ort.InferenceSession:
     """One place that configures sessions, so the runtime and the raw-session benchmark match."""
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -20,7 +18,7 @@ def make_session(model_path, providers=None, threads: int | None = None) -> ort.
 class OnnxRuntimeBackend:
     name = "onnxruntime"
 
-    def __init__(self, bundle: Bundle, graph: str = "model", providers=None, threads: int | None = None):
+    def __init__(self, bundle: Bundle, graph: str = "model", providers=None, threads: "int | None" = None):
         artifact = bundle.graph_artifact(self.name, graph)
         self.model_path = bundle.path(artifact["file"])
         self.session = make_session(self.model_path, providers, threads)

@@ -4,14 +4,12 @@ Which device ran the model is part of ``describe()``, so a benchmark or log alwa
 whether the stick was used. Asking for device='MYRIAD' explicitly on a machine without a
 stick is an error, never a quiet switch to the CPU.
 """
-from __future__ import annotations
-
 import numpy as np
 
 try:
-    import openvino as ov
-except ImportError:  # OpenVINO 2022.3 (the last release with MYRIAD) exposes openvino.runtime only
-    import openvino.runtime as ov
+    from openvino import Core, get_version          # OpenVINO 2023.1 and newer (2026 has nothing else)
+except ImportError:   # 2022.3, the last release with MYRIAD: `openvino` is a bare namespace package there
+    from openvino.runtime import Core, get_version
 
 from sensorveil.runtime.bundle import Bundle
 from sensorveil.runtime.errors import BackendUnavailableError
@@ -22,11 +20,11 @@ PREFERRED_DEVICES = ("MYRIAD", "CPU")
 class OpenVINOBackend:
     name = "openvino"
 
-    def __init__(self, bundle: Bundle, graph: str = "model", device: str = "auto", threads: int | None = None):
+    def __init__(self, bundle: Bundle, graph: str = "model", device: str = "auto", threads: "int | None" = None):
         artifact = bundle.graph_artifact(self.name, graph)
         self.model_path = bundle.path(artifact["file"])
         self.precision = artifact.get("precision", "fp32")
-        core = ov.Core()
+        core = Core()
         self.available = list(core.available_devices)
         self.device = self._pick_device(device)
         config = self._cpu_config(threads) if self.device == "CPU" else {}
@@ -47,7 +45,7 @@ class OpenVINOBackend:
         return device
 
     @staticmethod
-    def _cpu_config(threads: int | None) -> dict:
+    def _cpu_config(threads: "int | None") -> dict:
         # CPUs with bf16/AMX default to bf16 inference, which moves outputs by ~1e-3; the bundle's
         # precision is in its weights (fp16 IR for the NCS2), so the CPU computes in f32.
         config = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -61,5 +59,5 @@ class OpenVINOBackend:
         return np.array(self.request.infer({0: batch})[self.output], dtype=np.float32, copy=True)
 
     def describe(self) -> dict:
-        return {"backend": self.name, "library_version": ov.get_version(), "device": self.device,
+        return {"backend": self.name, "library_version": get_version(), "device": self.device,
                 "available_devices": self.available, "precision": self.precision, "model": self.model_path.name}

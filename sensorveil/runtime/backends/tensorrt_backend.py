@@ -6,8 +6,6 @@ An engine is only valid for the GPU and the TensorRT version that built it, so t
 next to the bundle is keyed by both, plus the ONNX file's hash and the build settings:
 ``BUNDLE/engines/<gpu>-trt<version>-<precision>-<onnx sha>.engine``.
 """
-from __future__ import annotations
-
 import re
 from pathlib import Path
 
@@ -139,7 +137,7 @@ def engine_path(cache_dir: Path, gpu: str, build: dict, onnx_sha: str) -> Path:
     return cache_dir / f"{safe_gpu}-trt{trt.__version__}-{build['precision']}-{onnx_sha[:12]}.engine"
 
 
-def build_engine(onnx_path: Path, build: dict, sample_shape: tuple, calibration: np.ndarray | None, memory,
+def build_engine(onnx_path: Path, build: dict, sample_shape: tuple, calibration: "np.ndarray | None", memory,
                  cache_dir: Path) -> bytes:
     """ONNX -> serialized engine with the bundle's build settings (precision, workspace, batch range)."""
     builder = trt.Builder(LOGGER)
@@ -174,7 +172,7 @@ def build_engine(onnx_path: Path, build: dict, sample_shape: tuple, calibration:
 class TensorRTBackend:
     name = "tensorrt"
 
-    def __init__(self, bundle: Bundle, graph: str = "model", cache_dir: str | Path | None = None,
+    def __init__(self, bundle: Bundle, graph: str = "model", cache_dir: "str | Path | None" = None,
                  rebuild: bool = False):
         artifact = bundle.graph_artifact(self.name, graph)
         self.onnx_path = bundle.path(artifact["file"])

@@ -11,8 +11,6 @@ Output modes (``Privatizer.load(bundle, output=...)``):
               the bank; ``bank_indices.npy`` maps positions to rows of the training dataset).
 * ``sample``: the substitute sample itself, in sensor units (needs ``substitutes.npy`` in the bundle).
 """
-from __future__ import annotations
-
 import numpy as np
 
 from sensorveil.runtime.errors import BundleError, InputError
