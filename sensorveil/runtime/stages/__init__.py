@@ -12,6 +12,7 @@ from sensorveil.runtime.stages.base import (BANK_INDEX, EMITS, MODEL_UNITS, REPR
 STAGE_KINDS = {
     "model": ("sensorveil.runtime.stages.model", "ModelStage"),
     "substitution": ("sensorveil.runtime.stages.substitution", "SubstitutionStage"),
+    "attriguard": ("sensorveil.runtime.stages.attriguard", "AttriGuardStage"),
 }
 
 

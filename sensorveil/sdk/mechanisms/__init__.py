@@ -13,6 +13,7 @@ import importlib
 FAMILIES = {
     "prgan": ("prgan", "ngp", "ap", "laplace"),
     "pass_substitution": ("pass",),
+    "attriguard": ("attriguard",),
 }
 _REGISTRY = {}
 
