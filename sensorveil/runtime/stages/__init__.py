@@ -13,6 +13,7 @@ STAGE_KINDS = {
     "model": ("sensorveil.runtime.stages.model", "ModelStage"),
     "substitution": ("sensorveil.runtime.stages.substitution", "SubstitutionStage"),
     "attriguard": ("sensorveil.runtime.stages.attriguard", "AttriGuardStage"),
+    "sanitizer": ("sensorveil.runtime.stages.sanitizer", "SanitizerStage"),
 }
 
 

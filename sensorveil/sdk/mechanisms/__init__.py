@@ -14,6 +14,7 @@ FAMILIES = {
     "prgan": ("prgan", "ngp", "ap", "laplace"),
     "pass_substitution": ("pass",),
     "attriguard": ("attriguard",),
+    "sanitizer": ("sanitizer",),
 }
 _REGISTRY = {}
 
