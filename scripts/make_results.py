@@ -129,6 +129,7 @@ def markdown(results: list[dict], command: str) -> str:
                   f"{result['bundle_complexity']['flops_torch'] / 1e6:.2f} MFLOPs.", ""]
         lines += quantization_note(result, device)
     lines += pass_section(results)
+    lines += attriguard_section() + sanitizer_section()
     lines += ["![protocol vs probing attacker](results.png)", "",
               "**Finding.** PR-GAN and its adversarial baselines fool the fixed D_z they were trained against, "
               "yet an attacker trained on their output recovers the private attribute far above Random*: "
@@ -149,6 +150,49 @@ def quantization_note(result: dict, device: dict) -> list[str]:
             f"output is rounded on the device; D_z's accuracy moves from {pct(trained)} (continuous, the table "
             f"above) to {pct(deployed)} (what leaves the device). The adversarial perturbation lives largely in "
             "values the sensor cannot produce, the difficulty PR-GAN's section 6.4 notes for discrete features.", ""]
+
+
+def attriguard_section() -> list[str]:
+    """AttriGuard's attackers against its budget, from docs/attriguard_results.json (written by
+    scripts/attriguard_results.py, whose page has every attacker and the plot)."""
+    path = ROOT / "docs" / "attriguard_results.json"
+    if not path.is_file():
+        return []
+    results = json.loads(path.read_text())
+    lines = ["## AttriGuard beside them", "",
+             f"From `{results['command']}` ({results['timestamp']}; docs/attriguard_results.md has every attacker). "
+             "*strongest*: the best of the paper's eight attacks and the probing attack. Goal: strongest within "
+             "5 points of Random*.", "",
+             "| dataset | private / useful | beta (expected L0) | measured L0 | strongest attacker | probing (neural) "
+             "| Random* | useful probe |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for data in results["datasets"]:
+        for point in data["sweep"]:
+            lines.append(f"| {data['dataset']} | {data['private']} / {data['useful']} | {point['beta']:g} "
+                         f"| {point['expected_l0']:.2f} | {pct(point['strongest'])} | {pct(point['probing_acc_private'])} "
+                         f"| {pct(data['random_star'])} | {pct(point['probing_acc_useful'])} |")
+    return lines + [""]
+
+
+def sanitizer_section() -> list[str]:
+    """Sanitizer's four mechanisms, from docs/sanitizer_results.json (scripts/sanitizer_results.py)."""
+    path = ROOT / "docs" / "sanitizer_results.json"
+    if not path.is_file():
+        return []
+    results = json.loads(path.read_text())
+    lines = ["## Sanitizer beside them", "",
+             f"From `{results['command']}` ({results['timestamp']}; docs/sanitizer_results.md has CAS and the "
+             "curves). Leakage: the stronger of the neural and tree attackers trained on the sanitized data; "
+             "each mechanism's most private setting is shown with the hyper-volume of its whole sweep.", "",
+             "| dataset | private / useful | mechanism | setting | leakage | Random* | useful probe | HV |",
+             "|---|---|---|---|---:|---:|---:|---:|"]
+    for data in results["datasets"]:
+        for kind, curve in data["curves"].items():
+            point = min(curve["points"], key=lambda p: max(p["leakage"], p["leakage_trees"]))
+            setting = ", ".join(f"{k} {v:g}" for k, v in point["setting"].items()) or "-"
+            lines.append(f"| {data['dataset']} | {data['private']} / {data['useful']} | {kind} | {setting} "
+                         f"| {pct(max(point['leakage'], point['leakage_trees']))} | {pct(data['random_star'])} "
+                         f"| {pct(point['utility'])} | {curve['hypervolume']:.3f} |")
+    return lines + [""]
 
 
 def pass_section(results: list[dict]) -> list[str]:
@@ -222,16 +266,82 @@ def main() -> None:
     if args.render_only:   # re-draw the page from the figures an earlier run saved
         results = json.loads((docs / "results.json").read_text())
     else:
-        results = [cached_or_run(name, args.uji if name == "ujiindoorloc" else None, out, args.quick, args.reuse,
-                                 args.depth_margins if name == "synthetic-depth" else None)
+        results = [{**cached_or_run(name, args.uji if name == "ujiindoorloc" else None, out, args.quick, args.reuse,
+                                    args.depth_margins if name == "synthetic-depth" else None),
+                    "code_version": code_version()}
                    for name in args.datasets]
         (docs / "results.json").write_text(json.dumps(results, indent=2, default=str))
     plot(results, docs / "results.png")
     command = "python scripts/make_results.py" + (" --quick" if args.quick else "")
     if args.render_only:
-        command += "; page re-drawn with --render-only"
+        versions = sorted({r.get("code_version", "unrecorded") for r in results})
+        command += (f"; page re-drawn with --render-only from PR-GAN figures of code version(s) {', '.join(versions)}"
+                    f" (this checkout: {code_version()})")
     (docs / "results.md").write_text(markdown(results, command))
-    print(f"wrote {docs / 'results.md'}")
+    write_readme_block(results)
+    print(f"wrote {docs / 'results.md'} and README.md's headline block")
+
+
+def code_version() -> str:
+    """The commit the figures come from, so a page re-drawn later says how old its figures are."""
+    import subprocess
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def headline_lines(results: list[dict]) -> list[str]:
+    """README's headline figures (UJIIndoorLoc, region private, floor useful), from the same JSON files."""
+    uji = next((r for r in results if r["dataset"] == "ujiindoorloc"), None)
+    lines = []
+    if uji:
+        prgan, device = uji["methods"]["prgan"], uji["bundle_evaluation"]
+        lines += [f"- PR-GAN (code version {uji.get('code_version', 'unrecorded')}): the fixed D_z reaches {pct(prgan['protocol_acc_private'])}% on the trained generator and "
+                  f"{pct(device['protocol_acc_private'])}% on the deployed bundle; a probing attacker trained on the "
+                  f"bundle's output reaches {pct(device['probing_acc_private'])}% (Random* "
+                  f"{pct(uji['reference']['random_star'])}%)."]
+    for name, path in (("PASS", "pass_results.json"),):
+        doc = ROOT / "docs" / path
+        if doc.is_file():
+            entry = json.loads(doc.read_text())["datasets"].get("ujiindoorloc")
+            if entry:
+                metrics = entry["metrics"]
+                lines.append(f"- {name}: the probing attacker reaches {pct(metrics['probing_acc_private'])}% (trees "
+                             f"{pct(metrics['tree_acc_private'])}%) against a Random* of "
+                             f"{pct(entry['reference']['random_star'])}%, with floor kept at "
+                             f"{pct(metrics['probing_acc_useful'])}%.")
+    for name, path in (("AttriGuard", "attriguard_results.json"),):
+        doc = ROOT / "docs" / path
+        if doc.is_file():
+            data = next((d for d in json.loads(doc.read_text())["datasets"] if d["dataset"] == "ujiindoorloc"), None)
+            if data:
+                best = min(data["sweep"], key=lambda p: p["strongest"])
+                lines.append(f"- {name}: at beta {best['beta']:g} (measured L0 {best['expected_l0']:.1f}) the strongest of "
+                             f"its attackers reaches {pct(best['strongest'])}% (Random* {pct(data['random_star'])}%), "
+                             f"floor probe {pct(best['probing_acc_useful'])}%.")
+    doc = ROOT / "docs" / "sanitizer_results.json"
+    if doc.is_file():
+        data = next((d for d in json.loads(doc.read_text())["datasets"] if d["dataset"] == "ujiindoorloc"), None)
+        if data:
+            kind, curve = max(data["curves"].items(), key=lambda item: item[1]["hypervolume"])
+            point = min(curve["points"], key=lambda p: max(p["leakage"], p["leakage_trees"]))
+            lines.append(f"- Sanitizer: its best mechanism by hyper-volume, {kind}, leaks "
+                         f"{pct(max(point['leakage'], point['leakage_trees']))}% at its most private setting "
+                         f"(Random* {pct(data['random_star'])}%), floor probe {pct(point['utility'])}%.")
+    return lines
+
+
+def write_readme_block(results: list[dict]) -> None:
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    begin, end = "<!-- results:begin -->", "<!-- results:end -->"
+    if begin not in text or end not in text:
+        return
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    readme.write_text(head + begin + "\n" + "\n".join(headline_lines(results)) + "\n" + end + tail)
 
 
 if __name__ == "__main__":
