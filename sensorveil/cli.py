@@ -111,6 +111,8 @@ def cmd_benchmark(args) -> int:
     result = benchmark_bundle(args.bundle, backend=args.backend, iters=args.frames, source=args.source,
                               stream_frames=args.frames)
     print(format_table(result["rows"]))
+    for skipped in result.get("skipped", []):
+        print(f"skipped {skipped['backend']}: {skipped['reason']}")
     print(f"matmul peak of this CPU: {result['matmul_peak_gflops']:.1f} GFLOP/s")
     print(format_estimates(result))
     if args.json:

@@ -147,3 +147,11 @@ def test_int8_pass_keeps_its_bank_weights_and_maps_onto_the_edge_tpu(tmp_path):
     assert indices.shape == (20,) and indices.max() < 128
     probs = p.stages[-1].probabilities(p.run_model(np.full((1, 1, 8, 8), 0.5, np.float32)))
     assert probs.shape == (1, 128) and abs(probs.sum() - 1) < 1e-9
+
+
+def test_benchmark_of_a_coral_bundle_skips_the_uncompiled_edge_tpu_and_says_why(bundles):
+    from sensorveil.benchmarks.bench import benchmark_bundle
+    result = benchmark_bundle(bundles["coral"], iters=20, warmup=2)
+    assert [row["backend"] for row in result["rows"]] == ["litert"]
+    [skipped] = result["skipped"]
+    assert skipped["backend"] == "edgetpu" and "not compiled" in skipped["reason"]

@@ -16,7 +16,7 @@ from sensorveil.benchmarks.flops import onnx_flops, onnx_params
 from sensorveil.benchmarks.latency import matmul_peak_gflops, percentiles
 from sensorveil.benchmarks.report import cpu_description
 from sensorveil.benchmarks.stream_bench import add_stream_and_estimates
-from sensorveil.runtime import Privatizer, open_bundle
+from sensorveil.runtime import BackendUnavailableError, Privatizer, open_bundle
 from sensorveil.runtime.backends import REGISTRY, library_available, resolve_backend
 from sensorveil.runtime.spec import to_model_units
 
@@ -122,8 +122,15 @@ def benchmark_bundle(bundle_dir, backend: str = "all", iters: int = 500, warmup:
     # fail early, with the runtime's own message, when no requested backend can run here;
     # checking needs no session, so the model is not loaded once more just to read the manifest
     resolve_backend(bundle, "auto" if backend == "all" else backend)
-    rows = [benchmark_backend(bundle_dir, name, iters, warmup)
-            for name in backends_to_measure(manifest, backend)]
+    rows, skipped = [], []
+    for name in backends_to_measure(manifest, backend):
+        try:
+            rows.append(benchmark_backend(bundle_dir, name, iters, warmup))
+        except BackendUnavailableError as error:   # e.g. an Edge TPU model not compiled yet: say so, go on
+            skipped.append({"backend": name, "reason": str(error)})
+    if not rows:
+        raise BackendUnavailableError("no backend of this bundle could run here: "
+                                      + "; ".join(f"{s['backend']}: {s['reason']}" for s in skipped))
     graph = {}
     if "onnxruntime" in manifest["artifacts"]:   # summed over the bundle's graphs
         files = [bundle_dir / bundle.graph_artifact("onnxruntime", name)["file"]
@@ -139,6 +146,6 @@ def benchmark_bundle(bundle_dir, backend: str = "all", iters: int = 500, warmup:
     result = {"bundle": str(bundle_dir), "mechanism": manifest["mechanism"].get("name"),
               "input": {"shape": manifest["input"]["sample_shape"], "dtype": manifest["input"]["dtype"]},
               "batch": 1, "iters": iters, "cpu": cpu_description(), "matmul_peak_gflops": peak,
-              **graph, "metrics_at_export": manifest.get("metrics", {}), "rows": rows,
+              **graph, "metrics_at_export": manifest.get("metrics", {}), "rows": rows, "skipped": skipped,
               "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     return add_stream_and_estimates(result, bundle_dir, source, stream_frames)

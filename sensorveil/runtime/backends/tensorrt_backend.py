@@ -107,7 +107,8 @@ class Int8Calibrator(trt.IInt8EntropyCalibrator2):
     """Feeds the bundle's calibration inputs (real training samples, model units) to TensorRT and
     keeps its calibration cache beside the engine, so a rebuild skips calibration."""
 
-    def __init__(self, samples: np.ndarray, memory, cache_path: Path, batch: int = 8):
+    def __init__(self, samples: np.ndarray, memory, cache_path: Path, batch: int = 1):
+        # batch 1: the optimization profile's optimal shape, which calibration must use
         trt.IInt8EntropyCalibrator2.__init__(self)
         self.samples, self.memory, self.cache_path, self.batch = samples, memory, cache_path, batch
         self.position = 0
@@ -132,9 +133,21 @@ class Int8Calibrator(trt.IInt8EntropyCalibrator2):
         self.cache_path.write_bytes(bytes(cache))
 
 
-def engine_path(cache_dir: Path, gpu: str, build: dict, onnx_sha: str) -> Path:
+def engine_path(cache_dir: Path, gpu: str, build: dict, onnx_sha: str, calibration_sha: str = "") -> Path:
+    """The cache file of an engine: every input that changes the built engine is in its name."""
     safe_gpu = re.sub(r"[^A-Za-z0-9]+", "-", gpu).strip("-").lower()
-    return cache_dir / f"{safe_gpu}-trt{trt.__version__}-{build['precision']}-{onnx_sha[:12]}.engine"
+    settings = "b{}-w{}".format(int(build["max_batch"]), int(build["workspace_mb"]))
+    calibrated = "-cal{}".format(calibration_sha[:8]) if calibration_sha else ""
+    return cache_dir / "{}-trt{}-{}-{}-{}{}.engine".format(safe_gpu, trt.__version__, build["precision"], settings,
+                                                           onnx_sha[:12], calibrated)
+
+
+def set_workspace(config, nbytes: int) -> None:
+    """TensorRT 8.4+ sets the workspace as a memory pool; 8.2 (JetPack 4.6) has only max_workspace_size."""
+    if hasattr(config, "set_memory_pool_limit") and hasattr(trt, "MemoryPoolType"):
+        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, nbytes)
+    else:
+        config.max_workspace_size = nbytes
 
 
 def build_engine(onnx_path: Path, build: dict, sample_shape: tuple, calibration: "np.ndarray | None", memory,
@@ -151,7 +164,7 @@ def build_engine(onnx_path: Path, build: dict, sample_shape: tuple, calibration:
         raise BackendUnavailableError(f"TensorRT {trt.__version__} cannot parse {onnx_path.name}: {errors}; "
                                       "run `sensorveil devices check BUNDLE --device NAME` for the offending operators")
     config = builder.create_builder_config()
-    config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(build["workspace_mb"]) << 20)
+    set_workspace(config, int(build["workspace_mb"]) << 20)
     if build["precision"] in ("fp16", "int8"):
         config.set_flag(trt.BuilderFlag.FP16)   # int8 layers fall back to fp16, not fp32
     if build["precision"] == "int8":
@@ -184,7 +197,9 @@ class TensorRTBackend:
         # a graph's own input shape (a decoder takes a latent); schema-1 bundles: the bundle input
         self.sample_shape = tuple(artifact.get("input_shape") or bundle.manifest["input"]["model_shape"][1:])
         sha = bundle.manifest["files"][artifact["file"]]["sha256"]
-        self.engine_file = engine_path(self.cache_dir, self.gpu, self.build, sha)
+        calibration_sha = (bundle.manifest["files"].get(self.build["calibration"], {}).get("sha256", "")
+                           if self.build["precision"] == "int8" else "")
+        self.engine_file = engine_path(self.cache_dir, self.gpu, self.build, sha, calibration_sha)
         self.built_now = rebuild or not self.engine_file.is_file()
         if self.built_now:
             calibration = (np.load(bundle.path(self.build["calibration"]), allow_pickle=False)
@@ -197,15 +212,19 @@ class TensorRTBackend:
         self.buffers = self._allocate()
 
     def _allocate(self) -> dict:
-        """One device buffer per I/O tensor, sized for the largest batch of the profile."""
+        """One device buffer per I/O tensor, sized for the largest batch of the profile; the output's
+        size comes from the engine (PASS's head returns (batch, bank), not the input's shape)."""
         per_sample = int(np.prod(self.sample_shape)) * 4
-        output_per_sample = per_sample
-        if hasattr(self.engine, "num_io_tensors"):
+        if hasattr(self.engine, "num_io_tensors"):             # TensorRT 8.5+: named I/O tensors
             names = [self.engine.get_tensor_name(i) for i in range(self.engine.num_io_tensors)]
-            out_name = next(n for n in names if self.engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT)
-            output_per_sample = int(np.prod(tuple(self.engine.get_tensor_shape(out_name))[1:])) * 4
+            self.output_name = next(n for n in names if self.engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT)
             self.input_name = next(n for n in names if self.engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT)
-            self.output_name = out_name
+            output_shape = tuple(self.engine.get_tensor_shape(self.output_name))
+        else:                                                 # TensorRT 8.2: bindings
+            inputs = [self.engine.binding_is_input(i) for i in range(self.engine.num_bindings)]
+            self.input_binding, self.output_binding = inputs.index(True), inputs.index(False)
+            output_shape = tuple(self.engine.get_binding_shape(self.output_binding))
+        output_per_sample = int(np.prod(output_shape[1:])) * 4
         return {"input": self.memory.alloc(per_sample * self.max_batch),
                 "output": self.memory.alloc(output_per_sample * self.max_batch), "output_per_sample": output_per_sample}
 
@@ -221,8 +240,10 @@ class TensorRTBackend:
             self.context.set_tensor_address(self.output_name, self.buffers["output"])
             self.context.execute_async_v3(self.memory.stream_handle())
         else:                                                 # TensorRT 8.2 (JetPack 4.6): bindings
-            self.context.set_binding_shape(0, batch.shape)
-            self.context.execute_async_v2([self.buffers["input"], self.buffers["output"]], self.memory.stream_handle())
+            bindings = [0] * self.engine.num_bindings
+            bindings[self.input_binding], bindings[self.output_binding] = self.buffers["input"], self.buffers["output"]
+            self.context.set_binding_shape(self.input_binding, batch.shape)
+            self.context.execute_async_v2(bindings, self.memory.stream_handle())
         self.memory.to_host(out, self.buffers["output"])
         self.memory.synchronize()
         return out
