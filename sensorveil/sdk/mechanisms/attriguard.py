@@ -222,9 +222,6 @@ class AttriGuardMechanism(Mechanism):
     def load_arrays(self, run_dir) -> dict:
         return {key: np.load(Path(run_dir) / name, allow_pickle=False) for key, name in ARRAYS.items()}
 
-    def config_of(self, run: dict) -> AttriGuardConfig:
-        return AttriGuardConfig(**{k: v for k, v in run["config"].items() if k in AttriGuardConfig.__dataclass_fields__})
-
     def privatize(self, run_dir, run: dict):
         return make_privatize(self.load_arrays(run_dir), self.config_of(run), seed=run["seed"])
 

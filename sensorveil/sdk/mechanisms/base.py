@@ -85,6 +85,13 @@ class Mechanism:
             setattr(config, key, coerce(value, getattr(config, key), key))
         return config
 
+    def config_of(self, run: dict):
+        """The config a saved run was trained with (run.json's "config"; JSON lists back to tuples)."""
+        defaults = {f.name: f.default for f in dataclasses.fields(self.config_class)}
+        values = {key: tuple(value) if isinstance(defaults.get(key), tuple) else value
+                  for key, value in run["config"].items() if key in defaults}
+        return self.config_class(**values)
+
     # -- what every mechanism implements -----------------------------------------------------
     def train(self, request: TrainRequest) -> dict:
         raise NotImplementedError

@@ -250,9 +250,6 @@ class SanitizerMechanism(Mechanism):
             if np.ndim(value) > 0:
                 np.save(out / f"sanitizer_{name}.npy", np.asarray(value, np.float64), allow_pickle=False)
 
-    def config_of(self, run: dict) -> SanitizerConfig:
-        return SanitizerConfig(**{k: v for k, v in run["config"].items() if k in SanitizerConfig.__dataclass_fields__})
-
     def load(self, run_dir, run: dict):
         config = self.config_of(run)
         shape = tuple(run["model_shape"])
