@@ -58,11 +58,12 @@ def release(flat, l0, reached, decide, arrays, config, beta, rng) -> np.ndarray:
     return noised
 
 
-def run_dataset(name: str, data_path, betas: list, epochs: int, out: Path) -> dict:
+def run_dataset(name: str, data_path, betas: list, epochs: int, out: Path, rows: int | None = None) -> dict:
     spec = DATASETS[name]
     started = time.time()
+    options = {"max_rows": rows} if rows and name == "ujiindoorloc" else None
     run_dir = train_run("attriguard", name, data_path=data_path, useful=spec["useful"], private=spec["private"],
-                        out=out / f"attriguard-{name}", attacker_epochs=epochs)
+                        out=out / f"attriguard-{name}", attacker_epochs=epochs, dataset_options=options)
     run = read_run(run_dir)
     mechanism = mechanisms.get("attriguard")
     arrays, config = mechanism.load_arrays(run_dir), mechanism.config_of(run)
@@ -145,6 +146,8 @@ def plot(results: dict, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uji", default=str(ROOT.parent / "shared" / "datasets" / "ujiindoorloc.zip"))
+    parser.add_argument("--uji-rows", type=int, default=None,
+                        help="a stratified subset of UJIIndoorLoc's rows (default: all 21,048), for a shorter run")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--betas", nargs="+", type=float, default=[0, 1, 2, 4, 8, 16])
     parser.add_argument("--attacker-epochs", type=int, default=10)
@@ -153,11 +156,11 @@ def main() -> None:
     from sensorveil.benchmarks.report import cpu_description
     results = {"command": "python scripts/attriguard_results.py " + " ".join(
                    f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
-                   for k, v in vars(args).items() if k != "uji"),
+                   for k, v in vars(args).items() if k != "uji" and v is not None),
                "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpu": cpu_description(),
                "attacker_epochs": args.attacker_epochs,
                "datasets": [run_dataset(name, args.uji if DATASETS[name]["path"] else None, args.betas,
-                                        args.attacker_epochs, Path(args.out)) for name in args.datasets]}
+                                        args.attacker_epochs, Path(args.out), args.uji_rows) for name in args.datasets]}
     docs = ROOT / "docs"
     (docs / "attriguard_results.json").write_text(json.dumps(results, indent=2) + "\n")
     (docs / "attriguard_results.md").write_text(markdown(results))

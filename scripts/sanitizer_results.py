@@ -34,11 +34,13 @@ SWEEPS = {"suppression": [{}], "obfuscation": [{"epsilon": e} for e in (0.5, 2.0
 GOAL_MARGIN = 0.05
 
 
-def run_dataset(name: str, uji_path: str, epochs: int, out: Path) -> dict:
+def run_dataset(name: str, uji_path: str, epochs: int, out: Path, rows: int | None = None) -> dict:
     spec = DATASETS[name]
     started = time.time()
+    options = {"max_rows": rows} if rows and spec["uji"] else None
     run_dir = train_run("sanitizer", name, data_path=uji_path if spec["uji"] else None, useful=spec["useful"],
-                        private=spec["private"], out=out / f"sanitizer-{name}", attacker_epochs=epochs)
+                        private=spec["private"], out=out / f"sanitizer-{name}", attacker_epochs=epochs,
+                        dataset_options=options)
     run = read_run(run_dir)
     mechanism = mechanisms.get("sanitizer")
     config, encoder, decoder, _ = mechanism.load(run_dir, run)
@@ -118,14 +120,18 @@ def plot(results: dict, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uji", default=str(ROOT.parent / "shared" / "datasets" / "ujiindoorloc.zip"))
+    parser.add_argument("--uji-rows", type=int, default=None,
+                        help="a stratified subset of UJIIndoorLoc's rows (default: all 21,048), for a shorter run")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--attacker-epochs", type=int, default=10)
     parser.add_argument("--out", default="runs/sanitizer-results")
     args = parser.parse_args()
     results = {"command": f"python scripts/sanitizer_results.py --datasets {' '.join(args.datasets)} "
-                          f"--attacker-epochs {args.attacker_epochs}",
+                          f"--attacker-epochs {args.attacker_epochs}"
+                          + (f" --uji-rows {args.uji_rows}" if args.uji_rows else ""),
                "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "attacker_epochs": args.attacker_epochs,
-               "datasets": [run_dataset(name, args.uji, args.attacker_epochs, Path(args.out)) for name in args.datasets]}
+               "datasets": [run_dataset(name, args.uji, args.attacker_epochs, Path(args.out), args.uji_rows)
+                            for name in args.datasets]}
     docs = ROOT / "docs"
     (docs / "sanitizer_results.json").write_text(json.dumps(results, indent=2) + "\n")
     (docs / "sanitizer_results.md").write_text(markdown(results))
