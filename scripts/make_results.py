@@ -252,7 +252,7 @@ def main() -> None:
     parser.add_argument("--uji", default=str(ROOT.parent / "shared" / "datasets" / "ujiindoorloc.zip"))
     parser.add_argument("--out", default=str(ROOT / "runs" / "results"))
     parser.add_argument("--docs", default=str(ROOT / "docs"))
-    parser.add_argument("--datasets", nargs="+", default=["digits", "ujiindoorloc"])
+    parser.add_argument("--datasets", nargs="+", default=["digits", "ujiindoorloc", "synthetic-depth"])
     parser.add_argument("--quick", action="store_true", help="tiny settings, to test the script")
     parser.add_argument("--depth-margins", type=float, nargs="+", default=[0.2, 0.5],
                         help="hinge-margin fractions swept for synthetic-depth (fewer: 180x180 training is slow)")
