@@ -2,7 +2,8 @@
 """Sanitizer's four mechanisms (section 3.1) on one trained alpha-beta-VAE per dataset: leakage and utility
 under attackers fine-tuned on the sanitized data (section 4.3, E1), the normalized hyper-volume of each
 mechanism's privacy-utility curve, and CAS (train on sanitized, test on raw; E2 and E3). Written to
-docs/sanitizer_results.{json,md,png}; every figure on that page comes from this script:
+docs/sanitizer_results.{json,md,png}, on digits, UJIIndoorLoc and synthetic depth (its default size: 8 identities,
+960 frames); every figure on that page comes from this script:
 
     python scripts/sanitizer_results.py [--uji ../shared/datasets/ujiindoorloc.zip] [--attacker-epochs 10]
 
@@ -28,7 +29,8 @@ from sensorveil.sdk.training import sensor_step
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = {"digits": {"useful": "parity", "private": "lt5", "uji": False},
-            "ujiindoorloc": {"useful": "floor", "private": "region", "uji": True}}
+            "ujiindoorloc": {"useful": "floor", "private": "region", "uji": True},
+            "synthetic-depth": {"useful": "facing", "private": "identity", "uji": False}}
 SWEEPS = {"suppression": [{}], "obfuscation": [{"epsilon": e} for e in (0.5, 2.0, 8.0, 32.0)],
           "generalization": [{"clusters": c} for c in (2, 8, 32)], "sampling": [{"components": c} for c in (1, 4, 16)]}
 GOAL_MARGIN = 0.05
