@@ -87,13 +87,41 @@ def test_npy_samples_pass_through_and_match_the_privatizer(digits_bundle, tmp_pa
     np.testing.assert_allclose(np.stack(outputs), privatizer(samples), rtol=0, atol=1e-5)
 
 
-def test_a_nan_frame_is_counted_bad_not_fatal(digits_bundle, tmp_path):
+@pytest.mark.parametrize("bundle", ["digits_bundle", "schema1-pass"])
+def test_a_nan_frame_is_counted_bad_not_fatal(bundle, request, tmp_path):
+    """For a one-model bundle and for a pipeline of several stages (PASS: model, then the draw), which
+    validates its input inside the Privatizer's call."""
+    from pathlib import Path
+    path = (Path(__file__).parent / "fixtures" / "schema1-pass-digits-onnx" if bundle == "schema1-pass"
+            else request.getfixturevalue(bundle))
     samples = np.ones((5, 8, 8), np.float32)
     samples[2, 3, 3] = np.nan
     np.save(tmp_path / "x.npy", samples)
     with open_source(f"npy:{tmp_path / 'x.npy'}") as source:
-        report = run_stream(Privatizer.load(digits_bundle), source)
+        report = run_stream(Privatizer.load(path), source)
     assert (report["frames_out"], report["bad"]) == (4, 1) and "NaN" in report["errors"][0]
+
+
+def test_stage_timings_stay_bounded_on_a_long_stream(digits_bundle, tmp_path, monkeypatch):
+    from sensorveil.runtime import stream as stream_module
+    monkeypatch.setattr(stream_module, "TIMING_WINDOW", 50)
+    np.save(tmp_path / "x.npy", np.ones((180, 8, 8), np.float32))
+    with open_source(f"npy:{tmp_path / 'x.npy'}") as source:
+        stream = Stream(Privatizer.load(digits_bundle), source)
+        for _ in stream:
+            pass
+    report = stream.report()
+    assert all(len(values) <= 50 for values in stream.samples_ms.values())
+    assert report["timed_frames"] == 180 and report["frames_out"] == 180
+
+
+def test_a_huge_batch_runs_in_chunks_with_the_same_result(digits_bundle):
+    from sensorveil.runtime import privatizer as privatizer_module
+    p = Privatizer.load(digits_bundle)
+    x = np.random.default_rng(0).uniform(0, 16, size=(2500, 8, 8)).astype(np.float32)
+    whole = p(x)
+    assert whole.shape == (2500, 8, 8) and len(x) > privatizer_module.MAX_CHUNK
+    np.testing.assert_allclose(whole[-7:], p(x[-7:]), atol=1e-5)
 
 
 @pytest.fixture(scope="module")

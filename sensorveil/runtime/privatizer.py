@@ -18,6 +18,9 @@ from sensorveil.runtime.spec import TensorSpec, check_sensor_input, to_model_uni
 from sensorveil.runtime.stages import MODEL_UNITS, StageContext, stage_class
 
 
+MAX_CHUNK = 1024   # samples per pipeline run: model-unit copies and backend buffers stay a few MB
+
+
 class Privatizer:
     """A loaded bundle bound to one backend. Thread-compatible, not thread-safe."""
 
@@ -61,6 +64,8 @@ class Privatizer:
 
     def __call__(self, x) -> np.ndarray:
         batch, single = check_sensor_input(x, self.input_spec)
+        if len(batch) > MAX_CHUNK:     # bounded memory: a huge batch goes through in chunks
+            return np.concatenate([self(batch[i:i + MAX_CHUNK]) for i in range(0, len(batch), MAX_CHUNK)])
         y = self.run_pipeline(to_model_units(batch, self.input_spec))
         if self.emits == MODEL_UNITS:
             y = to_sensor_units(y, self.output_spec)

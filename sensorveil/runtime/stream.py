@@ -24,6 +24,7 @@ the sensor's or file's frame numbers, plus outputs a sink failed to deliver) and
 ``reconnects`` (live source reopened after a disconnect).
 """
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -37,6 +38,7 @@ from sensorveil.runtime.sources import BadFrame, Frame, Source
 from sensorveil.runtime.spec import check_sensor_input, to_model_units, to_sensor_units
 
 STAGES = ("capture", "preprocess", "inference", "postprocess", "sink")
+TIMING_WINDOW = 10000   # frames whose stage times the report's percentiles describe
 MAX_ERRORS_KEPT = 5
 
 
@@ -79,7 +81,9 @@ class Stream:
         self.preprocessor = preprocessor
         self.split = privatizer.single_model
         self.counters = Counters()
-        self.samples_ms = {stage: [] for stage in STAGES + ("units",)}
+        # the newest TIMING_WINDOW frames per stage: a stream that runs for days keeps bounded memory
+        self.samples_ms = {stage: deque(maxlen=TIMING_WINDOW) for stage in STAGES + ("units",)}
+        self.timed_frames = 0
         self.timed_wall_s = 0.0
         self._last_index: "int | None" = None
         self._unreadable_since_last = 0
@@ -95,6 +99,7 @@ class Stream:
             if timed_since is not None:
                 for stage, value in result.timings_ms.items():
                     self.samples_ms[stage].append(value)
+                self.timed_frames += 1
                 self.timed_wall_s = time.perf_counter() - timed_since
             elif self.counters.frames_out >= self.warmup:
                 timed_since = time.perf_counter()
@@ -133,7 +138,11 @@ class Stream:
             t_post = clock()
             privatized = to_sensor_units(model_output, self.privatizer.output_spec)[0]
         else:
-            privatized = self.privatizer(sample)
+            try:   # a pipeline of several stages validates inside the call: a bad frame is counted here
+                privatized = self.privatizer(sample)
+            except InputError as error:
+                self._bad(error)
+                return False
             t_post = clock()
         t_units_out = clock()
         output = self.preprocessor.restore(privatized, context) if privatized.shape == sample.shape else privatized
@@ -164,7 +173,7 @@ class Stream:
 
     def report(self) -> dict:
         """Counters, per-stage times and end-to-end FPS over the timed (post-warmup) frames."""
-        timed = len(self.samples_ms["inference"])
+        timed = self.timed_frames
         stages = {stage: summarize_ms(values) for stage, values in self.samples_ms.items() if values}
         report = {"source": self.source.uri, "preprocessor": getattr(self.preprocessor, "name", None),
                   "split": "stages" if self.split else "combined",
