@@ -45,6 +45,10 @@ def cmd_train(args) -> int:
                     out=args.out, epochs=args.epochs, seed=args.seed, hidden=args.hidden, settings=settings)
     run = read_run(out)
     _print_mapping(f"trained {args.mechanism} on {args.dataset} -> {out}", {**run["reference"], **run["metrics"]})
+    if run.get("selection", {}).get("threshold_met") is False:
+        print(f"warning: no setting kept the useful attribute at the utility threshold "
+              f"({run['reference'].get('utility_threshold')}); the most useful one was kept. Train longer "
+              "(--epochs) or lower the threshold (--set utility_threshold=...)", file=sys.stderr)
     return 0
 
 

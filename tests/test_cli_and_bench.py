@@ -71,3 +71,10 @@ def test_quickstart_end_to_end(tmp_path):
         assert (tmp_path / "bundles" / f"{name}-digits" / "manifest.json").is_file()
         assert name in table and Path(row["audit_report"]).is_file()
     assert (tmp_path / "digits_raw_vs_privatized.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_train_warns_when_the_utility_threshold_is_missed(tmp_path, capsys):
+    # a threshold no generator reaches in one epoch: the run is kept, and the user is told
+    assert main(["train", "prgan", "--dataset", "digits", "--out", str(tmp_path / "run"), "--set", "epochs=1",
+                 "classifier_epochs=1", "margin_fractions=0.2", "utility_threshold=1.01", "progress=false"]) == 0
+    assert "warning: no setting kept the useful attribute at the utility threshold (1.01)" in capsys.readouterr().err
