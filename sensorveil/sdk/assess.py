@@ -78,9 +78,8 @@ def audit_path(path, backend: str = "auto", seeds: int = 3, attacker_epochs: int
         heading["backend"] = privatizer.backend_name
     release = mechanism.release(run_dir, run, privatizer)
     result = {**heading, **audit(release, seeds=seeds, attacker_epochs=attacker_epochs)}
-    _, fixed = mechanism.task(run_dir, run) if _has_fixed(mechanism) else (None, None)
-    if fixed:
-        task = release.task
+    if release.fixed:
+        task, fixed = release.task, release.fixed
         result["protocol_acc_useful"] = accuracy(fixed["D_y"], release.test, task.useful[task.test])
         result["protocol_acc_private"] = accuracy(fixed["D_z"], release.test, task.private[task.test])
     families = result["private"]
@@ -88,8 +87,3 @@ def audit_path(path, backend: str = "auto", seeds: int = 3, attacker_epochs: int
                   probing_acc_useful=result["useful"]["mean"])
     return result
 
-
-def _has_fixed(mechanism) -> bool:
-    """Whether the mechanism scores itself against fixed classifiers (PR-GAN's D_y and D_z)."""
-    from sensorveil.sdk.mechanisms.base import Mechanism
-    return type(mechanism).task is not Mechanism.task

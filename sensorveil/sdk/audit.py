@@ -38,6 +38,7 @@ class Release:
     train: torch.Tensor
     test: torch.Tensor
     extra_attackers: dict = field(default_factory=dict)   # name -> callable(seed) -> accuracy
+    fixed: dict | None = None      # the defender's fixed classifiers (PR-GAN's D_y, D_z), if it has any
 
 
 def interval(accuracies: list, n_test: int) -> dict:

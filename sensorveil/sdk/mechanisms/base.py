@@ -121,10 +121,10 @@ class Mechanism:
     def release(self, run_dir: Path, run: dict, privatizer=None) -> Release:
         """What an attacker sees (sensorveil.sdk.audit): the task's splits privatized by the trained
         mechanism, or by ``privatizer`` (a loaded bundle) exactly as the device emits them."""
-        task, _ = self.task(run_dir, run)
+        task, fixed = self.task(run_dir, run)
         privatize = bundle_privatize(privatizer) if privatizer is not None else self.privatize(run_dir, run)
         return Release(task=task, train=apply_privatize(privatize, task.x[task.attacker_train]),
-                       test=apply_privatize(privatize, task.x[task.test]))
+                       test=apply_privatize(privatize, task.x[task.test]), fixed=fixed)
 
     def evaluate_run(self, run_dir: Path, run: dict, attacker_epochs: int = 20) -> dict:
         task, fixed = self.task(run_dir, run)
