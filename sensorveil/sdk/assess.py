@@ -86,4 +86,3 @@ def audit_path(path, backend: str = "auto", seeds: int = 3, attacker_epochs: int
     result.update(probing_acc_private=families["neural"]["mean"], tree_acc_private=families["trees"]["mean"],
                   probing_acc_useful=result["useful"]["mean"])
     return result
-
