@@ -50,7 +50,7 @@ def paired_latency(calls: dict, iters: int, warmup: int, desc: str) -> dict:
         for call in calls.values():
             call()
     samples = {name: [] for name in calls}
-    progress = tqdm(total=iters, desc=desc, leave=False)
+    progress = tqdm(total=iters, desc=desc, leave=False, disable=None)
     while len(samples[next(iter(calls))]) < iters:
         todo = min(BLOCK, iters - len(samples[next(iter(calls))]))
         for name, call in calls.items():

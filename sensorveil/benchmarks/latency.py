@@ -30,7 +30,7 @@ def _progress(iterable, enabled: bool, desc: str):
         from tqdm import tqdm
     except ImportError:
         return iterable
-    return tqdm(iterable, desc=desc or "latency", leave=False)
+    return tqdm(iterable, desc=desc or "latency", leave=False, disable=None)
 
 
 def _input_source(make_input_or_input):

@@ -16,6 +16,12 @@ except ImportError:                      # progress bars are a nicety, never a r
         return iterable
 
 
+def progress_bar(iterable, desc: str, enabled: bool = True):
+    """A progress bar on a terminal; nothing in logs, pipes and CI (tqdm's disable=None), where a bar
+    redrawn per epoch would bury what the command prints."""
+    return tqdm(iterable, desc=desc, leave=False, disable=None if enabled else True)
+
+
 def model_shape(dataset: SensorDataset) -> tuple:
     """Per-sample model layout: vectors stay flat, images and depth get a channel axis."""
     shape = dataset.sample_shape
@@ -73,7 +79,7 @@ def train_classifier(model: nn.Module, x: torch.Tensor, labels: np.ndarray, epoc
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=1e-5)
     loss_fn = nn.CrossEntropyLoss()
     model.train()
-    for _ in tqdm(range(epochs), desc=desc, leave=False, disable=not progress):
+    for _ in progress_bar(range(epochs), desc, progress):
         for idx in batches(len(x), batch_size, gen):
             optimizer.zero_grad()
             loss_fn(model(x[idx]), y[idx]).backward()

@@ -74,7 +74,8 @@ class SanitizerStage(Stage):
             raise BundleError("{}: sanitizer mechanism {} needs arrays {}".format(
                 context.bundle.root, self.mechanism, missing))
         if self.mechanism == "obfuscation":
-            self.params.update(clip_norm=float(self.require("clip_norm")), laplace_scale=float(self.require("laplace_scale")))
+            self.params.update(clip_norm=float(self.require("clip_norm")),
+                               laplace_scale=float(self.require("laplace_scale")))
 
     def __call__(self, latent, rng):
         return sanitize_latent(latent, self.sensitive_dim, self.mechanism, self.params, rng)

@@ -33,7 +33,8 @@ from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, as_list, load_run_dataset
 from sensorveil.sdk.networks import make_classifier
 from sensorveil.sdk.priors import maximum_entropy_distribution
-from sensorveil.sdk.training import accuracy, apply, batches, model_shape, set_seed, to_model, tqdm, train_classifier
+from sensorveil.sdk.training import (accuracy, apply, batches, model_shape, progress_bar, set_seed, to_model,
+                                     train_classifier)
 
 MECHANISM = "pass"
 WEIGHTS_FILE = "embedding.pt"
@@ -292,7 +293,7 @@ def fit(data: PassData, config: PASSConfig) -> tuple[SubstitutionModel, dict]:
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
     generator = torch.Generator().manual_seed(config.seed)
     history, started = [], time.time()
-    for epoch in tqdm(range(epochs), desc="PASS f, g", leave=False, disable=not config.progress):
+    for epoch in progress_bar(range(epochs), "PASS f, g", config.progress):
         model.train()
         sums, count = {}, 0
         for idx in batches(len(rows), config.batch_size, generator):

@@ -23,7 +23,7 @@ from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, load_
 from sensorveil.sdk.networks import make_classifier, make_generator
 from sensorveil.sdk.priors import maximum_entropy_distribution
 from sensorveil.sdk.training import (accuracy, apply, batches, model_shape, sensor_step, set_seed, snap_to_sensor,
-                                     tensor_spec_dict, to_model, tqdm, train_classifier)
+                                     tensor_spec_dict, to_model, progress_bar, train_classifier)
 
 GENERATOR_FILE = "generator.pt"
 
@@ -136,7 +136,7 @@ def train_generator(exp: Experiment, variant: str, c: float, desc: str) -> nn.Mo
     x_all, y_all = exp.x[idx], torch.as_tensor(exp.useful[idx])
     med = torch.as_tensor(exp.med, dtype=torch.float32)
     gen = torch.Generator().manual_seed(cfg.seed)
-    for _ in tqdm(range(cfg.epochs), desc=desc, leave=False, disable=not cfg.progress):
+    for _ in progress_bar(range(cfg.epochs), desc, cfg.progress):
         G.train(), D.train()
         for batch in batches(len(x_all), cfg.batch_size, gen):
             x, y = x_all[batch], y_all[batch]

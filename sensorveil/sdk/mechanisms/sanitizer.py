@@ -32,7 +32,7 @@ from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, protocol_task
 from sensorveil.sdk.mechanisms.prgan import only_one
 from sensorveil.sdk.networks import make_classifier
-from sensorveil.sdk.training import (accuracy, batches, sensor_step, set_seed, snap_to_sensor, tqdm,
+from sensorveil.sdk.training import (accuracy, batches, sensor_step, set_seed, snap_to_sensor, progress_bar,
                                      train_classifier)
 
 WEIGHTS_FILE = "sanitizer.pt"
@@ -128,7 +128,7 @@ def fit(task: Task, rows: np.ndarray, config: SanitizerConfig, epochs: int):
     adversary_opt = torch.optim.Adam(adversary.parameters(), lr=config.lr)
     x_all, s_all = task.x[rows], torch.as_tensor(task.private[rows])
     generator, history = torch.Generator().manual_seed(config.seed), []
-    for epoch in tqdm(range(epochs), desc="Sanitizer alpha-beta-VAE", leave=False, disable=not config.progress):
+    for epoch in progress_bar(range(epochs), "Sanitizer alpha-beta-VAE", config.progress):
         sums = np.zeros(4)
         for idx in batches(len(rows), config.batch_size, generator):
             x, s = x_all[idx], s_all[idx]
@@ -148,7 +148,8 @@ def fit(task: Task, rows: np.ndarray, config: SanitizerConfig, epochs: int):
             total.backward()
             main.step()
             sums += [float(v.detach()) for v in losses]
-        history.append(dict(zip(("neg_L1", "L2", "L3", "L4"), (sums / max(1, math.ceil(len(rows) / config.batch_size))).round(4))))
+        means = sums / max(1, math.ceil(len(rows) / config.batch_size))
+        history.append(dict(zip(("neg_L1", "L2", "L3", "L4"), means.round(4))))
     return encoder.eval(), decoder.eval(), history
 
 
