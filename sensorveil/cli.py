@@ -190,6 +190,23 @@ def cmd_run(args) -> int:
                 sink.close()
     _print_stream_report(report)
     _write_json(report, args.json)
+    return stream_exit_code(report, args.max_bad_share)
+
+
+def stream_exit_code(report: dict, max_bad_share: float) -> int:
+    """1 when nothing left the device, or when more than ``max_bad_share`` of the frames were bad or
+    dropped: a service manager must see a stream that silently delivers nothing as failed."""
+    delivered = report["frames_out"] - report.get("undelivered", 0)
+    lost = report["bad"] + report["dropped"]
+    share = lost / max(1, report["frames_out"] + report["bad"] + report["dropped"] - report.get("undelivered", 0))
+    if delivered <= 0:
+        print("sensorveil run: error: no privatized frame was delivered" + (
+            f" (first error: {report['errors'][0]})" if report.get("errors") else ""), file=sys.stderr)
+        return 1
+    if share > max_bad_share:
+        print(f"sensorveil run: error: {share:.0%} of the frames were bad or dropped (limit {max_bad_share:.0%}, "
+              "--max-bad-share)", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -293,6 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--depth-output", default="patch", choices=("patch", "frame"),
                    help="depth: emit the privatized 180x180 patch, or a full frame with only the patch valid")
     p.add_argument("--json", default=None, help="write the stream report to this JSON file")
+    p.add_argument("--max-bad-share", type=float, default=0.5,
+                   help="exit 1 when more than this share of frames was bad or dropped (default 0.5)")
     p.set_defaults(func=cmd_run)
 
     p = verbs.add_parser("preview", help="raw | privatized | difference side by side, live or to a video")

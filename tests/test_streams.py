@@ -308,3 +308,23 @@ def test_cli_run_writes_a_report_and_a_sink(depth_bundle, tmp_path, capsys):
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["frames_out"] == 4 and len(list((tmp_path / "out").iterdir())) == 4
     assert "inference_ms" in capsys.readouterr().out
+
+
+def test_cli_run_fails_when_nothing_is_delivered_or_too_much_is_bad(digits_bundle, tmp_path, capsys):
+    from sensorveil.cli import main
+    np.save(tmp_path / "x.npy", np.ones((4, 8, 8), np.float32))
+    not_a_folder = tmp_path / "not-a-directory"
+    not_a_folder.write_text("x")                     # (root ignores permissions, so a file stands in the way)
+    code = main(["run", str(digits_bundle), "--source", f"npy:{tmp_path / 'x.npy'}", "--sink", f"npz:{not_a_folder}"])
+    error = capsys.readouterr().err
+    assert code == 2 and "expected a writable directory" in error and "Traceback" not in error
+    from sensorveil.cli import stream_exit_code
+    every_write_failed = {"frames_out": 3, "undelivered": 3, "bad": 0, "dropped": 3, "errors": ["disk full"]}
+    assert stream_exit_code(every_write_failed, 0.5) == 1
+    assert "no privatized frame was delivered (first error: disk full)" in capsys.readouterr().err
+    bad = np.ones((4, 8, 8), np.float32)
+    bad[1:] = np.nan                                   # 3 of 4 frames bad: over the 0.5 default
+    np.save(tmp_path / "bad.npy", bad)
+    assert main(["run", str(digits_bundle), "--source", f"npy:{tmp_path / 'bad.npy'}"]) == 1
+    assert "75% of the frames were bad or dropped" in capsys.readouterr().err
+    assert main(["run", str(digits_bundle), "--source", f"npy:{tmp_path / 'bad.npy'}", "--max-bad-share", "0.8"]) == 0

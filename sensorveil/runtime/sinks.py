@@ -99,12 +99,19 @@ class FolderSink(Sink):
 
     def __init__(self, folder: Path, fmt: str):
         self.folder, self.fmt = Path(folder), fmt
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise SinkError(f"{fmt} sink: cannot use {self.folder} as a folder ({error.strerror}); "
+                            "expected a writable directory") from None
 
     def write(self, output: np.ndarray, frame: Frame) -> None:
         path = self.folder / f"{frame.index:08d}.{self.fmt}"
         if self.fmt == "npz":
-            np.savez(path, output=output, index=frame.index, timestamp=frame.timestamp)
+            try:
+                np.savez(path, output=output, index=frame.index, timestamp=frame.timestamp)
+            except OSError as error:   # read-only folder, full disk: one SinkError, the stream counts it
+                raise SinkError(f"could not write {path} ({error.strerror})") from None
             return
         if output.dtype not in (np.uint8, np.uint16):
             raise InputError(f"png sink takes uint8 or uint16 outputs, got {output.dtype}; use npz:DIR")

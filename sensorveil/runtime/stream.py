@@ -58,6 +58,7 @@ class Counters:
     frames_in: int = 0
     frames_out: int = 0
     dropped: int = 0
+    undelivered: int = 0     # privatized, but the sink failed to take them (also counted in dropped)
     bad: int = 0
     reconnects: int = 0
     errors: list = field(default_factory=list)   # the first few bad-frame reasons, for the log
@@ -152,6 +153,7 @@ class Stream:
                 self.sink.write(output, frame)
             except SinkError as error:
                 self.counters.dropped += 1
+                self.counters.undelivered += 1
                 self.counters.record_error(error)
         t_end = clock()
         self.counters.frames_out += 1
