@@ -76,7 +76,7 @@ def cached_or_run(name: str, data_path, out: Path, quick: bool, reuse: bool, mar
     cache = out / f"results-{name}.json"
     if reuse and cache.is_file():
         return json.loads(cache.read_text())
-    result = run_dataset(name, data_path, out, quick, margins)
+    result = {**run_dataset(name, data_path, out, quick, margins), "code_version": code_version()}
     out.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(result, indent=2, default=str))
     return result
@@ -266,9 +266,8 @@ def main() -> None:
     if args.render_only:   # re-draw the page from the figures an earlier run saved
         results = json.loads((docs / "results.json").read_text())
     else:
-        results = [{**cached_or_run(name, args.uji if name == "ujiindoorloc" else None, out, args.quick, args.reuse,
-                                    args.depth_margins if name == "synthetic-depth" else None),
-                    "code_version": code_version()}
+        results = [cached_or_run(name, args.uji if name == "ujiindoorloc" else None, out, args.quick, args.reuse,
+                                 args.depth_margins if name == "synthetic-depth" else None)
                    for name in args.datasets]
         (docs / "results.json").write_text(json.dumps(results, indent=2, default=str))
     plot(results, docs / "results.png")
