@@ -9,6 +9,10 @@ from sensorveil import __version__
 from sensorveil.runtime.errors import SensorveilError
 
 
+class UsageError(ValueError):
+    """A wrong combination of arguments: one line on stderr and exit code 2, like argparse's own."""
+
+
 def _write_json(data: dict, path) -> None:
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -151,7 +155,7 @@ def cmd_devices(args) -> int:
             print("no device profile matches this machine")
         return 0
     if not args.bundle or not args.device:
-        raise SystemExit("error: sensorveil devices check BUNDLE --device NAME")
+        raise UsageError("devices check needs a bundle and a device: sensorveil devices check BUNDLE --device NAME")
     from sensorveil.export.device_check import check_bundle
     report = check_bundle(args.bundle, args.device)
     print(f"{args.device}: {report['file']} ({report['backend']}, {report['precision']}), "
@@ -178,16 +182,23 @@ def cmd_run(args) -> int:
     from sensorveil.runtime.preprocess import is_depth_spec
     from sensorveil.runtime.sinks import open_sink
     from sensorveil.runtime.sources import open_source
-    from sensorveil.runtime.stream import run_stream
+    from sensorveil.runtime.stream import Stream
     privatizer = Privatizer.load(args.bundle, backend=args.backend)
     spec = privatizer.output_spec
     with open_source(args.source) as source:
         sink = open_sink(args.sink, fps=source.fps, value_range=(spec.low, spec.high), depth=is_depth_spec(spec))
+        stream = Stream(privatizer, source, sink, frames=args.frames, depth_output=args.depth_output)
+        progress = _progress(source, args.frames)
         try:
-            report = run_stream(privatizer, source, sink, frames=args.frames, depth_output=args.depth_output)
+            for _ in stream:
+                progress.update(stream.counters)
+        except KeyboardInterrupt:   # an endless sensor stream ends here; its counters still matter
+            pass
         finally:
+            progress.close(stream.counters)
             if sink is not None:
                 sink.close()
+    report = stream.report()
     _print_stream_report(report)
     _write_json(report, args.json)
     return stream_exit_code(report, args.max_bad_share)
@@ -210,13 +221,34 @@ def stream_exit_code(report: dict, max_bad_share: float) -> int:
     return 0
 
 
+def _progress(source, frames):
+    """A progress line on stderr: frames done of the file's length (or of --frames)."""
+    from sensorveil.runtime.progress import Progress, expected_frames
+    total = expected_frames(source)
+    if frames is not None:
+        total = min(total, frames) if total else frames
+    return Progress(total)
+
+
 def cmd_preview(args) -> int:
     from sensorveil.runtime import Privatizer
-    from sensorveil.runtime.preview import preview
     from sensorveil.runtime.sources import open_source
+    if args.web is not None and (args.headless or args.out):
+        raise UsageError("--web serves the preview as a page; it does not take --headless or --out")
+    if args.web is None and (args.no_raw or args.loop):
+        raise UsageError("--no-raw and --loop apply to the web preview (--web [HOST:]PORT)")
     privatizer = Privatizer.load(args.bundle, backend=args.backend)
+    if args.web is not None:
+        from sensorveil.runtime.web_preview import serve
+        open_source(args.source).close()   # a missing file or camera is one clear error before serving
+        report = serve(privatizer, lambda: open_source(args.source), args.web, frames=args.frames,
+                       raw=not args.no_raw, loop=args.loop)
+        _print_stream_report(report)
+        return 0
+    from sensorveil.runtime.preview import preview
     with open_source(args.source) as source:
-        report = preview(privatizer, source, out=args.out, headless=args.headless, frames=args.frames)
+        report = preview(privatizer, source, out=args.out, headless=args.headless, frames=args.frames,
+                         progress=_progress(source, args.frames) if args.headless else None)
     _print_stream_report(report)
     if args.out:
         print(f"wrote {report['video']} ({report['frames_out']} frames, {report['video_size'][0]}x"
@@ -314,11 +346,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 when more than this share of frames was bad or dropped (default 0.5)")
     p.set_defaults(func=cmd_run)
 
-    p = verbs.add_parser("preview", help="raw | privatized | difference side by side, live or to a video")
+    p = verbs.add_parser("preview", help="raw | privatized side by side: a window, a video, or a web page")
     p.add_argument("bundle")
     p.add_argument("--source", required=True, help="camera:N, video file or URL, kinect, k4a, depthdir:PATH, ...")
     p.add_argument("--headless", action="store_true", help="no window: write the view to --out")
     p.add_argument("--out", default=None, help="FILE.mp4 for the view (+ FILE.png contact sheet)")
+    p.add_argument("--web", default=None, metavar="[HOST:]PORT",
+                   help="serve the preview as a web page (MJPEG streams, live counters, the bundle's privacy "
+                        "figures); a bare PORT binds 127.0.0.1, 0.0.0.0:PORT exposes it; port 0 picks a free one")
+    p.add_argument("--no-raw", action="store_true",
+                   help="web: never serve the raw view, only what leaves the device")
+    p.add_argument("--loop", action="store_true", help="web: replay a video file from the start when it ends")
     p.add_argument("--frames", type=int, default=None, help="stop after N frames")
     p.add_argument("--backend", default="auto")
     p.set_defaults(func=cmd_preview)

@@ -8,7 +8,8 @@ import pytest
 
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 UJI_ZIP = SHARED / "datasets" / "ujiindoorloc.zip"
-VTEST = SHARED / "media" / "vtest.avi"
+VTEST = SHARED / "media" / "vtest.avi"        # a test card: throughput only
+WALKWAY = SHARED / "media" / "walkway.avi"    # a real camera clip of people walking: the demo
 
 
 def tiny_config(**overrides):

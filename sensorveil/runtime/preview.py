@@ -51,18 +51,7 @@ class ViewComposer:
         if result.privatized.shape != result.sample.shape:
             raise InputError("preview needs privatized samples; this bundle emits "
                              f"{result.privatized.shape} outputs (load it with output='sample')")
-        images = {"raw": result.sample, "privatized": result.privatized}
-        depth = result.frame.modality == "depth"   # colour-map depth; camera frames stay grey
-        panels = []
-        for name in view:
-            if name == "difference":
-                panel = self._difference(result.sample, result.privatized)
-            else:
-                panel = colorize(images[name], self.low, self.high, depth)
-            small = panel.shape[0] < self.panel[0] // 4   # 8x8 digits: keep pixels square and sharp
-            panels.append(cv2.resize(panel, (self.panel[1], self.panel[0]),
-                                     interpolation=cv2.INTER_NEAREST if small else cv2.INTER_LINEAR))
-        view_image = np.concatenate(panels, axis=1)
+        view_image = np.concatenate([self.panel_image(result, name) for name in view], axis=1)
         strip = np.zeros((STRIP_PX, view_image.shape[1], 3), dtype=np.uint8)
         for i, name in enumerate(view):
             cv2.putText(strip, name, (i * self.panel[1] + 6, 19), cv2.FONT_HERSHEY_SIMPLEX, 0.5, (255, 255, 255), 1)
@@ -70,6 +59,18 @@ class ViewComposer:
         cv2.putText(strip, status, (view_image.shape[1] - 8 * len(status) - 6, 19), cv2.FONT_HERSHEY_SIMPLEX,
                     0.45, (0, 255, 255), 1)
         return np.concatenate([strip, view_image], axis=0)
+
+    def panel_image(self, result: Result, name: str) -> np.ndarray:
+        """One BGR panel (raw, privatized or difference) at the panel size."""
+        cv2 = _cv2()
+        if name == "difference":
+            panel = self._difference(result.sample, result.privatized)
+        else:
+            depth = result.frame.modality == "depth"   # colour-map depth; camera frames stay grey
+            panel = colorize(result.sample if name == "raw" else result.privatized, self.low, self.high, depth)
+        small = panel.shape[0] < self.panel[0] // 4   # 8x8 digits: keep pixels square and sharp
+        return cv2.resize(panel, (self.panel[1], self.panel[0]),
+                          interpolation=cv2.INTER_NEAREST if small else cv2.INTER_LINEAR)
 
     def _difference(self, raw: np.ndarray, privatized: np.ndarray) -> np.ndarray:
         cv2 = _cv2()
@@ -118,8 +119,9 @@ def _even(value: float) -> int:
 
 
 def preview(privatizer: Privatizer, source: Source, out: "str | Path | None" = None, headless: bool = False,
-            frames: "int | None" = None, panel_px: int = 320) -> dict:
-    """Run the preview; returns the stream report plus what was written."""
+            frames: "int | None" = None, panel_px: int = 320, progress=None) -> dict:
+    """Run the preview; returns the stream report plus what was written. ``progress``: an object
+    with ``update(counters)`` (sensorveil.runtime.progress.Progress), called after each frame."""
     if headless and out is None:
         raise InputError("--headless needs --out FILE.mp4 (the view is written there)")
     composer = ViewComposer(privatizer, panel_px)
@@ -138,6 +140,8 @@ def preview(privatizer: Privatizer, source: Source, out: "str | Path | None" = N
             recent.append(time.perf_counter())
             fps = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 1 else 0.0
             latency = sum(result.timings_ms[stage] for stage in ("preprocess", "inference", "postprocess"))
+            if progress is not None:
+                progress.update(stream.counters)
             if writer is not None:   # the file always carries the full three-panel view
                 full = composer.compose(result, VIEWS[0], fps, latency)
                 writer.write(full)
@@ -147,6 +151,8 @@ def preview(privatizer: Privatizer, source: Source, out: "str | Path | None" = N
                 if state["quit"]:
                     break
     finally:
+        if progress is not None:
+            progress.close(stream.counters)
         if writer is not None:
             writer.release()
         if window is not None:
