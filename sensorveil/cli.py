@@ -45,15 +45,56 @@ def cmd_train(args) -> int:
     settings = parse_settings(args.set)
     if args.substitutes is not None:
         settings["substitutes"] = args.substitutes
+    if args.classifier_epochs is not None:   # a mechanism without fixed classifiers names its valid settings
+        settings["classifier_epochs"] = args.classifier_epochs
     out = train_run(args.mechanism, args.dataset, data_path=args.data_path, useful=args.useful, private=args.private,
-                    out=args.out, epochs=args.epochs, seed=args.seed, hidden=args.hidden, settings=settings)
+                    out=args.out, epochs=args.epochs, seed=args.seed, hidden=args.hidden, settings=settings,
+                    attacker_epochs=args.attacker_epochs)
     run = read_run(out)
     _print_mapping(f"trained {args.mechanism} on {args.dataset} -> {out}", {**run["reference"], **run["metrics"]})
-    if run.get("selection", {}).get("threshold_met") is False:
-        print(f"warning: no setting kept the useful attribute at the utility threshold "
-              f"({run['reference'].get('utility_threshold')}); the most useful one was kept. Train longer "
-              "(--epochs) or lower the threshold (--set utility_threshold=...)", file=sys.stderr)
+    print("  " + epochs_line(run, args.attacker_epochs))
+    warning = threshold_warning(run)
+    if warning:
+        print(f"sensorveil train: warning: {warning}", file=sys.stderr)
     return 0
+
+
+def epochs_line(run: dict, attacker_epochs: int) -> str:
+    """What each network was trained for: --epochs is the mechanism's own networks only."""
+    config = run.get("config") or {}
+    parts = [f"mechanism networks {config.get('epochs', 'default')} (--epochs)"]
+    if "classifier_epochs" in config:
+        parts.append(f"fixed D_y/D_z {config['classifier_epochs']} (--classifier-epochs)")
+    parts.append(f"probing attackers {attacker_epochs} (--attacker-epochs)")
+    return "epochs: " + ", ".join(parts)
+
+
+def threshold_warning(run: dict) -> str | None:
+    """PR-GAN section 6.4 keeps the most private setting that holds the utility threshold; when none
+    does, the run keeps the most useful one and its figures are not at the promised utility."""
+    selection = run.get("selection") or {}
+    if selection.get("threshold_met") is not False:
+        return None
+    threshold = (run.get("reference") or {}).get("utility_threshold", run.get("config", {}).get("utility_threshold"))
+    sweep, chosen = selection.get("sweep") or [], selection.get("chosen")
+    achieved = sweep[chosen].get("val_acc_useful") if isinstance(chosen, int) and chosen < len(sweep) else None
+    reached = f"reached {achieved:.3f}" if isinstance(achieved, float) else "was not reached"
+    useful = run["useful"] if isinstance(run["useful"], str) else ", ".join(run["useful"])
+    return (f"the utility threshold was not met: Acc(D_y) on '{useful}' "
+            f"{reached} against {threshold} on the held-out split; the run keeps the most useful setting, so "
+            "its privacy figures are for a mechanism below the utility you asked for (more --epochs, more data, "
+            "or --set utility_threshold=LOWER)")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a count of 1 or more (a usage error, exit 2, otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
+    return value
 
 
 def parse_settings(pairs) -> dict:
@@ -113,16 +154,24 @@ def _validation_detail(record: dict) -> str:
 
 
 def cmd_benchmark(args) -> int:
-    from sensorveil.benchmarks.bench import benchmark_bundle
-    from sensorveil.benchmarks.report import format_table, write_report
+    from sensorveil.benchmarks.formats import benchmark_formats, is_run_dir
+    from sensorveil.benchmarks.report import format_summary, write_report
     from sensorveil.benchmarks.stream_bench import format_estimates
-    result = benchmark_bundle(args.bundle, backend=args.backend, iters=args.frames, source=args.source,
-                              stream_frames=args.frames)
-    print(format_table(result["rows"]))
+    if args.formats is not None and not is_run_dir(args.bundle):
+        raise UsageError(f"--formats exports a training run to each format; {args.bundle} is not a run directory "
+                         "(a bundle is benchmarked as it is, one row per backend)")
+    if args.attacker_epochs < 0:
+        raise UsageError("--attacker-epochs takes 0 (use the manifest's figures) or more")
+    result = benchmark_formats(args.bundle, formats=args.formats, bundles_dir=args.bundles, iters=args.frames,
+                               attacker_epochs=args.attacker_epochs, source=args.source, stream_frames=args.frames,
+                               backend=args.backend, log=lambda line: print(line, file=sys.stderr, flush=True))
+    print(format_summary(result))
     for skipped in result.get("skipped", []):
         print(f"skipped {skipped['backend']}: {skipped['reason']}")
-    print(f"matmul peak of this CPU: {result['matmul_peak_gflops']:.1f} GFLOP/s")
-    print(format_estimates(result))
+    for row in result["rows"]:
+        if row.get("stream_fps"):
+            print(f"end to end on {args.source}: {row['format']} {row['precision']} {row['stream_fps']:.1f} FPS, "
+                  f"{row.get('runtime_added_pct', 0):.0f}% of the model's time added by pre/post-processing")
     if args.json:
         stem = Path(args.json).with_suffix("")
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -132,7 +181,7 @@ def cmd_benchmark(args) -> int:
         write_report(measured, markdown_path=f"{stem}.md", plot_path=f"{stem}.png")
         with open(f"{stem}.md", "a", encoding="utf-8") as markdown:
             markdown.write("\n" + format_estimates(result))
-        print(f"wrote {args.json}, {stem}.md, {stem}.png")
+        print(f"wrote {args.json} (every figure), {stem}.md, {stem}.png")
     return 0
 
 
@@ -169,12 +218,32 @@ def cmd_devices(args) -> int:
     return 0 if report["compatible"] else 1
 
 
+FRACTION_KEYS = ("model_ms_p50", "runtime_added_ms_p50", "units_ms_p50", "runtime_added_fraction", "units_fraction")
+
+
 def _print_stream_report(report: dict) -> None:
-    _print_mapping(f"stream {report['source']}", report)
+    _print_mapping(f"stream {report['source']}", {key: value for key, value in report.items()
+                                                  if key not in FRACTION_KEYS})
     for stage, figures in report.get("stages_ms", {}).items():
         print(f"  {stage + '_ms (mean/p50/p95)':28s} {figures['mean']:.3f} / {figures['p50']:.3f} / {figures['p95']:.3f}")
+    for line in explain_overhead(report):
+        print("  " + line)
     for error in report.get("errors", []):
         print(f"  bad frame: {error}")
+
+
+def explain_overhead(report: dict) -> list[str]:
+    """The runtime's added time per frame in words: the JSON's *_fraction keys are ratios to the
+    model's own time (8.9 means nine times the model's time, not 8.9 %)."""
+    if report.get("runtime_added_fraction") is None:
+        return []
+    model = report["model_ms_p50"]
+    return [f"model (backend) per frame, p50: {model:.3f} ms",
+            f"runtime added per frame, p50:   {report['runtime_added_ms_p50']:.3f} ms = "
+            f"{report['runtime_added_fraction']:.2f}x the model's time (runtime_added_fraction: preprocess + "
+            "postprocess, i.e. frame-to-sample crop/resize, validation and unit mapping)",
+            f"  of which the Privatizer's own: {report['units_ms_p50']:.3f} ms = {report['units_fraction']:.2f}x "
+            "(units_fraction: validation and sensor<->model units, what a caller handing it samples pays)"]
 
 
 def cmd_run(args) -> int:
@@ -269,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verbs.add_parser("quickstart", help="train PR-GAN on digits, attack it, export, run and benchmark it")
     p.add_argument("--out", default="sensorveil-out", help="where runs, bundles and reports go")
-    p.add_argument("--epochs", type=int, default=None, help="generator epochs (default: the config's)")
+    p.add_argument("--epochs", type=positive_int, default=None, help="generator epochs (default: the config's)")
     p.set_defaults(func=cmd_quickstart)
 
     p = verbs.add_parser("train", help="train a privatizing mechanism on a dataset")
@@ -279,7 +348,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--private", nargs="+", default=None, help="private attribute(s) to hide")
     p.add_argument("--useful", nargs="+", default=None, help="useful attribute(s) to keep")
     p.add_argument("--out", default=None, help="run directory (default runs/MECHANISM-DATASET)")
-    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--epochs", type=positive_int, default=None,
+                   help="epochs of the mechanism's own networks only (PR-GAN: each generator of the margin "
+                        "sweep; PASS: f and g); default: the mechanism's. The fixed classifiers and the "
+                        "attackers have their own flags below")
+    p.add_argument("--classifier-epochs", type=positive_int, default=None,
+                   help="PR-GAN and its baselines: epochs of the fixed D_y and D_z (default 20)")
+    p.add_argument("--attacker-epochs", type=positive_int, default=20,
+                   help="epochs of each probing attacker that scores the run (default 20; fewer is faster "
+                        "but a weaker attacker makes privacy look better than it is)")
     p.add_argument("--seed", type=int, default=0, help="training seed (the deployed mechanism draws its own)")
     p.add_argument("--hidden", nargs="+", default=None,
                    help="pass: hidden useful attribute(s), never seen in training, scored in mNAG (eq. 14)")
@@ -295,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="RUN_DIR or BUNDLE")
     p.add_argument("--backend", default="auto", help="runtime backend for a bundle")
     p.add_argument("--json", default=None, help="also write the figures to this JSON file")
-    p.add_argument("--attacker-epochs", type=int, default=20, help="training epochs of each neural attacker")
+    p.add_argument("--attacker-epochs", type=positive_int, default=20, help="training epochs of each neural attacker")
     p.add_argument("--seeds", type=int, default=3, help="repeats of every attacker (the 95%% intervals need >= 2)")
     p.add_argument("--report", default=None, metavar="FILE.md", help="also write a markdown report and its plot")
     p.set_defaults(func=cmd_evaluate)
@@ -316,10 +393,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pass: leave the substitute samples out (the device emits bank indices only)")
     p.set_defaults(func=cmd_export)
 
-    p = verbs.add_parser("benchmark", help="FLOPs, latency and FPS of a bundle per backend")
-    p.add_argument("bundle")
+    p = verbs.add_parser("benchmark", help="one table: status, size, privacy, latency and FPS per format/backend")
+    p.add_argument("bundle", metavar="BUNDLE|RUN_DIR", help="a bundle (one row per backend), or a training run "
+                   "with --formats (exported to each format and precision, one row each)")
+    p.add_argument("--formats", default=None, metavar="all|LIST",
+                   help="RUN_DIR: export to these formats (all, or e.g. onnx,tflite) and benchmark each")
+    p.add_argument("--bundles", default=None, metavar="DIR",
+                   help="--formats: where the exported bundles go (default bundles/RUN-formats)")
+    p.add_argument("--attacker-epochs", type=int, default=3,
+                   help="epochs of the probing attackers run on each artefact (default 3, quick; evaluate uses "
+                        "20); 0: show the manifest's figures instead")
     p.add_argument("--backend", default="all", help="a backend name or 'all' the bundle carries")
-    p.add_argument("--frames", type=int, default=500, help="timed iterations (and stream frames with --source)")
+    p.add_argument("--frames", type=positive_int, default=500, help="timed iterations (and stream frames with --source)")
     p.add_argument("--source", default=None, help="also measure end-to-end stream FPS on this source "
                    "(camera:N, video file, kinect, k4a, depthdir:PATH, npy:PATH, synthetic-depth)")
     p.add_argument("--json", default=None, help="write JSON (+ .md table and .png plot beside it)")
@@ -337,7 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", required=True, help="camera:N, video file or URL, kinect, k4a[:N|:FILE.mkv], "
                    "depthdir:PATH, npy:PATH or synthetic-depth")
     p.add_argument("--sink", default=None, help="video:FILE.mp4, png:DIR, npz:DIR or udp://HOST:PORT (default: none)")
-    p.add_argument("--frames", type=int, default=None, help="stop after N frames (default: until the source ends)")
+    p.add_argument("--frames", type=positive_int, default=None, help="stop after N frames (default: until the source ends)")
     p.add_argument("--backend", default="auto")
     p.add_argument("--depth-output", default="patch", choices=("patch", "frame"),
                    help="depth: emit the privatized 180x180 patch, or a full frame with only the patch valid")
@@ -357,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-raw", action="store_true",
                    help="web: never serve the raw view, only what leaves the device")
     p.add_argument("--loop", action="store_true", help="web: replay a video file from the start when it ends")
-    p.add_argument("--frames", type=int, default=None, help="stop after N frames")
+    p.add_argument("--frames", type=positive_int, default=None, help="stop after N frames")
     p.add_argument("--backend", default="auto")
     p.set_defaults(func=cmd_preview)
     return parser
@@ -370,7 +455,7 @@ def main(argv=None) -> int:
         parser.error("a VERB is required (see sensorveil --help)")
     try:
         return args.func(args)
-    except (SensorveilError, ValueError, FileNotFoundError) as error:
+    except (SensorveilError, ValueError, OSError) as error:   # OSError: a path that cannot be read or written
         print(f"sensorveil {args.verb}: error: {error}", file=sys.stderr)
         return 2
 

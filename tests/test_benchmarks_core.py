@@ -139,8 +139,9 @@ ROWS = [
 
 def test_write_report_outputs(tmp_path):
     np = pytest.importorskip("numpy")
+    samples = {"runtime_samples_ms": [1.0, 1.2, 0.9]}   # the plot's latency distribution
     results = {"bundle": "tiny", "cpu": cpu_description(), "timestamp": "2024-01-01T00:00:00",
-               "rows": [dict(ROWS[0], flops_torch=np.int64(42)), ROWS[1]]}
+               "rows": [dict(ROWS[0], flops_torch=np.int64(42), **samples), dict(ROWS[1], **samples)]}
     paths = {k: tmp_path / f"r.{k}" for k in ("json", "md", "png")}
     written = write_report(results, paths["json"], paths["md"], paths["png"])
     assert set(written) == {"json", "markdown", "plot"}

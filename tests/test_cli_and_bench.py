@@ -23,7 +23,54 @@ def test_benchmark_reports_latency_fps_flops_and_runtime_overhead(digits_bundle,
     assert report["flops_onnx_graph"] == row["flops_torch"]
     assert (tmp_path / "bench.md").read_text().startswith("# sensorveil benchmark")
     assert (tmp_path / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "overhead_ratio_p50" in capsys.readouterr().out
+    assert "overhead_ratio_p50" in (tmp_path / "bench.md").read_text()   # every figure, in the files
+
+
+def table_rows(printed: str) -> dict:
+    """{(format, precision): row cells} of the printed summary table."""
+    lines = printed.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Format "))
+    rows = {}
+    for line in lines[start + 2:]:
+        if not line.strip():
+            break
+        cells = line.split()
+        rows[(cells[0], cells[1])] = cells
+    return rows
+
+
+def test_benchmark_prints_one_readable_row_per_backend(digits_bundle, capsys):
+    assert main(["benchmark", str(digits_bundle), "--frames", "20", "--attacker-epochs", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert max(len(line) for line in printed.splitlines()) <= 100
+    header = next(line for line in printed.splitlines() if line.startswith("Format "))
+    assert header.split() == ["Format", "Precision", "Backend", "Status", "Size", "Private", "Useful", "p50",
+                              "ms", "FPS", "Overhead"]
+    [(key, cells)] = table_rows(printed).items()
+    assert key == ("onnx", "fp32") and cells[2:4] == ["onnxruntime", "validated"]
+    assert 0 <= float(cells[6]) <= 1 and 0 <= float(cells[7]) <= 1   # measured on this artefact
+    assert "Attackers trained 1 epochs" in printed
+
+
+def test_benchmark_formats_exports_each_format_and_says_why_one_cannot_run_here(digits_run, tmp_path,
+                                                                                     capsys):
+    out = tmp_path / "formats.json"
+    assert main(["benchmark", str(digits_run), "--formats", "onnx,tensorrt", "--bundles", str(tmp_path / "b"),
+                 "--frames", "20", "--attacker-epochs", "0", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    rows = table_rows(printed)
+    assert set(rows) == {("onnx", "fp32"), ("tensorrt", "fp16"), ("tensorrt", "int8")}
+    assert rows[("onnx", "fp32")][3] == "validated" and rows[("onnx", "fp32")][6].endswith("*")   # the manifest's
+    assert rows[("tensorrt", "fp16")][3:5] == ["exported", "[1]"]   # no TensorRT here: written, not run
+    assert "[1] tensorrt fp16: exported: backend 'tensorrt' needs" in printed
+    report = json.loads(out.read_text())
+    assert [row["status"] for row in report["rows"]] == ["validated", "exported", "exported"]
+    assert (tmp_path / "b" / "onnx-fp32" / "manifest.json").is_file()
+
+
+def test_benchmark_formats_needs_a_run_directory(digits_bundle, capsys):
+    assert main(["benchmark", str(digits_bundle), "--formats", "all"]) == 2
+    assert "is not a run directory" in capsys.readouterr().err
 
 
 def test_evaluate_a_bundle_through_the_runtime(digits_bundle, tmp_path):
@@ -72,9 +119,3 @@ def test_quickstart_end_to_end(tmp_path):
         assert name in table and Path(row["audit_report"]).is_file()
     assert (tmp_path / "digits_raw_vs_privatized.png").read_bytes()[:4] == b"\x89PNG"
 
-
-def test_train_warns_when_the_utility_threshold_is_missed(tmp_path, capsys):
-    # a threshold no generator reaches in one epoch: the run is kept, and the user is told
-    assert main(["train", "prgan", "--dataset", "digits", "--out", str(tmp_path / "run"), "--set", "epochs=1",
-                 "classifier_epochs=1", "margin_fractions=0.2", "utility_threshold=1.01", "progress=false"]) == 0
-    assert "warning: no setting kept the useful attribute at the utility threshold (1.01)" in capsys.readouterr().err

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import VTEST
+from conftest import WALKWAY
 
 cv2 = pytest.importorskip("cv2", reason="the preview needs OpenCV (pip install opencv-python-headless)")
 
@@ -21,12 +21,12 @@ def video_facts(path):
     return count, size
 
 
-def test_headless_preview_on_vtest_writes_every_frame_at_the_view_size(depth_bundle, tmp_path, capsys):
-    if not VTEST.is_file():
-        pytest.skip(f"vtest.avi not found at {VTEST} (set SENSORVEIL_SHARED)")
+def test_headless_preview_on_walkway_writes_every_frame_at_the_view_size(depth_bundle, tmp_path, capsys):
+    if not WALKWAY.is_file():
+        pytest.skip(f"walkway.avi not found at {WALKWAY} (set SENSORVEIL_SHARED)")
     from sensorveil.cli import main
     out = tmp_path / "preview.mp4"
-    code = main(["preview", str(depth_bundle), "--source", str(VTEST), "--headless", "--out", str(out),
+    code = main(["preview", str(depth_bundle), "--source", str(WALKWAY), "--headless", "--out", str(out),
                  "--frames", "40"])
     assert code == 0
     frames, size = video_facts(out)

@@ -63,7 +63,7 @@ def paired_latency(calls: dict, iters: int, warmup: int, desc: str) -> dict:
             progress.update(todo)
     if hasattr(progress, "close"):
         progress.close()
-    return {name: percentiles(values) for name, values in samples.items()}
+    return {name: {**percentiles(values), "samples_ms": values} for name, values in samples.items()}
 
 
 def backends_to_measure(privatizer_manifest: dict, requested: str) -> list[str]:
@@ -94,12 +94,46 @@ def benchmark_backend(bundle_dir, backend: str, iters: int, warmup: int) -> dict
     for name, values in stats.items():
         row.update({f"{name}_{key}": values[key] for key in ("p50_ms", "p95_ms", "p99_ms", "fps")})
     row["fps"] = row["runtime_fps"]   # the headline: frames per second through the full runtime call
+    row["runtime_samples_ms"] = stats["runtime"]["samples_ms"]   # the plot's latency distribution
+    # the table's overhead: the full call over the bare backend (a raw onnxruntime session where there
+    # is one, else the backend adapter's own run): what validation and unit mapping cost per frame
+    bare = stats.get("raw_onnxruntime", stats["model"])
+    row["overhead_p50"] = stats["runtime"]["p50_ms"] / bare["p50_ms"] - 1.0
+    row.update(artefact_facts(manifest, privatizer.backend_name))
     if "raw_onnxruntime" in stats:
         row["overhead_ratio_p50"] = stats["runtime"]["p50_ms"] / stats["raw_onnxruntime"]["p50_ms"]
         row["overhead_ratio_mean"] = stats["runtime"]["mean_ms"] / stats["raw_onnxruntime"]["mean_ms"]
     if row["flops_torch"]:
         row["achieved_gflops"] = row["flops_torch"] / (stats["model"]["mean_ms"] * 1e6)
     return row
+
+
+PRIVACY_KEYS = ("probing_acc_private", "probing_acc_useful")
+
+
+def artefact_facts(manifest: dict, backend: str) -> dict:
+    """What the summary table needs from the manifest: format, status, size, recorded privacy."""
+    artifact = manifest["artifacts"][backend]
+    files = manifest.get("files", {})
+    size = sum(files.get(graph["file"], {}).get("size", 0) for graph in artifact.get("graphs", {}).values())
+    status, reason = validation_status(manifest.get("validation"), backend)
+    metrics = manifest.get("metrics", {}) or {}
+    return {"format": artifact.get("format"), "status": status, "reason": reason, "size_bytes": size,
+            **{key: metrics.get(key) for key in PRIVACY_KEYS}, "privacy_source": "manifest"}
+
+
+def validation_status(records, backend: str) -> tuple[str, str | None]:
+    """validated: every check of this backend passed; exported: none ran here (or none recorded);
+    failed: one did not pass, with its message."""
+    mine = [record for record in records or [] if record.get("backend") == backend]
+    failed = [record for record in mine if record.get("status") == "failed"]
+    if failed:
+        return "failed", failed[0].get("message", "validation failed")
+    checked = [record for record in mine if record.get("status") == "passed"]
+    if checked and all(record.get("status") in ("passed", "measured") for record in mine):
+        return "validated", None
+    skipped = [record.get("reason") for record in mine if record.get("status") == "skipped"]
+    return "exported", (skipped[0] if skipped else "no validation recorded in the manifest")
 
 
 def _raw_onnxruntime_session(privatizer: Privatizer):
@@ -143,7 +177,8 @@ def benchmark_bundle(bundle_dir, backend: str = "all", iters: int = 500, warmup:
     for row in rows:
         if row.get("achieved_gflops"):
             row["fraction_of_matmul_peak"] = row["achieved_gflops"] / peak
-    result = {"bundle": str(bundle_dir), "mechanism": manifest["mechanism"].get("name"),
+    task = {key: manifest["mechanism"].get(key) for key in ("useful", "private")}
+    result = {"bundle": str(bundle_dir), "mechanism": manifest["mechanism"].get("name"), "task": task,
               "input": {"shape": manifest["input"]["sample_shape"], "dtype": manifest["input"]["dtype"]},
               "batch": 1, "iters": iters, "cpu": cpu_description(), "matmul_peak_gflops": peak,
               **graph, "metrics_at_export": manifest.get("metrics", {}), "rows": rows, "skipped": skipped,

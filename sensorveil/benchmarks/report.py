@@ -1,4 +1,5 @@
-"""Benchmark reports: JSON, Markdown, terminal table and an FPS bar chart."""
+"""Benchmark reports: the summary table (terminal and Markdown), JSON with every figure, and a plot
+of latency distributions and privacy-utility points per artefact."""
 from __future__ import annotations
 
 import json
@@ -106,41 +107,164 @@ def format_markdown(rows) -> str:
 
 
 def _markdown_document(results: dict) -> str:
-    meta = {k: v for k, v in results.items() if k != "rows"}
-    lines = ["# sensorveil benchmark", ""]
+    meta = {k: v for k, v in results.items() if k not in ("rows", "estimates") and not isinstance(v, list)}
+    lines = ["# sensorveil benchmark", "", summary_markdown(results), "## Every figure", ""]
     for k, v in meta.items():
         if isinstance(v, dict):
-            v = ", ".join(f"{a}={_fmt(b)}" for a, b in v.items())
+            v = ", ".join(f"{a}={_fmt(b)}" for a, b in v.items() if not isinstance(b, (dict, list)))
         lines.append(f"- **{k}**: {_fmt(v)}")
-    return "\n".join(lines) + "\n\n" + format_markdown(results.get("rows", []))
+    rows = [{k: v for k, v in row.items() if not isinstance(v, (list, dict))} for row in results.get("rows", [])]
+    return "\n".join(lines) + "\n\n" + format_markdown(rows)
+
+
+# ------------------------------------------------- the summary (Ultralytics' habit)
+TABLE_WIDTH = 100
+SUMMARY_COLUMNS = (   # header, width, right-aligned
+    ("Format", 9, False), ("Precision", 9, False), ("Backend", 11, False), ("Status", 12, False),
+    ("Size", 8, True), ("Private", 7, True), ("Useful", 6, True), ("p50 ms", 8, True), ("FPS", 8, True),
+    ("Overhead", 8, True))
+
+
+def _size(n) -> str:
+    if not n:
+        return "-"
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def _num(value, spec: str) -> str:
+    return format(value, spec) if _is_number(value) else "-"
+
+
+def summary_cells(row: dict, note: int | None) -> list[str]:
+    status = row.get("status") or "-"
+    overhead = row.get("overhead_p50")
+    return [row.get("format") or "-", row.get("precision") or "-", row.get("backend") or "-",
+            status + (f" [{note}]" if note else ""), _size(row.get("size_bytes")),
+            _num(row.get("probing_acc_private"), ".3f") + ("*" if row.get("privacy_source") == "manifest" else ""),
+            _num(row.get("probing_acc_useful"), ".3f"), _num(row.get("runtime_p50_ms"), ".3f"),
+            _num(1000.0 / row["runtime_p50_ms"] if row.get("runtime_p50_ms") else None, ",.0f"), f"{100 * overhead:+.0f}%" if _is_number(overhead) else "-"]
+
+
+def summary_lines(result: dict) -> tuple[list[list[str]], list[str]]:
+    """(cells per row, numbered notes): a failed or unvalidated row's reason goes to a note."""
+    cells, notes = [], []
+    for row in result.get("rows", []):
+        note = None
+        if row.get("reason"):
+            notes.append(f"{row.get('format')} {row.get('precision')}: {row['status']}: {row['reason']}")
+            note = len(notes)
+        cells.append(summary_cells(row, note))
+    return cells, notes
+
+
+def summary_footer(result: dict) -> list[str]:
+    """What each column means, the attacker's strength, and where the figures come from."""
+    task = result.get("task") or {}
+    metrics = result.get("metrics_at_export") or {}
+    name = lambda value: ", ".join(value) if isinstance(value, list) else str(value)  # noqa: E731
+    epochs = result.get("attacker_epochs")
+    rows = result.get("rows", [])
+    lines = [f"Private: probing-attack accuracy on '{name(task.get('private'))}', on what each artefact emits "
+             f"(lower is more private; Random* {_num(metrics.get('random_star'), '.3f')}). Useful: utility probe "
+             f"on '{name(task.get('useful'))}' (higher is better)."]
+    if any(row.get("privacy_source") in ("measured", "int8 validation") for row in rows):
+        lines.append(f"Attackers trained {epochs} epochs (--attacker-epochs; `sensorveil evaluate` uses 20): "
+                     "quick comparisons between formats, not audit figures.")
+    if any(row.get("privacy_source") == "manifest" for row in rows):
+        lines.append("*: the figures recorded in the manifest at export (the fp32 model), not measured on this "
+                     "artefact here (--attacker-epochs 0, or the training run is not on this machine).")
+    lines.append("p50 ms: median batch-1 call through the runtime (validation, unit mapping, backend); FPS = "
+                 "1000 / p50 ms (the JSON also has p95, p99 and the mean's FPS). Overhead: that call's p50 over the "
+                 "bare backend's (a raw onnxruntime session for onnx).")
+    return lines
+
+
+def format_summary(result: dict, width: int = TABLE_WIDTH) -> str:
+    """The terminal table: one row per format and precision, at most ``width`` columns."""
+    import textwrap
+    cells, notes = summary_lines(result)
+    widths = [max(w, len(h), *(len(c[i]) for c in cells)) if cells else max(w, len(h))
+              for i, (h, w, _) in enumerate(SUMMARY_COLUMNS)]
+
+    def line(values):
+        return " ".join(v.rjust(w) if right else v.ljust(w)
+                        for v, w, (_, _, right) in zip(values, widths, SUMMARY_COLUMNS)).rstrip()
+
+    cpu = result.get("cpu") or {}
+    task = result.get("task") or {}
+    head = [f"sensorveil benchmark: {result.get('source_path') or result.get('bundle')} "
+            f"({result.get('mechanism')}; input {result.get('input', {}).get('shape')} "
+            f"{result.get('input', {}).get('dtype')}; useful {task.get('useful')}, private {task.get('private')})",
+            f"CPU: {cpu.get('model', 'unknown')} ({cpu.get('logical_cores')} logical cores); batch 1, "
+            f"{result.get('iters')} timed calls per row"]
+    table = [line([h for h, _, _ in SUMMARY_COLUMNS]), " ".join("-" * w for w in widths)] + [line(c) for c in cells]
+    wrap = lambda text, indent="": textwrap.wrap(text, width, subsequent_indent=indent)  # noqa: E731
+    out = [piece for text in head for piece in wrap(text, "  ")] + [""] + table + [""]
+    out += [piece for text in summary_footer(result) for piece in wrap(text)]
+    out += [piece for i, text in enumerate(notes, 1) for piece in wrap(f"[{i}] {text}", "    ")]
+    return "\n".join(out)
+
+
+def summary_markdown(result: dict) -> str:
+    """The same table as Markdown, for the .md report."""
+    cells, notes = summary_lines(result)
+    esc = lambda text: str(text).replace("|", r"\|")  # noqa: E731
+    head = "| " + " | ".join(h for h, _, _ in SUMMARY_COLUMNS) + " |"
+    align = "|" + "|".join("---:" if right else "---" for _, _, right in SUMMARY_COLUMNS) + "|"
+    body = ["| " + " | ".join(esc(c) for c in row) + " |" for row in cells]
+    text = "\n".join([head, align, *body]) + "\n\n" + "\n\n".join(summary_footer(result)) + "\n"
+    return text + "".join(f"\n{i}. {esc(note)}" for i, note in enumerate(notes, 1)) + ("\n" if notes else "")
 
 
 # --------------------------------------------------------------------- plot
 def _row_label(row, i) -> str:
-    parts = [str(row[k]) for k in ("backend", "precision") if row.get(k) is not None]
-    return "/".join(parts) or f"row {i}"
+    parts = [str(row[k]) for k in ("format", "precision") if row.get(k) is not None]
+    return " ".join(parts) or f"row {i}"
 
 
-def _plot_fps(rows, path) -> bool:
+def _plot_benchmark(results: dict, path) -> bool:
+    """Left: the latency distribution of each artefact; right: its privacy-utility point."""
     try:
         import matplotlib
         matplotlib.use("Agg")  # headless: CI and devices have no display
         import matplotlib.pyplot as plt
     except ImportError:
-        warnings.warn("matplotlib not installed; skipping FPS plot", RuntimeWarning)
+        warnings.warn("matplotlib not installed; skipping the benchmark plot", RuntimeWarning)
         return False
-    data = [(_row_label(r, i), float(r["fps"])) for i, r in enumerate(rows)
-            if _is_number(r.get("fps"))]
-    if not data:
-        warnings.warn("no row has an 'fps' value; skipping FPS plot", RuntimeWarning)
+    rows = [(i, r) for i, r in enumerate(results.get("rows", [])) if r.get("runtime_samples_ms")]
+    if not rows:
+        warnings.warn("no row has latency samples; skipping the benchmark plot", RuntimeWarning)
         return False
-    labels, fps = zip(*data)
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(labels)), 3.5))
+    labels = [_row_label(r, i) for i, r in rows]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     try:
-        ax.bar(range(len(fps)), fps, color="tab:blue")
-        ax.set_xticks(range(len(fps)), labels, rotation=30, ha="right")
-        ax.set_ylabel("frames / s")
-        ax.set_title("Throughput per backend")
+        # box: quartiles and median; whiskers: 5th-95th percentile (a busy CPU's spikes would dwarf the rest)
+        new_api = tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10)   # vert= is deprecated
+        left.boxplot([r["runtime_samples_ms"] for _, r in rows], whis=(5, 95), showfliers=False,
+                     **({"orientation": "horizontal"} if new_api else {"vert": False}))
+        left.set_yticks(range(1, len(rows) + 1), labels)
+        left.invert_yaxis()   # the table's order, top to bottom
+        left.set_xscale("log")
+        left.set_xlabel("batch-1 latency through the runtime (ms, log scale; whiskers p5-p95)")
+        left.set_title("Latency per artefact")
+        for i, r in rows:
+            if _is_number(r.get("probing_acc_private")) and _is_number(r.get("probing_acc_useful")):
+                right.scatter(r["probing_acc_private"], r["probing_acc_useful"], s=40,
+                              marker="x" if r.get("status") == "failed" else "o")
+                right.annotate(_row_label(r, i), (r["probing_acc_private"], r["probing_acc_useful"]),
+                               textcoords="offset points", xytext=(5, 4), fontsize=8)
+        random_star = (results.get("metrics_at_export") or {}).get("random_star")
+        if _is_number(random_star):
+            right.axvline(random_star, color="grey", linestyle="--", linewidth=1)
+            right.annotate("Random*", (random_star, 0.02), xycoords=("data", "axes fraction"), fontsize=8,
+                           color="grey", xytext=(3, 0), textcoords="offset points")
+        task = results.get("task") or {}
+        right.set_xlabel(f"probing attack on private '{task.get('private')}' (lower is more private)")
+        right.set_ylabel(f"utility probe on '{task.get('useful')}'")
+        right.set_title("Privacy and utility per artefact (x: failed)")
         fig.tight_layout()
         fig.savefig(path, format="png", dpi=100)
     finally:
@@ -160,6 +284,6 @@ def write_report(results: dict, json_path=None, markdown_path=None, plot_path=No
     if markdown_path:
         Path(markdown_path).write_text(_markdown_document(results), encoding="utf-8")
         written["markdown"] = str(markdown_path)
-    if plot_path and _plot_fps(rows, plot_path):
+    if plot_path and _plot_benchmark(results, plot_path):
         written["plot"] = str(plot_path)
     return written

@@ -336,6 +336,9 @@ class NpySource(RecordedSource):
             raise InputError(f"{self.uri}: not a plain numeric .npy ({error})") from None
         if self.frames.ndim == 2:     # a single depth or grey frame
             self.frames = self.frames[None]
+        if self.frames.ndim < 2 or len(self.frames) == 0 or self.frames[0].size == 0:
+            raise InputError(f"{self.uri}: the array of shape {self.frames.shape} holds no frames; expected "
+                             "(N, ...) frames with N >= 1, or one 2-D frame")
         self.modality = _array_modality(self.frames[0])
         self.length, self._count = len(self.frames), 0
 

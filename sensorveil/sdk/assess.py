@@ -3,10 +3,9 @@ bundle exactly as the device runs it (through the runtime, on the bundle's backe
 mechanism is measured by its own registered object (sensorveil.sdk.mechanisms)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from sensorveil.runtime.bundle import MANIFEST_NAME
+from sensorveil.runtime.bundle import MANIFEST_NAME, read_manifest
 from sensorveil.sdk import mechanisms
 from sensorveil.sdk.rundir import RUN_FILE, read_run
 
@@ -25,7 +24,7 @@ def evaluate_run(run_dir, attacker_epochs: int = 20) -> dict:
 
 def bundle_run_dir(bundle_dir) -> Path:
     """The training run a bundle was exported from: evaluation needs its dataset record and split seed."""
-    manifest = json.loads((Path(bundle_dir) / MANIFEST_NAME).read_text())
+    manifest = read_manifest(Path(bundle_dir))   # a corrupt manifest: one error naming the file
     run_dir = Path(manifest.get("training", {}).get("run", ""))
     if not (run_dir / RUN_FILE).is_file():
         raise FileNotFoundError(

@@ -1,0 +1,198 @@
+"""The peer beside us: `deface` and `sensorveil run` on the same real camera clip, cost per frame.
+
+    python scripts/compare_peers.py [--clip ../shared/media/walkway.avi] [--bundle BUNDLE] [--frames N]
+                                    [--out peers-out] [--json docs/peers.json] [--markdown docs/peers.md]
+
+Both tools run as the user would run them, as separate processes, one after the other, on the same
+file (the first --frames frames of the clip, re-encoded losslessly enough once, so both decode the same
+bytes), and both write an mp4 of what they produce:
+
+    deface CLIP -o OUT.mp4                                   (CenterFace in onnxruntime, blurs faces)
+    sensorveil run BUNDLE --source CLIP --sink OUT.mp4       (the 180x180 depth PR-GAN bundle through
+                                                              the camera demonstration path)
+
+Per tool: wall-clock seconds, frames per second over the whole run (process start and model load
+included, as a user experiences it), and CPU seconds per frame (user + system of the child process,
+from os.wait4: it counts every core the tool uses and is less sensitive to a busy machine than FPS).
+
+What is compared is cost per frame only. deface blurs the faces its detector finds and leaves the rest
+of the frame as it was; a sensorveil bundle privatizes a declared attribute of what it was trained on
+(here: identity in 180x180 overhead depth patches), and a camera frame reaches it through the
+demonstration path (grayscale, centre crop, resize). Neither tool's privacy is measured here.
+
+Without --bundle, a PR-GAN bundle on synthetic depth (180x180) is trained for one epoch and exported to
+ONNX: its privacy is irrelevant to the cost, its architecture and input size are those of the depth
+bundle. Every figure in the JSON and the Markdown page comes from this run; none is typed by hand.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from depth_bundle import depth_bundle   # scripts/depth_bundle.py
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SENSORVEIL_SHARED", REPO.parent / "shared"))
+DEFAULT_CLIP = SHARED / "media" / "walkway.avi"
+STATEMENT = ("deface blurs the faces its detector finds; sensorveil privatizes an attribute it was trained to "
+             "hide (here a depth bundle fed camera frames through the demonstration path). The tools do different "
+             "jobs: this table compares what each costs per frame on the same clip, not their privacy.")
+
+
+def cut_clip(clip: Path, frames: int | None, out: Path) -> tuple[Path, int]:
+    """The first ``frames`` frames of ``clip`` as an MJPG .avi both tools read (or the clip itself)."""
+    import cv2
+    capture = cv2.VideoCapture(str(clip))
+    if not capture.isOpened():
+        raise SystemExit(f"cannot open {clip}: expected a video file (see --clip)")
+    total = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
+    if frames is None or frames >= total:
+        capture.release()
+        return clip, total
+    fps = capture.get(cv2.CAP_PROP_FPS) or 25.0
+    writer, written = None, 0
+    while written < frames:
+        ok, frame = capture.read()
+        if not ok:
+            break
+        if writer is None:
+            writer = cv2.VideoWriter(str(out), cv2.VideoWriter_fourcc(*"MJPG"), fps, (frame.shape[1], frame.shape[0]))
+        writer.write(frame)
+        written += 1
+    capture.release()
+    writer.release()
+    return out, written
+
+
+def timed(argv: list[str], log: Path) -> dict:
+    """Run one tool to completion; wall seconds and the child's own CPU seconds (user + system)."""
+    started = time.perf_counter()
+    with open(log, "wb") as output:
+        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, cwd=REPO)
+        _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        tail = log.read_text(errors="replace")[-1500:]
+        raise SystemExit(f"{' '.join(argv[:4])} ... exited {code}; the end of its output ({log}):\n{tail}")
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_mb": usage.ru_maxrss / 1024}
+
+
+def frames_in_video(path: Path) -> int:
+    import cv2
+    capture = cv2.VideoCapture(str(path))
+    count = 0
+    while capture.grab():   # decoded, not the container's header: what was really written
+        count += 1
+    capture.release()
+    return count
+
+
+def shown(argv: list[str], out: Path) -> str:
+    """The command as a reader would type it: no interpreter path, files relative to the working folder."""
+    text = " ".join(str(a) for a in argv).replace(sys.executable, "python").replace(f"{out}/", "")
+    return text.replace(str(Path(sys.executable).with_name("deface")), "deface")
+
+
+def measure(name: str, argv: list[str], video: Path, frames: int, out: Path) -> dict:
+    figures = timed(argv, out / f"{name}.log")
+    written = frames_in_video(video)
+    return {"tool": name, "command": shown(argv, out), "frames_in": frames, "frames_written": written,
+            **figures, "fps": frames / figures["wall_s"], "cpu_s_per_frame": figures["cpu_s"] / frames,
+            "output": str(video)}
+
+
+def deface_command() -> list[str]:
+    script = Path(sys.executable).with_name("deface")
+    if not script.is_file() and shutil.which("deface") is None:
+        raise SystemExit("deface is not installed: pip install 'sensorveil[peers]' (or pip install deface)")
+    return [str(script) if script.is_file() else shutil.which("deface")]
+
+
+def bundle_facts(bundle: Path) -> dict:
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    mechanism = manifest["mechanism"]
+    return {"path": str(bundle), "mechanism": mechanism.get("name"), "useful": mechanism.get("useful"),
+            "private": mechanism.get("private"), "input_shape": manifest["input"]["sample_shape"]}
+
+
+def as_text(value) -> str:
+    return ", ".join(value) if isinstance(value, list) else str(value)
+
+
+def format_markdown(result: dict) -> str:
+    rows = ["| tool | what it does to a frame | frames | wall s | FPS | CPU s / frame | peak RSS MB |",
+            "|---|---|---:|---:|---:|---:|---:|"]
+    what = {"deface": "blurs detected faces (CenterFace, onnxruntime)",
+            "sensorveil": f"privatizes '{as_text(result['bundle']['private'])}' "
+                          f"({result['bundle']['mechanism']} bundle, {result['bundle']['input_shape']} input)"}
+    for row in result["rows"]:
+        rows.append(f"| {row['tool']} | {what[row['tool']]} | {row['frames_in']} | {row['wall_s']:.1f} | "
+                    f"{row['fps']:.1f} | {row['cpu_s_per_frame']:.4f} | {row['max_rss_mb']:.0f} |")
+    ratio = result["rows"][0]["cpu_s_per_frame"] / result["rows"][1]["cpu_s_per_frame"]
+    written = ", ".join(f"{row['tool']} {row['frames_written']}" for row in result["rows"])
+    return "\n".join([
+        "# sensorveil beside deface: cost per frame on the same camera clip", "",
+        f"Generated by `{result['command']}` on {result['date']} ({result['machine']}). Do not edit by hand.", "",
+        f"Clip: `{Path(result['clip']).name}`, {result['frames']} frames of {result['frame_size']}; frames "
+        f"written to each tool's mp4: {written}.", "",
+        *rows, "",
+        f"deface spends {ratio:.1f}x the CPU time per frame that sensorveil does on this clip.", "",
+        STATEMENT, "",
+        "FPS covers each whole process (start, model load, decode, the work, encoding the mp4), as a user runs it. "
+        "CPU seconds per frame add every core the tool used (user + system) and move less than FPS when the "
+        "machine is busy. The commands, one after the other:", "",
+        *[f"    {row['command']}" for row in result["rows"]], ""])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clip", type=Path, default=DEFAULT_CLIP, help="a real camera clip (default walkway.avi)")
+    parser.add_argument("--bundle", type=Path, default=None, help="a depth bundle (default: one trained here)")
+    parser.add_argument("--frames", type=int, default=None, help="the first N frames only (default: all)")
+    parser.add_argument("--out", type=Path, default=Path("peers-out"), help="working folder: videos and logs")
+    parser.add_argument("--json", type=Path, default=REPO / "docs" / "peers.json")
+    parser.add_argument("--markdown", type=Path, default=REPO / "docs" / "peers.md")
+    args = parser.parse_args(argv)
+    if not args.clip.is_file():
+        raise SystemExit(f"{args.clip} not found: expected the shared camera clip (set SENSORVEIL_SHARED or --clip)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out.resolve()
+    deface = deface_command()
+    bundle = (args.bundle or depth_bundle(out)).resolve()
+    clip, frames = cut_clip(args.clip.resolve(), args.frames, out / "clip.avi")
+    import cv2
+    capture = cv2.VideoCapture(str(clip))
+    size = f"{int(capture.get(cv2.CAP_PROP_FRAME_WIDTH))}x{int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT))}"
+    capture.release()
+    print(f"clip {clip} ({frames} frames, {size}); bundle {bundle}", flush=True)
+    rows = []
+    for name, command, video in (
+            ("deface", deface + [str(clip), "-o", str(out / "deface.mp4")], out / "deface.mp4"),
+            ("sensorveil", [sys.executable, "-m", "sensorveil", "run", str(bundle), "--source", str(clip),
+                            "--sink", str(out / "sensorveil.mp4"), "--json", str(out / "sensorveil-run.json")],
+             out / "sensorveil.mp4")):
+        print(f"running {name} ...", flush=True)
+        rows.append(measure(name, command, video, frames, out))
+        print(f"  {rows[-1]['fps']:.1f} FPS, {rows[-1]['cpu_s_per_frame']:.4f} CPU s/frame", flush=True)
+    command = "python scripts/compare_peers.py" + (f" --frames {args.frames}" if args.frames else "")
+    result = {"command": command, "date": time.strftime("%Y-%m-%d"),
+              "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical cores",
+              "clip": str(args.clip), "frames": frames, "frame_size": size, "bundle": bundle_facts(bundle),
+              "rows": rows, "statement": STATEMENT}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2) + "\n")
+    args.markdown.write_text(format_markdown(result))
+    print(format_markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

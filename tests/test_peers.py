@@ -1,0 +1,31 @@
+"""scripts/compare_peers.py runs deface and `sensorveil run` on the same clip and writes the table."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import WALKWAY
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_compare_peers_runs_both_tools_on_the_same_frames(depth_bundle, tmp_path):
+    pytest.importorskip("deface", reason="the peer comparison needs deface (pip install 'sensorveil[peers]')")
+    if not WALKWAY.is_file():
+        pytest.skip(f"walkway.avi not found at {WALKWAY} (set SENSORVEIL_SHARED)")
+    out_json, out_md = tmp_path / "peers.json", tmp_path / "peers.md"
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "compare_peers.py"), "--frames", "8",
+                           "--bundle", str(depth_bundle), "--out", str(tmp_path / "work"), "--json", str(out_json),
+                           "--markdown", str(out_md)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    result = json.loads(out_json.read_text())
+    assert [row["tool"] for row in result["rows"]] == ["deface", "sensorveil"]
+    for row in result["rows"]:
+        assert row["frames_in"] == 8 and row["frames_written"] == 8   # every frame went through each tool
+        assert row["cpu_s_per_frame"] > 0 and row["fps"] > 0
+    page = out_md.read_text()
+    assert "not their privacy" in page and "| deface |" in page and "| sensorveil |" in page
