@@ -69,7 +69,7 @@ def epochs_line(run: dict, attacker_epochs: int) -> str:
     return "epochs: " + ", ".join(parts)
 
 
-def threshold_warning(run: dict) -> str | None:
+def threshold_warning(run: dict) -> "str | None":
     """PR-GAN section 6.4 keeps the most private setting that holds the utility threshold; when none
     does, the run keeps the most useful one and its figures are not at the promised utility."""
     selection = run.get("selection") or {}
@@ -230,9 +230,12 @@ def _print_stream_report(report: dict) -> None:
         print("  " + line)
     for error in report.get("errors", []):
         print(f"  bad frame: {error}")
+    if report.get("frames_missing"):
+        print(f"sensorveil: warning: the source announced {report['frames_announced']} frames and ended "
+              f"{report['frames_missing']} short of that (a damaged or truncated file?)", file=sys.stderr)
 
 
-def explain_overhead(report: dict) -> list[str]:
+def explain_overhead(report: dict) -> "list[str]":
     """The runtime's added time per frame in words: the JSON's *_fraction keys are ratios to the
     model's own time (8.9 means nine times the model's time, not 8.9 %)."""
     if report.get("runtime_added_fraction") is None:
@@ -251,7 +254,7 @@ def cmd_run(args) -> int:
     from sensorveil.runtime.preprocess import is_depth_spec
     from sensorveil.runtime.sinks import open_sink
     from sensorveil.runtime.sources import open_source
-    from sensorveil.runtime.stream import Stream
+    from sensorveil.runtime.stream import Stream, sigterm_as_interrupt
     privatizer = Privatizer.load(args.bundle, backend=args.backend)
     spec = privatizer.output_spec
     with open_source(args.source) as source:
@@ -259,8 +262,9 @@ def cmd_run(args) -> int:
         stream = Stream(privatizer, source, sink, frames=args.frames, depth_output=args.depth_output)
         progress = _progress(source, args.frames)
         try:
-            for _ in stream:
-                progress.update(stream.counters)
+            with sigterm_as_interrupt():   # systemd and docker stop with SIGTERM: end like Ctrl-C
+                for _ in stream:
+                    progress.update(stream.counters)
         except KeyboardInterrupt:   # an endless sensor stream ends here; its counters still matter
             pass
         finally:

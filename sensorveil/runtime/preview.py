@@ -23,7 +23,7 @@ from sensorveil.runtime.errors import BackendUnavailableError, InputError
 from sensorveil.runtime.privatizer import Privatizer
 from sensorveil.runtime.sinks import colorize, open_video_writer
 from sensorveil.runtime.sources import Source, _cv2
-from sensorveil.runtime.stream import Result, Stream
+from sensorveil.runtime.stream import Result, Stream, sigterm_as_interrupt
 
 VIEWS = (("raw", "privatized", "difference"), ("raw", "privatized"), ("privatized",))
 STRIP_PX = 28            # label/overlay strip above the panels
@@ -136,20 +136,23 @@ def preview(privatizer: Privatizer, source: Source, out: "str | Path | None" = N
     state = {"view": 0, "paused": False, "quit": False}
     recent = collections.deque(maxlen=30)
     try:
-        for result in stream:
-            recent.append(time.perf_counter())
-            fps = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 1 else 0.0
-            latency = sum(result.timings_ms[stage] for stage in ("preprocess", "inference", "postprocess"))
-            if progress is not None:
-                progress.update(stream.counters)
-            if writer is not None:   # the file always carries the full three-panel view
-                full = composer.compose(result, VIEWS[0], fps, latency)
-                writer.write(full)
-                sheet.add(full)
-            if window is not None:
-                _show(window, composer, result, fps, latency, state, None if source.live else source.fps)
-                if state["quit"]:
-                    break
+        with sigterm_as_interrupt():   # Ctrl-C or SIGTERM: the video is finalised and the report kept
+            for result in stream:
+                recent.append(time.perf_counter())
+                fps = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 1 else 0.0
+                latency = sum(result.timings_ms[stage] for stage in ("preprocess", "inference", "postprocess"))
+                if progress is not None:
+                    progress.update(stream.counters)
+                if writer is not None:   # the file always carries the full three-panel view
+                    full = composer.compose(result, VIEWS[0], fps, latency)
+                    writer.write(full)
+                    sheet.add(full)
+                if window is not None:
+                    _show(window, composer, result, fps, latency, state, None if source.live else source.fps)
+                    if state["quit"]:
+                        break
+    except KeyboardInterrupt:
+        pass
     finally:
         if progress is not None:
             progress.close(stream.counters)

@@ -12,19 +12,9 @@ LOG_EVERY_S = 5.0
 
 def expected_frames(source) -> "int | None":
     """How many frames a recorded source holds, when it can tell; None for live sensors."""
-    inner = getattr(source, "inner", source)   # Reconnecting wraps live sources only
-    if getattr(inner, "live", False):
+    if getattr(source, "live", False):
         return None
-    if getattr(inner, "length", 0):            # depthdir:, npy:
-        return int(inner.length)
-    if getattr(inner, "frames", None) and isinstance(inner.frames, int):   # synthetic-depth with a bound
-        return inner.frames
-    capture = getattr(inner, "capture", None)  # video files: the container's frame count
-    if capture is not None:
-        import cv2   # the source already imported it
-        count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
-        return count if count > 0 else None
-    return None
+    return getattr(source, "announced_frames", None)
 
 
 class Progress:

@@ -128,7 +128,8 @@ class UdpSink(Sink):
     """
 
     def __init__(self, host: str, port: int, max_payload: int = 60000):
-        self.address, self.max_payload = (host, int(port)), int(max_payload)
+        self.address = resolve_udp_address(host, port)   # once: not a DNS lookup per datagram
+        self.max_payload = int(max_payload)
         self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 
     def write(self, output: np.ndarray, frame: Frame) -> None:
@@ -148,6 +149,21 @@ class UdpSink(Sink):
 
     def close(self) -> None:
         self.socket.close()
+
+
+def resolve_udp_address(host: str, port) -> "tuple[str, int]":
+    """``host``, ``port`` -> the IPv4 (address, port) every datagram goes to; one InputError otherwise."""
+    try:
+        port = int(port)
+    except (TypeError, ValueError):
+        port = -1
+    if not 1 <= port <= 65535:
+        raise InputError(f"udp sink: port {port!r} is out of range; expected udp://HOST:PORT with PORT 1-65535")
+    try:
+        return socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM)[0][4][:2]
+    except (socket.gaierror, UnicodeError) as error:
+        raise InputError(f"udp sink: cannot resolve host {host!r} ({error}); expected a name or IPv4 address "
+                         "of the receiver") from None
 
 
 MAGIC = b"SVL1"

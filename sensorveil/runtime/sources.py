@@ -40,6 +40,13 @@ SOURCE_FORMS = ("camera:N", "VIDEO_FILE", "rtsp://URL", "kinect[:SERIAL]", "k4a[
 NETWORK_SCHEMES = ("rtsp://", "rtsps://", "rtmp://", "http://", "https://", "udp://", "tcp://")
 DEPTH_MAX_MM = 4500        # Kinect v2's and Azure Kinect NFOV's working range ends here
 KINECT_V2_TICK_S = 1e-4    # libfreenect2 frame timestamps count 0.1 ms ticks
+# Frames above this many pixels are refused (a bad frame), before decoding where the format allows:
+# a small 12000x12000 16-bit PNG decodes to 288 MB, and a sensor stream has no business sending it.
+# 16.7 MP covers 4K cameras (8.3 MP) and every depth sensor with room to spare.
+MAX_FRAME_PIXELS = 4096 * 4096
+# A damaged video: OpenCV's read() fails at the damage, and often reads on past it; when this many
+# reads in a row fail, the file has ended (the stream then reports how many frames never came).
+READS_PAST_DAMAGE = 5
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,7 @@ class Source:
 
     live = False
     fps: "float | None" = None
+    announced_frames: "int | None" = None   # how many frames a recorded source says it holds
 
     def __init__(self, uri: str):
         self.uri = uri
@@ -132,22 +140,52 @@ class OpenCVSource(Source):
                              "file OpenCV's FFmpeg backend reads (avi, mp4, mkv, ...)")
         self.fps = self.capture.get(cv2.CAP_PROP_FPS) or None
         self._cv2 = cv2
+        width, height = (int(self.capture.get(prop)) for prop in (cv2.CAP_PROP_FRAME_WIDTH, cv2.CAP_PROP_FRAME_HEIGHT))
+        if width * height > MAX_FRAME_PIXELS:
+            self.close()
+            raise InputError(f"{self.uri}: {width}x{height} frames exceed the cap of {MAX_FRAME_PIXELS:,} pixels; "
+                             "expected a sensor stream (sources.MAX_FRAME_PIXELS)")
+        if not self.live:
+            self.announced_frames = int(self.capture.get(cv2.CAP_PROP_FRAME_COUNT)) or None
+        self._after_damage = None
 
     def read(self) -> "Frame | None":
-        cv2 = self._cv2
+        if self._after_damage is not None:   # read past a damaged spot, handed out after its BadFrame
+            frame, self._after_damage = self._after_damage, None
+            return frame
         ok, image = self.capture.read()
         if not ok:
             if self.live:
                 raise SourceDisconnected(f"{self.uri}: no frame from OpenCV (camera or stream dropped)")
-            return None
+            return self._read_past_damage()
+        return self._frame(image)
+
+    def _frame(self, image) -> Frame:
+        cv2 = self._cv2
         if image is None or image.size == 0:
             raise BadFrame(f"{self.uri}: empty frame; expected an HxWx3 uint8 image")
+        check_pixels(image.shape, self.uri)
         if self.live:
             index, timestamp = self._next_index(), time.monotonic()
         else:   # the file's own frame number; its time at the file's nominal rate
             index = int(self.capture.get(cv2.CAP_PROP_POS_FRAMES)) - 1
             timestamp = index / self.fps if self.fps else self.capture.get(cv2.CAP_PROP_POS_MSEC) / 1000.0
         return Frame(image, timestamp, index, "color" if image.ndim == 3 else "gray")
+
+    def _read_past_damage(self) -> "Frame | None":
+        """A file's read failed before the frame count it announced: OpenCV often reads on past damaged
+        data. If it does, the failure is one bad frame (counted) and the next read returns what followed;
+        if it does not, the file has ended and the stream reports the frames it never delivered."""
+        position = int(self.capture.get(self._cv2.CAP_PROP_POS_FRAMES))
+        if self.announced_frames is None or position >= self.announced_frames:
+            return None
+        for _ in range(READS_PAST_DAMAGE):
+            ok, image = self.capture.read()
+            if ok:
+                self._after_damage = self._frame(image)
+                raise BadFrame(f"{self.uri}: frame {position} of {self.announced_frames} could not be decoded "
+                               "(damaged data); skipped")
+        return None
 
     def close(self) -> None:
         if self.capture is not None:
@@ -313,9 +351,13 @@ class DepthDirSource(RecordedSource):
         if not self.files:
             raise InputError(f"{self.uri}: no .png files in {self.path}; expected 16-bit PNG depth frames (mm)")
         self.length, self._count = len(self.files), 0
+        self.announced_frames = self.length
 
     def _load(self, index: int) -> np.ndarray:
         path = self.files[index]
+        size = png_size(path)
+        if size is not None:   # refused from its header, before a decoder allocates the pixels
+            check_pixels(size, path.name)
         image = _cv2().imread(str(path), -1)   # -1 = IMREAD_UNCHANGED: keep 16 bits
         if image is None or image.ndim != 2 or image.dtype != np.uint16:
             found = "unreadable" if image is None else f"{image.dtype} {image.shape}"
@@ -339,11 +381,35 @@ class NpySource(RecordedSource):
         if self.frames.ndim < 2 or len(self.frames) == 0 or self.frames[0].size == 0:
             raise InputError(f"{self.uri}: the array of shape {self.frames.shape} holds no frames; expected "
                              "(N, ...) frames with N >= 1, or one 2-D frame")
+        if self.frames[0].size > MAX_FRAME_PIXELS * 4:   # 4: a colour frame's channels and then some
+            raise InputError(f"{self.uri}: frames of shape {self.frames.shape[1:]} exceed the cap of "
+                             f"{MAX_FRAME_PIXELS:,} pixels; expected a sensor stream (sources.MAX_FRAME_PIXELS)")
         self.modality = _array_modality(self.frames[0])
         self.length, self._count = len(self.frames), 0
+        self.announced_frames = self.length
 
     def _load(self, index: int) -> np.ndarray:
         return np.asarray(self.frames[index])
+
+
+def check_pixels(shape, what: str) -> None:
+    """A BadFrame for a frame of more than MAX_FRAME_PIXELS pixels (height x width of ``shape``)."""
+    height, width = int(shape[0]), int(shape[1])
+    if height * width > MAX_FRAME_PIXELS:
+        raise BadFrame(f"{what}: a {width}x{height} frame exceeds the cap of {MAX_FRAME_PIXELS:,} pixels; "
+                       "refused (expected sensor-sized frames)")
+
+
+def png_size(path: Path) -> "tuple[int, int] | None":
+    """(height, width) from a PNG's IHDR chunk, without decoding; None if it is not a PNG."""
+    try:
+        with open(str(path), "rb") as handle:
+            head = handle.read(24)
+    except OSError:
+        return None   # the decoder's own error names it
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(head[20:24], "big"), int.from_bytes(head[16:20], "big")
 
 
 def _array_modality(frame: np.ndarray) -> str:
@@ -368,6 +434,7 @@ class SyntheticDepthSource(Source):
     def __init__(self, uri: str, seed: "int | None" = None, loop_frames: int = 30, frames: "int | None" = None):
         super().__init__(uri)
         self.seed, self.loop_frames, self.frames = seed, loop_frames, frames
+        self.announced_frames = frames
 
     def open(self) -> None:
         from sensorveil.runtime.synthetic_depth import walk_through_door
@@ -404,6 +471,10 @@ class Reconnecting(Source):
     @property
     def fps(self):
         return self.inner.fps
+
+    @property
+    def announced_frames(self):
+        return self.inner.announced_frames
 
     def open(self) -> None:
         try:

@@ -21,9 +21,17 @@ the report says ``"split": "combined"``.
 Counters: ``frames_in`` (frames read), ``frames_out`` (privatized and delivered), ``bad``
 (unreadable or invalid frames: counted and skipped, the stream goes on), ``dropped`` (gaps in
 the sensor's or file's frame numbers, plus outputs a sink failed to deliver) and
-``reconnects`` (live source reopened after a disconnect).
+``reconnects`` (live source reopened after a disconnect). A recorded source that ends before the
+number of frames it announced is reported with ``frames_missing`` (a damaged or truncated file).
+
+The pre-processor follows the bundle and each frame: it is chosen per kind of frame (shape, dtype,
+modality) and kept for frames of that kind, so one odd frame cannot switch a whole stream to another
+path; ``preprocessors`` in the report counts the frames each path took.
 """
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -80,6 +88,10 @@ class Stream:
         self.privatizer, self.source, self.sink = privatizer, source, sink
         self.max_frames, self.warmup, self.depth_output = frames, warmup, depth_output
         self.preprocessor = preprocessor
+        self.fixed_preprocessor = preprocessor is not None   # the caller's choice serves every frame
+        self.preprocessors = {}        # kind of frame -> its pre-processor (see the module docstring)
+        self.preprocessed = {}         # pre-processor name -> frames it prepared
+        self.source_ended = False
         self.split = privatizer.single_model
         self.counters = Counters()
         # the newest TIMING_WINDOW frames per stage: a stream that runs for days keeps bounded memory
@@ -88,6 +100,7 @@ class Stream:
         self.timed_wall_s = 0.0
         self._last_index: "int | None" = None
         self._unreadable_since_last = 0
+        self.unreadable = 0            # frames the source could not read or decode (also in bad)
 
     def __iter__(self) -> Iterator[Result]:
         timed_since = time.perf_counter() if self.warmup == 0 else None
@@ -116,14 +129,15 @@ class Stream:
         except BadFrame as error:
             self._bad(error)
             self._unreadable_since_last += 1   # it used a frame number: not a dropped frame
+            self.unreadable += 1
             return False
         if frame is None:
+            self.source_ended = True
             return None
         self.counters.frames_in += 1
         self._count_gap(frame.index)
         t_pre = clock()
-        if self.preprocessor is None:   # chosen from the first frame; a mismatch is a setup error
-            self.preprocessor = make_preprocessor(frame, self.privatizer.input_spec, self.depth_output)
+        self.preprocessor = self._preprocessor_for(frame)
         try:
             sample, context = self.preprocessor.prepare(frame)
             t_units_in = clock()
@@ -163,6 +177,24 @@ class Stream:
         timings["units"] = ((t_infer - t_units_in) + (t_units_out - t_post)) * 1e3
         return Result(frame, sample, privatized, output, timings)
 
+    def _preprocessor_for(self, frame: Frame):
+        if not self.fixed_preprocessor:
+            kind = (frame.data.shape, frame.data.dtype.str, frame.modality)
+            if kind not in self.preprocessors:
+                self.preprocessors[kind] = make_preprocessor(frame, self.privatizer.input_spec, self.depth_output)
+            self.preprocessor = self.preprocessors[kind]
+        name = getattr(self.preprocessor, "name", type(self.preprocessor).__name__)
+        self.preprocessed[name] = self.preprocessed.get(name, 0) + 1
+        return self.preprocessor
+
+    def frames_missing(self) -> "int | None":
+        """Frames a recorded source announced but never delivered, once it has ended; else None."""
+        announced = getattr(self.source, "announced_frames", None)
+        if not (self.source_ended and announced):
+            return None
+        seen = self.counters.frames_in + self.unreadable + max(self.counters.dropped - self.counters.undelivered, 0)
+        return max(int(announced) - seen, 0)
+
     def _bad(self, error: Exception) -> None:
         self.counters.bad += 1
         self.counters.record_error(error)
@@ -178,6 +210,9 @@ class Stream:
         timed = self.timed_frames
         stages = {stage: summarize_ms(values) for stage, values in self.samples_ms.items() if values}
         report = {"source": self.source.uri, "preprocessor": getattr(self.preprocessor, "name", None),
+                  "preprocessors": dict(self.preprocessed),
+                  "frames_announced": getattr(self.source, "announced_frames", None),
+                  "frames_missing": self.frames_missing(),
                   "split": "stages" if self.split else "combined",
                   **{key: value for key, value in vars(self.counters).items()},
                   "timed_frames": timed, "warmup_frames": self.warmup, "stages_ms": stages}
@@ -213,13 +248,32 @@ def runtime_overhead(stages: dict) -> dict:
             "units_fraction": units / model if model > 0 else None}
 
 
+@contextmanager
+def sigterm_as_interrupt():
+    """SIGTERM (what systemd and docker send) ends a stream like Ctrl-C: the report is written and
+    the sink's container finalised. Only the main thread may set handlers; elsewhere, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_stream(privatizer: Privatizer, source: Source, sink: "Sink | None" = None, frames: "int | None" = None,
                warmup: int = 0, depth_output: str = "patch") -> dict:
     """Run until the source ends, ``frames`` frames are out or Ctrl-C; return the stream's report."""
     stream = Stream(privatizer, source, sink, frames=frames, warmup=warmup, depth_output=depth_output)
     try:
-        for _ in stream:
-            pass
+        with sigterm_as_interrupt():
+            for _ in stream:
+                pass
     except KeyboardInterrupt:   # an endless sensor stream ends here; its counters still matter
         pass
     return stream.report()

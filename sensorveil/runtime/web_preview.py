@@ -27,7 +27,6 @@ import collections
 import html
 import ipaddress
 import json
-import signal
 import socket
 import sys
 import threading
@@ -40,7 +39,7 @@ from sensorveil.runtime.errors import BackendUnavailableError, InputError
 from sensorveil.runtime.preview import ViewComposer
 from sensorveil.runtime.privatizer import Privatizer
 from sensorveil.runtime.sources import Source, _cv2
-from sensorveil.runtime.stream import STAGES, Counters, Stream
+from sensorveil.runtime.stream import STAGES, Counters, Stream, sigterm_as_interrupt
 
 DEFAULT_HOST = "127.0.0.1"
 BOUNDARY = "sensorveil-frame"
@@ -338,29 +337,17 @@ def serve(privatizer: Privatizer, open_source: Callable[[], Source], address: st
     server = _feed_server(config, feed)
     # uvicorn shuts down gracefully on SIGINT/SIGTERM, then hands the signal on to the previous
     # handler; SIGTERM's default would kill the process before the report is printed
-    previous = _on_sigterm(_interrupt)
     try:
-        server.run(sockets=[sock])
+        with sigterm_as_interrupt():
+            server.run(sockets=[sock])
     except KeyboardInterrupt:   # the normal way to stop
         pass
     finally:
-        _on_sigterm(previous)
         feed.stop()
         sock.close()
     if feed.error:
         raise InputError(f"the stream failed: {feed.error}")
     return feed.report()
-
-
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
-def _on_sigterm(handler):
-    """Install a SIGTERM handler (main thread only, where Python allows it); return the previous one."""
-    if handler is None or threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signal.SIGTERM, handler)
 
 
 def _listening_socket(host: str, port: int) -> socket.socket:
