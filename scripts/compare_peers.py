@@ -182,7 +182,8 @@ def main(argv=None) -> int:
         print(f"running {name} ...", flush=True)
         rows.append(measure(name, command, video, frames, out))
         print(f"  {rows[-1]['fps']:.1f} FPS, {rows[-1]['cpu_s_per_frame']:.4f} CPU s/frame", flush=True)
-    command = "python scripts/compare_peers.py" + (f" --frames {args.frames}" if args.frames else "")
+    command = "python scripts/compare_peers.py" + (f" --frames {args.frames}" if args.frames else "") + \
+        (" --bundle BUNDLE (the one depth_bundle.py builds; see bundle in the JSON)" if args.bundle else "")
     result = {"command": command, "date": time.strftime("%Y-%m-%d"),
               "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical cores",
               "clip": str(args.clip), "frames": frames, "frame_size": size, "bundle": bundle_facts(bundle),

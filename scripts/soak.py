@@ -61,7 +61,8 @@ def spread_and_slope(samples: list[tuple[float, float]]) -> dict:
             "slope_mb_per_hour": slope}
 
 
-def soak(bundle: Path, seconds: float, interval_s: float, warmup_s: float, bad_every: int, log=print) -> dict:
+def soak(bundle: Path, seconds: float, interval_s: float, warmup_s: float, bad_every: int, log=None) -> dict:
+    log = log or (lambda line: print(line, flush=True))   # a log file sees each minute as it comes
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from sensorveil.runtime import Privatizer
     from sensorveil.runtime.sinks import open_sink

@@ -153,7 +153,24 @@ def _validation_detail(record: dict) -> str:
     return f"({record.get('reason', '')})"
 
 
+def cmd_streams(args) -> int:
+    """benchmark --streams N: N sensors into one runtime, aggregate FPS and latency per stream count."""
+    from sensorveil.benchmarks.formats import is_run_dir
+    from sensorveil.benchmarks.multi_stream import benchmark_streams, format_streams
+    if args.formats is not None or is_run_dir(args.bundle):
+        raise UsageError("--streams measures one bundle; it does not take a run directory or --formats")
+    source = args.source or "synthetic-depth"
+    result = benchmark_streams(args.bundle, source, args.streams, rounds=min(args.frames, 200),
+                               backend="auto" if args.backend == "all" else args.backend,
+                               log=lambda line: print(line, file=sys.stderr, flush=True))
+    print(format_streams(result))
+    _write_json(result, args.json)
+    return 0
+
+
 def cmd_benchmark(args) -> int:
+    if args.streams is not None:
+        return cmd_streams(args)
     from sensorveil.benchmarks.formats import benchmark_formats, is_run_dir
     from sensorveil.benchmarks.report import format_summary, write_report
     from sensorveil.benchmarks.stream_bench import format_estimates
@@ -411,6 +428,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--frames", type=positive_int, default=500, help="timed iterations (and stream frames with --source)")
     p.add_argument("--source", default=None, help="also measure end-to-end stream FPS on this source "
                    "(camera:N, video file, kinect, k4a, depthdir:PATH, npy:PATH, synthetic-depth)")
+    p.add_argument("--streams", type=positive_int, default=None, metavar="N",
+                   help="N copies of --source (default synthetic-depth) into one runtime, batched: aggregate FPS "
+                        "and p95 latency for 1, 2, 4, ... N streams (how many sensors one board serves)")
     p.add_argument("--json", default=None, help="write JSON (+ .md table and .png plot beside it)")
     p.set_defaults(func=cmd_benchmark)
 

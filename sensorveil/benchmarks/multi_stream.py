@@ -1,0 +1,108 @@
+"""`sensorveil benchmark BUNDLE --streams N --source SRC`: how many sensors one board serves.
+
+N sources (the same SOURCE opened N times, each with its own pre-processor, as N cameras would be)
+feed one runtime. Each round reads one frame from every source, pre-processes each, privatizes the N
+samples in ONE batched call (backends run a batch faster per sample than single calls: one kernel
+launch and better use of the cores), and restores each. For every stream count n in 1, 2, 4, ..., N:
+
+* aggregate FPS: all frames privatized / wall time;
+* per-frame latency p50 and p95: a frame waits for its whole round, so its latency is the round's
+  time, from the first read to the last restore.
+
+A user reads the row where the per-stream FPS still reaches the sensor's rate (30 for a Kinect or a
+camera) as the number of sensors one board serves at that rate.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from sensorveil.runtime import Privatizer
+from sensorveil.runtime.preprocess import make_preprocessor
+from sensorveil.runtime.sources import open_source
+
+SENSOR_FPS = 30.0
+
+
+def stream_counts(most: int) -> list[int]:
+    """1, 2, 4, ... up to ``most``, and ``most`` itself."""
+    counts, n = [], 1
+    while n < most:
+        counts.append(n)
+        n *= 2
+    return counts + [most]
+
+
+def one_round(privatizer: Privatizer, sources: list, preprocessors: list) -> bool:
+    """Read, prepare, privatize as one batch, restore; False when a source has ended."""
+    frames = [source.read() for source in sources]
+    if any(frame is None for frame in frames):
+        return False
+    for i, frame in enumerate(frames):
+        if preprocessors[i] is None:
+            preprocessors[i] = make_preprocessor(frame, privatizer.input_spec)
+    prepared = [pre.prepare(frame) for pre, frame in zip(preprocessors, frames)]
+    privatized = privatizer(np.stack([sample for sample, _ in prepared]))
+    for pre, output, (sample, context) in zip(preprocessors, privatized, prepared):
+        if output.shape == sample.shape:
+            pre.restore(output, context)
+    return True
+
+
+def measure_streams(privatizer: Privatizer, source: str, streams: int, rounds: int, warmup: int = 5) -> dict:
+    """One row: ``streams`` sources through one runtime for ``rounds`` timed rounds."""
+    opened = [open_source(source) for _ in range(streams)]
+    try:
+        for each in opened:
+            each.open()
+        preprocessors = [None] * streams
+        for _ in range(warmup):
+            one_round(privatizer, opened, preprocessors)
+        latencies, started = [], time.perf_counter()
+        for _ in range(rounds):
+            begun = time.perf_counter()
+            if not one_round(privatizer, opened, preprocessors):
+                break
+            latencies.append((time.perf_counter() - begun) * 1e3)
+        wall = time.perf_counter() - started
+    finally:
+        for each in opened:
+            each.close()
+    if not latencies:
+        raise ValueError(f"{source} delivered no frames after the warm-up; expected a source with more frames")
+    fps = streams * len(latencies) / wall
+    p50, p95 = np.percentile(latencies, [50, 95])
+    return {"streams": streams, "rounds": len(latencies), "aggregate_fps": fps, "per_stream_fps": fps / streams,
+            "latency_p50_ms": float(p50), "latency_p95_ms": float(p95),
+            "keeps_sensor_rate": fps / streams >= SENSOR_FPS}
+
+
+def benchmark_streams(bundle_dir, source: str, streams: int, rounds: int = 200, backend: str = "auto",
+                      log=print) -> dict:
+    if streams < 1:
+        raise ValueError(f"--streams {streams}: expected 1 or more")
+    privatizer = Privatizer.load(bundle_dir, backend=backend)
+    rows = []
+    for n in stream_counts(streams):
+        log(f"{n} stream(s) of {source} through one {privatizer.backend_name} runtime")
+        rows.append(measure_streams(privatizer, source, n, rounds))
+    served = [row["streams"] for row in rows if row["keeps_sensor_rate"]]
+    return {"bundle": str(bundle_dir), "source": source, "backend": privatizer.backend_name,
+            "batched": True, "sensor_fps": SENSOR_FPS, "rows": rows,
+            "most_streams_at_sensor_rate": max(served) if served else 0}
+
+
+def format_streams(result: dict) -> str:
+    """The terminal table, one row per stream count (fits 80 columns)."""
+    lines = [f"{result['source']} x N into one {result['backend']} runtime (one batched call per round)",
+             f"{'streams':>7} {'aggregate FPS':>13} {'per stream':>10} {'p50 ms':>8} {'p95 ms':>8}  "
+             f"{'>= ' + format(result['sensor_fps'], '.0f') + ' FPS each':>14}"]
+    for row in result["rows"]:
+        lines.append(f"{row['streams']:7d} {row['aggregate_fps']:13,.1f} {row['per_stream_fps']:10,.1f} "
+                     f"{row['latency_p50_ms']:8.2f} {row['latency_p95_ms']:8.2f}  "
+                     f"{'yes' if row['keeps_sensor_rate'] else 'no':>14}")
+    lines += ["latency: a frame waits for its round (all N frames read, privatized in one batch, restored).",
+              f"Of the counts measured, up to {result['most_streams_at_sensor_rate']} stream(s) keep "
+              f"{result['sensor_fps']:.0f} FPS each on this machine."]
+    return "\n".join(lines)
