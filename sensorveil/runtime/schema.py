@@ -224,10 +224,12 @@ def validate_artifacts(where, manifest):
         if not isinstance(graphs, dict) or not graphs:
             raise ManifestError("{}: artifact {!r} 'graphs' must map graph names to {{'file': ...}}".format(where, backend))
         for graph, entry in graphs.items():
-            validate_graph_entry(where, subpath(path + ".graphs", need_text(where, path + ".graphs key", graph)),
-                                 entry, files)
-        if backend == "tensorrt":
-            validate_tensorrt_build(where, path + ".build", artifact.get("build"), files)
+            graph_path = subpath(path + ".graphs", need_text(where, path + ".graphs key", graph))
+            validate_graph_entry(where, graph_path, entry, files)
+            if backend == "tensorrt":     # build settings per graph, or shared by all (graph_artifact merges)
+                build = entry.get("build", artifact.get("build"))
+                validate_tensorrt_build(where, graph_path + ".build" if "build" in entry else path + ".build",
+                                        build, files)
 
 
 def validate_graph_entry(where, path, entry, files):
