@@ -128,7 +128,7 @@ def cmd_export(args) -> int:
     from sensorveil.export import export_run
     out = export_run(args.run_dir, args.format, args.out, precision=args.precision,
                      include_samples=not args.index_only, target=args.target, calibration=args.calibration,
-                     int8_check=not args.skip_int8_privacy_check)
+                     int8_check=not args.skip_int8_privacy_check, sign_key=args.sign)
     manifest = json.loads((out / "manifest.json").read_text())
     for record in manifest.get("validation", []):
         print(f"validation {record['backend']} ({record.get('precision', '')}): {record['status']} "
@@ -138,7 +138,16 @@ def cmd_export(args) -> int:
     if uncompiled:
         print("not yet compiled for the Edge TPU; on an x86-64 Linux host with edgetpu_compiler run:\n  "
               + "\n  ".join(uncompiled) + "\nthen re-run the export there, or copy the compiled file in and re-export")
-    print(f"bundle written to {out}")
+    print(f"bundle written to {out}" + (f", signed with {args.sign} (manifest.sig)" if args.sign else ""))
+    return 0
+
+
+def cmd_keys(args) -> int:
+    from sensorveil.export.signing import generate_key_pair
+    private_path, public_path = generate_key_pair(args.out)
+    print(f"wrote {private_path} (private: sign with `sensorveil export ... --sign {private_path}`; keep it off "
+          f"the devices)\nwrote {public_path} (public: give it to devices as trusted_keys=[...] or "
+          "SENSORVEIL_TRUSTED_KEYS)")
     return 0
 
 
@@ -273,6 +282,7 @@ def cmd_run(args) -> int:
     from sensorveil.runtime.sources import open_source
     from sensorveil.runtime.stream import Stream, sigterm_as_interrupt
     privatizer = Privatizer.load(args.bundle, backend=args.backend)
+    print(f"bundle signature: {privatizer.signature['status']} ({privatizer.signature['detail']})")
     spec = privatizer.output_spec
     with open_source(args.source) as source:
         sink = open_sink(args.sink, fps=source.fps, value_range=(spec.low, spec.high), depth=is_depth_spec(spec))
@@ -412,7 +422,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="bundle directory to write")
     p.add_argument("--index-only", action="store_true",
                    help="pass: leave the substitute samples out (the device emits bank indices only)")
+    p.add_argument("--sign", default=None, metavar="KEY",
+                   help="sign the manifest with this Ed25519 private key (PEM; `sensorveil keys generate`)")
     p.set_defaults(func=cmd_export)
+
+    p = verbs.add_parser("keys", help="an Ed25519 key pair for signing bundles")
+    p.add_argument("action", choices=("generate",))
+    p.add_argument("--out", required=True, help="folder for signer.key (private, mode 0600) and signer.pub")
+    p.set_defaults(func=cmd_keys)
 
     p = verbs.add_parser("benchmark", help="one table: status, size, privacy, latency and FPS per format/backend")
     p.add_argument("bundle", metavar="BUNDLE|RUN_DIR", help="a bundle (one row per backend), or a training run "

@@ -92,7 +92,7 @@ def test_tampered_model_file_is_refused(digits_bundle, tmp_path):
     (lambda m: m.update(schema_version=99), "schema_version 99 is not supported"),
     (lambda m: m.pop("input"), "lacks required keys"),
     (lambda m: m["files"].update({"../outside": {"sha256": "0", "size": 1}}), "outside the bundle"),
-    (lambda m: m["files"].update({"missing.bin": {"sha256": "0", "size": 1}}), "missing"),
+    (lambda m: m["files"].update({"missing.bin": {"sha256": "0" * 64, "size": 1}}), "is missing"),
     (lambda m: m["input"].pop("normalization"), "lacks ['normalization']"),
     (lambda m: m["artifacts"].update({"onnxruntime": {"graphs": {"model": {"file": "nowhere.onnx"}}}}), "not listed"),
     (lambda m: m["artifacts"]["onnxruntime"].pop("graphs"), "with a 'graphs' key"),

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from sensorveil import __version__
-from sensorveil.runtime.bundle import MANIFEST_NAME, SCHEMA_VERSION, file_record, open_bundle
+from sensorveil.runtime.bundle import MANIFEST_NAME, SCHEMA_VERSION, SIGNATURE_NAME, file_record, open_bundle
 
 
 def write_manifest(out_dir: Path, mechanism: dict, input_spec: dict, output_spec: dict, artifacts: dict,
@@ -19,7 +19,8 @@ def write_manifest(out_dir: Path, mechanism: dict, input_spec: dict, output_spec
     then read the bundle back through the runtime's verifier so a bad bundle never leaves here."""
     out_dir = Path(out_dir)
     files = {path.relative_to(out_dir).as_posix(): file_record(path)
-             for path in sorted(out_dir.rglob("*")) if path.is_file() and path.name != MANIFEST_NAME}
+             for path in sorted(out_dir.rglob("*"))
+             if path.is_file() and path.relative_to(out_dir).as_posix() not in (MANIFEST_NAME, SIGNATURE_NAME)}
     manifest = {"schema_version": SCHEMA_VERSION, "sensorveil_version": __version__,
                 "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "mechanism": mechanism, "input": input_spec, "output": output_spec,

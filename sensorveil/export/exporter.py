@@ -22,6 +22,7 @@ from sensorveil.devices import load_profile
 from sensorveil.export.bundle_writer import write_manifest
 from sensorveil.export.device_check import plan_for_target
 from sensorveil.export.formats import FORMAT_WRITERS
+from sensorveil.export.signing import load_private_key, sign_bundle
 from sensorveil.export.validate import compare, int8_privacy_record, raise_on_failure
 from sensorveil.runtime.bundle import MANIFEST_NAME, SINGLE_GRAPH
 from sensorveil.sdk import mechanisms
@@ -62,7 +63,7 @@ class GraphJob:
 class Exporter:
     def __init__(self, run_dir, out_dir, precision: str = "fp32", include_samples: bool = True,
                  target: str | None = None, calibration: int | None = None, int8_check: bool = True,
-                 attacker_epochs: int | None = None):
+                 attacker_epochs: int | None = None, sign_key=None):
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; expected one of {PRECISIONS}")
         self.run_dir = Path(run_dir)
@@ -83,6 +84,8 @@ class Exporter:
         self.calibration = calibration or DEFAULT_CALIBRATION
         # int8 changes what the device emits, so its privacy is measured again (validate.int8_privacy_record)
         self.int8_check, self.attacker_epochs = int8_check, attacker_epochs
+        # --sign KEY: the key is loaded before any work, so a wrong path fails in a second, not after training
+        self.sign_key = load_private_key(sign_key) if sign_key else None
 
     def calibration_samples(self) -> np.ndarray:
         """``--calibration N`` real inputs in model units from the training split, never the test
@@ -170,6 +173,8 @@ class Exporter:
                         for backend, artifact in artifacts.items() if artifact.get("precision") == "int8"]
         self._record_validation(records)
         raise_on_failure(records)
+        if self.sign_key is not None:      # last: the signature covers the manifest as it is finally written
+            sign_bundle(self.out_dir, self.sign_key)
         return self.out_dir
 
     def _write_graphs(self, fmt: str) -> dict:
@@ -224,8 +229,9 @@ class Exporter:
 
 def export_run(run_dir, fmt: str | None, out_dir, precision: str | None = None, include_samples: bool = True,
                target: str | None = None, calibration: int | None = None, int8_check: bool = True,
-               attacker_epochs: int | None = None) -> Path:
-    """``target`` (a device profile) fills in the format and precision the device runs."""
+               attacker_epochs: int | None = None, sign_key=None) -> Path:
+    """``target`` (a device profile) fills in the format and precision the device runs; ``sign_key``
+    (an Ed25519 private key PEM file) signs the manifest."""
     fmt, precision = plan_for_target(target, fmt, precision)
     return Exporter(run_dir, out_dir, precision, include_samples, target=target, calibration=calibration,
-                    int8_check=int8_check, attacker_epochs=attacker_epochs).export(fmt)
+                    int8_check=int8_check, attacker_epochs=attacker_epochs, sign_key=sign_key).export(fmt)

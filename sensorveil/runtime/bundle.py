@@ -1,25 +1,34 @@
-"""Bundle schema: reading, validating and hashing. No pickle anywhere: a manifest is JSON,
-models are files the backend libraries parse, arrays travel as .npy loaded with allow_pickle=False.
+"""Bundle reading: the manifest, its signature and every file it lists, each read once.
 
-The writer lives in ``sensorveil.export``; it uses ``sha256_of`` and ``SCHEMA_VERSION`` from
-here so that one module defines what a valid bundle is.
+No pickle anywhere: a manifest is JSON, models are bytes the backend libraries parse, arrays travel as
+.npy loaded with allow_pickle=False. What a valid manifest is lives in ``sensorveil.runtime.schema``;
+signatures in ``sensorveil.runtime.trust``.
+
+Every listed file is opened once: its bytes are hashed and those same bytes are what the backends and
+stages load (``Bundle.read``), so a file swapped between the check and the load is never run. Files
+in the bundle directory that the manifest does not list are refused: a backend could pick them up on
+its own (ONNX external data, an IR's weights) without anyone having hashed them.
+
+The writer lives in ``sensorveil.export``; it uses ``sha256_of`` and ``SCHEMA_VERSION`` from here.
 """
+import errno
 import hashlib
 import json
-from dataclasses import dataclass
+import os
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from sensorveil.runtime import trust
 from sensorveil.runtime.errors import BundleError
+from sensorveil.runtime.schema import (MANIFEST_NAME, MAX_FILES, READABLE_SCHEMAS, REQUIRED_KEYS,  # noqa: F401
+                                       REQUIRED_SPEC_KEYS, SCHEMA_VERSION, SIGNATURE_NAME, SINGLE_GRAPH,
+                                       graphs_of, pipeline_of, validate_manifest)
 
-# 2: a mechanism is a pipeline of stages over named graphs (artifacts[backend]["graphs"]).
-# 1: one model per backend (artifacts[backend]["file"]); read as the equivalent schema-2 pipeline.
-SCHEMA_VERSION = 2
-READABLE_SCHEMAS = (1, 2)
-MANIFEST_NAME = "manifest.json"
-REQUIRED_KEYS = ("schema_version", "mechanism", "input", "output", "artifacts", "files")
-SINGLE_GRAPH = "model"      # the graph name of a one-model bundle (and of every schema-1 bundle)
-REQUIRED_SPEC_KEYS = ("name", "sample_shape", "model_shape", "dtype", "sensor_range", "normalization")
+MAX_MANIFEST_BYTES = 16 << 20      # a real manifest is a few KB; this keeps a hostile one from filling memory
+# TensorRT builds its engine on the device and caches it here, inside the bundle (tensorrt_backend.py);
+# the only unlisted folder a bundle may hold, and only when it carries a tensorrt artifact.
+ENGINE_CACHE_DIR = "engines"
 
 
 def sha256_of(path: Path) -> str:
@@ -36,13 +45,26 @@ def file_record(path: Path) -> dict:
 
 @dataclass(frozen=True)
 class Bundle:
-    """A verified bundle directory and its parsed manifest."""
+    """A verified bundle directory, its parsed manifest, the verified bytes of its files and what is
+    known about its signature (``trust.signature_status``)."""
 
     root: Path
     manifest: dict
+    contents: dict = field(default_factory=dict, repr=False, compare=False)
+    signature: dict = field(default_factory=lambda: dict(trust.NOT_CHECKED), compare=False)
 
     def path(self, name: str) -> Path:
+        """Where a file lies; for messages and tools. Loading goes through ``read``."""
         return self.root / name
+
+    def read(self, name: str) -> bytes:
+        """The bytes of a listed file, as hashed at load: the only way backends and stages get a file."""
+        if name not in self.contents:
+            files = self.manifest.get("files", {})
+            if name not in files:
+                raise BundleError(f"{self.root}: {name} is not listed in the manifest's files (so it is not verified)")
+            self.contents[name] = read_verified(self.root, name, files[name])
+        return self.contents[name]
 
     def artifact(self, backend: str) -> dict:
         artifacts = self.manifest["artifacts"]
@@ -71,23 +93,15 @@ class Bundle:
         return {**shared, **graphs[graph]}
 
 
-def graphs_of(artifact: dict) -> dict:
-    """{graph name: {"file": ...}} of one backend's artifact, for either schema."""
-    if "graphs" in artifact:
-        return artifact["graphs"]
-    return {SINGLE_GRAPH: {key: value for key, value in artifact.items() if key == "file"}}
 
-
-def pipeline_of(manifest: dict) -> list:
-    """Schema 2 states its pipeline; a schema-1 bundle is one model, followed by PASS's draw for
-    the substitution kind (its bank entry lived under mechanism.substitution)."""
-    if "pipeline" in manifest:
-        return manifest["pipeline"]
-    stages = [{"kind": "model", "graph": SINGLE_GRAPH}]
-    mechanism = manifest["mechanism"]
-    if mechanism.get("kind") == "substitution":
-        stages.append({"kind": "substitution", **(mechanism.get("substitution") or {})})
-    return stages
+# -- reading --------------------------------------------------------------------------------------
+def read_capped(path: Path, limit: int, what: str) -> bytes:
+    """A small file read whole, refusing one larger than ``limit`` instead of filling memory."""
+    with open(str(path), "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise BundleError(f"{path} is larger than {limit} bytes; expected {what}")
+    return data
 
 
 def read_manifest(root: Path) -> dict:
@@ -96,91 +110,95 @@ def read_manifest(root: Path) -> dict:
         raise BundleError(f"expected a bundle directory, got {root} (not a directory)")
     if not manifest_path.is_file():
         raise BundleError(f"expected {manifest_path} (a bundle directory holds manifest.json)")
+    return parse_manifest(read_capped(manifest_path, MAX_MANIFEST_BYTES, "a manifest of a few KB"), manifest_path)
+
+
+def parse_manifest(data: bytes, where) -> dict:
+    """JSON object from bytes; every way JSON can fail (nesting too deep for the parser, a number with
+    too many digits) is one BundleError."""
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise BundleError(f"{manifest_path} is not valid JSON: {error}") from None
+        manifest = json.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
+        raise BundleError(f"{where} is not valid JSON: {str(error)[:200]}") from None
     if not isinstance(manifest, dict):
-        raise BundleError(f"{manifest_path} must hold a JSON object, got {type(manifest).__name__}")
+        raise BundleError(f"{where} must hold a JSON object, got {type(manifest).__name__}")
     return manifest
 
 
-def validate_manifest(manifest: dict, where: Path) -> None:
-    missing = [key for key in REQUIRED_KEYS if key not in manifest]
-    if missing:
-        raise BundleError(f"{where}: manifest lacks required keys {missing}; expected {list(REQUIRED_KEYS)}")
-    version = manifest["schema_version"]
-    if version not in READABLE_SCHEMAS:
+def read_signature(root: Path) -> "bytes | None":
+    """manifest.sig's bytes, or None when the bundle is unsigned."""
+    path = root / SIGNATURE_NAME
+    if not os.path.lexists(str(path)):
+        return None
+    try:
+        return read_capped(path, trust.MAX_SIGNATURE_BYTES, "a signature of about 250 bytes")
+    except OSError as error:
+        raise BundleError(f"{path} cannot be read ({error.strerror or error})") from None
+
+
+def read_verified(root: Path, name: str, record: dict) -> bytes:
+    """Open a listed file once (never through a symbolic link), check its size and sha256 on the bytes
+    read, and return those bytes."""
+    path = os.path.join(str(root), *name.split("/"))
+    real_root = os.path.realpath(str(root))
+    if os.path.commonpath([os.path.realpath(path), real_root]) != real_root:
+        raise BundleError(f"{root}: file entry {name!r} points outside the bundle directory")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        raise BundleError(f"{root}: listed file {name!r} is missing") from None
+    except OSError as error:
+        reason = "is a symbolic link" if error.errno == errno.ELOOP else f"cannot be read ({error.strerror})"
+        raise BundleError(f"{root}: listed file {name!r} {reason}; expected a regular file in the bundle") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise BundleError(f"{root}: listed file {name!r} is not a regular file")
+        data = handle.read(record["size"] + 1)
+    if len(data) != record["size"]:
         raise BundleError(
-            f"{where}: manifest schema_version {version!r} is not supported; this runtime reads "
-            f"schema_version {', '.join(map(str, READABLE_SCHEMAS))} (upgrade sensorveil or re-export the bundle)")
-    for side in ("input", "output"):
-        spec = manifest[side]
-        if not isinstance(spec, dict):
-            raise BundleError(f"{where}: manifest '{side}' must be an object with keys {list(REQUIRED_SPEC_KEYS)}")
-        absent = [key for key in REQUIRED_SPEC_KEYS if key not in spec]
-        if absent:
-            raise BundleError(f"{where}: manifest '{side}' lacks {absent}; expected {list(REQUIRED_SPEC_KEYS)}")
-    if not isinstance(manifest["artifacts"], dict) or not manifest["artifacts"]:
-        raise BundleError(f"{where}: manifest 'artifacts' must name at least one backend's model file")
-    graph_key = "graphs" if version >= 2 else "file"
-    for backend, artifact in manifest["artifacts"].items():
-        if not isinstance(artifact, dict) or graph_key not in artifact:
-            raise BundleError(f"{where}: artifact {backend!r} must be an object with a {graph_key!r} key")
-        graphs = graphs_of(artifact)
-        if not isinstance(graphs, dict) or not graphs:
-            raise BundleError(f"{where}: artifact {backend!r} 'graphs' must map graph names to {{'file': ...}}")
-        for graph, entry in graphs.items():
-            if not isinstance(entry, dict) or entry.get("file") not in manifest["files"]:
-                raise BundleError(f"{where}: artifact {backend!r} graph {graph!r} file "
-                                  f"{entry.get('file') if isinstance(entry, dict) else entry!r} is not listed in 'files'")
-    if version >= 2:
-        validate_pipeline(manifest, where)
+            f"{root}: {name} has {'more than ' if len(data) > record['size'] else ''}{len(data)} bytes, the manifest "
+            f"says {record['size']}; the bundle was modified or truncated, refusing to load it")
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != record["sha256"]:
+        raise BundleError(
+            f"{root}: {name} sha256 {actual[:12]}... does not match the manifest's "
+            f"{str(record['sha256'])[:12]}...; the bundle was modified, refusing to load it")
+    return data
 
 
-def validate_pipeline(manifest: dict, where: Path) -> None:
-    """Stages are objects with a kind; model stages name a graph every artifact carries."""
-    pipeline = manifest.get("pipeline")
-    if not isinstance(pipeline, list) or not pipeline:
-        raise BundleError(f"{where}: manifest 'pipeline' must be a non-empty list of stages")
-    for position, stage in enumerate(pipeline):
-        if not isinstance(stage, dict) or not isinstance(stage.get("kind"), str):
-            raise BundleError(f"{where}: pipeline stage {position} must be an object with a 'kind' string")
-        if stage["kind"] == "model":
-            for backend, artifact in manifest["artifacts"].items():
-                if stage.get("graph") not in graphs_of(artifact):
-                    raise BundleError(f"{where}: pipeline stage {position} runs graph {stage.get('graph')!r}, "
-                                      f"which the {backend!r} artifact does not carry")
+def refuse_unlisted(root: Path, manifest: dict) -> None:
+    """Every file under the bundle directory is listed (or is the manifest or its signature)."""
+    allowed = set(manifest["files"]) | {MANIFEST_NAME, SIGNATURE_NAME}
+    entries = 0
+    for folder, subfolders, names in os.walk(str(root)):
+        relative = os.path.relpath(folder, str(root)).replace(os.sep, "/")
+        prefix = "" if relative == "." else relative + "/"
+        if not prefix and ENGINE_CACHE_DIR in subfolders and "tensorrt" in manifest["artifacts"]:
+            subfolders.remove(ENGINE_CACHE_DIR)
+        # os.walk does not descend into linked folders; a link is an entry like a file
+        links = [name for name in subfolders if os.path.islink(os.path.join(folder, name))]
+        for name in names + links:
+            entries += 1
+            if prefix + name not in allowed:
+                raise BundleError(f"{root}: {prefix + name} is in the bundle directory but not listed in the "
+                                  "manifest's files, so nothing verified it; refusing to load the bundle (remove "
+                                  "the file, or re-export the bundle)")
+        if entries > MAX_FILES + 2:
+            raise BundleError(f"{root} holds more than {MAX_FILES} files; expected a bundle")
 
 
-def verify_files(root: Path, files: "dict[str, Any]") -> None:
-    """Every listed file exists, stays inside the bundle and matches its size and sha256."""
-    resolved_root = root.resolve()
-    for name, record in files.items():
-        path = (root / name).resolve()
-        if resolved_root not in path.parents:
-            raise BundleError(f"{root}: file entry {name!r} points outside the bundle directory")
-        if not path.is_file():
-            raise BundleError(f"{root}: listed file {name!r} is missing")
-        if not isinstance(record, dict) or "sha256" not in record:
-            raise BundleError(f"{root}: file entry {name!r} needs a 'sha256' (and 'size')")
-        if "size" in record and path.stat().st_size != record["size"]:
-            raise BundleError(
-                f"{root}: {name} has {path.stat().st_size} bytes, the manifest says {record['size']}; "
-                "the bundle was modified or truncated, refusing to load it")
-        actual = sha256_of(path)
-        if actual != record["sha256"]:
-            raise BundleError(
-                f"{root}: {name} sha256 {actual[:12]}... does not match the manifest's "
-                f"{str(record['sha256'])[:12]}...; the bundle was modified, refusing to load it")
-
-
-def open_bundle(path: "str | Path") -> Bundle:
-    """Read, validate and verify a bundle. Raises BundleError with the reason otherwise."""
+def open_bundle(path: "str | Path", trusted_keys=None) -> Bundle:
+    """Read, check the signature of, validate and verify a bundle; one BundleError (or subclass) says why
+    it is refused. ``trusted_keys``: public key files; SENSORVEIL_TRUSTED_KEYS adds to them."""
     root = Path(path)
     if root.is_file() and root.name == MANIFEST_NAME:
         root = root.parent
     manifest = read_manifest(root)
+    # the signature is checked before anything else is read: with keys configured, nothing an
+    # unsigned manifest says is acted on
+    signature = trust.signature_status(manifest, read_signature(root), trust.configured_key_paths(trusted_keys), root)
     validate_manifest(manifest, root)
-    verify_files(root, manifest["files"])
-    return Bundle(root=root, manifest=manifest)
+    refuse_unlisted(root, manifest)
+    contents = {name: read_verified(root, name, record) for name, record in manifest["files"].items()}
+    return Bundle(root=root, manifest=manifest, contents=contents, signature=signature)

@@ -14,6 +14,7 @@ import numpy as np
 from sensorveil.runtime.backends import create_backend, resolve_backend
 from sensorveil.runtime.bundle import Bundle, open_bundle
 from sensorveil.runtime.errors import InputError
+from sensorveil.runtime.schema import check_model_io, graphs_of
 from sensorveil.runtime.spec import TensorSpec, check_sensor_input, to_model_units, to_sensor_units
 from sensorveil.runtime.stages import MODEL_UNITS, StageContext, stage_class
 
@@ -35,6 +36,7 @@ class Privatizer:
         self.graphs = {name: create_backend(bundle, self.backend_name, graph=name, **backend_options)
                        for name in bundle.graph_names(self.backend_name)}
         self.backend = next(iter(self.graphs.values()))
+        self.check_graphs_against_manifest()
         context = StageContext(bundle, self.run_graph, output)
         self.stages = [stage_class(spec["kind"])(spec, context) for spec in bundle.pipeline]
         last = self.stages[-1]
@@ -50,12 +52,31 @@ class Privatizer:
 
     @classmethod
     def load(cls, path: "str | Path", backend: str = "auto", seed: "int | None" = None, output: "str | None" = None,
-             **backend_options) -> "Privatizer":
-        return cls(open_bundle(path), backend=backend, seed=seed, output=output, **backend_options)
+             trusted_keys=None, **backend_options) -> "Privatizer":
+        """``trusted_keys``: public key files (``sensorveil keys generate`` writes signer.pub); with any key
+        given here or in SENSORVEIL_TRUSTED_KEYS, an unsigned or wrongly signed bundle is refused."""
+        return cls(open_bundle(path, trusted_keys=trusted_keys), backend=backend, seed=seed, output=output,
+                   **backend_options)
 
     @property
     def manifest(self) -> dict:
         return self.bundle.manifest
+
+    @property
+    def signature(self) -> dict:
+        """{"status": "trusted" | "signed" | "unsigned" | "not checked", "key_id", "detail"}: only "trusted"
+        means a key this device was given vouches for the manifest (sensorveil.runtime.trust)."""
+        return self.bundle.signature
+
+    def check_graphs_against_manifest(self) -> None:
+        """Each loaded model's inputs and outputs against the manifest, before any frame runs."""
+        for graph, (expected_input, expected_output) in expected_graph_io(self.bundle, self.backend_name).items():
+            adapter = self.graphs.get(graph)
+            if adapter is None or not hasattr(adapter, "io_signature"):
+                continue
+            inputs, outputs = adapter.io_signature()
+            check_model_io(self.bundle.root, self.backend_name, graph, inputs, outputs, expected_input,
+                           expected_output, check_names=self.backend_name not in ("litert", "edgetpu"))
 
     @property
     def emits(self) -> str:
@@ -94,8 +115,32 @@ class Privatizer:
 
     def describe(self) -> dict:
         return {"bundle": str(self.bundle.root), "mechanism": self.manifest["mechanism"].get("name"),
-                "pipeline": [stage.kind for stage in self.stages], **self.backend.describe()}
+                "pipeline": [stage.kind for stage in self.stages], "signature": self.signature["status"],
+                **self.backend.describe()}
 
     def __repr__(self) -> str:
         return (f"Privatizer({self.manifest['mechanism'].get('name')!r}, backend={self.backend_name!r}, "
                 f"input={self.input_spec.sample_shape} {self.input_spec.dtype.name})")
+
+
+def expected_graph_io(bundle: Bundle, backend: str) -> dict:
+    """{graph: (input, output)} that the manifest promises, each (name or None, per-sample shape) or None
+    where the manifest says nothing (an intermediate graph's latent, a classifier's scores)."""
+    manifest, stages = bundle.manifest, bundle.pipeline
+    expected = {}
+
+    def expect(graph, side, value):
+        entry = list(expected.get(graph, (None, None)))
+        entry[side] = value
+        expected[graph] = tuple(entry)
+    for graph, entry in graphs_of(manifest["artifacts"][backend]).items():
+        if entry.get("input_shape"):      # a graph's own input (a decoder's latent), where the manifest states it
+            expect(graph, 0, (None, list(entry["input_shape"])))
+    if "graph" in stages[0]:     # a model or attriguard stage first: it takes the bundle's input
+        expect(stages[0]["graph"], 0, (manifest["input"]["name"], manifest["input"]["model_shape"][1:]))
+    if stages[-1]["kind"] == "model":
+        expect(stages[-1]["graph"], 1, (manifest["output"]["name"], manifest["output"]["model_shape"][1:]))
+    for before, stage in zip(stages, stages[1:]):
+        if stage["kind"] == "substitution" and before["kind"] == "model":   # P(X'|X) over the bank
+            expect(before["graph"], 1, (None, [stage["bank_size"]]))
+    return expected

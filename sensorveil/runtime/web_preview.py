@@ -223,8 +223,7 @@ def privacy_figures(manifest: dict) -> dict:
     return {"mechanism": mechanism.get("name"), "kind": mechanism.get("kind"),
             "useful": mechanism.get("useful"), "private": mechanism.get("private"),
             "dataset": (manifest.get("dataset") or {}).get("name"), "figures": figures,
-            "threshold_met": metrics.get("threshold_met"), "validation": validation,
-            "signed": "signature" in manifest}
+            "threshold_met": metrics.get("threshold_met"), "validation": validation}
 
 
 # -- the web app -------------------------------------------------------------------------
@@ -239,6 +238,7 @@ def build_app(feed: LiveFeed, manifest: dict):
         raise BackendUnavailableError("the web preview needs Starlette and uvicorn: "
                                       "pip install 'sensorveil[web]' (or starlette uvicorn)") from None
     figures = privacy_figures(manifest)
+    figures["signature"] = feed.privatizer.signature   # trusted, signed, unsigned (runtime.trust)
 
     def raw_refused(view: str):
         if view == "raw" and not feed.raw_enabled:
@@ -388,6 +388,8 @@ def render_page(figures: dict, feed: LiveFeed) -> str:
     attrs = lambda value: ", ".join(value) if isinstance(value, list) else str(value)  # noqa: E731
     rows = "".join(f"<tr><td>{esc(f['label'])}</td><td class=num>{_percent(f['value'])}</td></tr>"
                    for f in figures["figures"])
+    signature = figures.get("signature") or {}
+    rows += f"<tr><td>bundle signature</td><td class=num>{esc(str(signature.get('status', '-')))}</td></tr>"
     met = figures["threshold_met"]
     if met is not None:
         rows += f"<tr><td>utility threshold met</td><td class=num>{'yes' if met else 'NO'}</td></tr>"

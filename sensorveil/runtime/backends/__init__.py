@@ -10,7 +10,7 @@ import importlib.util
 import numpy as np
 
 from sensorveil.runtime.bundle import Bundle
-from sensorveil.runtime.errors import BackendUnavailableError
+from sensorveil.runtime.errors import BackendUnavailableError, BundleError, SensorveilError
 
 # backend name -> (module, class, the pip package that provides its library)
 REGISTRY = {
@@ -76,7 +76,15 @@ def create_backend(bundle: Bundle, name: str, **options) -> Backend:
             f"backend {name!r} needs the Python package '{package}', which is not installed "
             f"(pip install {package}){_setup_hint(name)}")
     module = importlib.import_module(module_name)
-    return getattr(module, class_name)(bundle, **options)
+    try:
+        return getattr(module, class_name)(bundle, **options)
+    except (SensorveilError, TypeError):      # ours already say what was expected; TypeError: a wrong option
+        raise
+    except Exception as error:    # the library's own parse error: a manifest can call any listed file a model
+        raise BundleError(
+            f"{bundle.root}: the {name} backend could not load graph {options.get('graph', 'model')!r} "
+            f"({type(error).__name__}: {str(error)[:300]}); expected a model file this library reads, "
+            "as the exporter writes it") from None
 
 
 def _setup_hint(backend: str) -> str:

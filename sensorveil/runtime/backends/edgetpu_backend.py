@@ -36,7 +36,7 @@ class EdgeTPUBackend(LiteRTBackend):
             raise BackendUnavailableError(
                 f"the Edge TPU delegate {library} could not be loaded ({error}); it needs libedgetpu1-std "
                 f"and a Coral device attached (lsusb 1a6e:089a or 18d1:9302); {SETUP_HINT}") from None
-        return litert.Interpreter(model_path=str(self.model_path), experimental_delegates=[delegate],
+        return litert.Interpreter(model_content=self.model_content, experimental_delegates=[delegate],
                                   num_threads=threads)
 
     def describe(self) -> dict:

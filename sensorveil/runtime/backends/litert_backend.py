@@ -35,6 +35,7 @@ class LiteRTBackend:
     def __init__(self, bundle: Bundle, graph: str = "model", threads: "int | None" = None):
         artifact = bundle.graph_artifact(self.name, graph)
         self.model_path = bundle.path(artifact["file"])
+        self.model_content = bundle.read(artifact["file"])     # the verified bytes, never a second open
         self.precision = artifact.get("precision", "fp32")
         self.interpreter = self._make_interpreter(threads)
         self.interpreter.allocate_tensors()
@@ -43,7 +44,7 @@ class LiteRTBackend:
         self.quantized_io = np.issubdtype(self.input["dtype"], np.integer)
 
     def _make_interpreter(self, threads):
-        return litert.Interpreter(model_path=str(self.model_path), num_threads=threads)
+        return litert.Interpreter(model_content=self.model_content, num_threads=threads)
 
     def run(self, batch: np.ndarray) -> np.ndarray:
         return np.concatenate([self._run_one(batch[i:i + 1]) for i in range(len(batch))])
@@ -54,6 +55,15 @@ class LiteRTBackend:
         self.interpreter.invoke()
         y = self.interpreter.get_tensor(self.output["index"])
         return dequantize(y, self.output) if np.issubdtype(self.output["dtype"], np.integer) else y.copy()
+
+    def io_signature(self) -> tuple:
+        """([(name, shape)] of the inputs, the same of the outputs); a free dimension (-1 in the shape
+        signature) is None. The converter names tensors itself, so names say nothing here."""
+        def ports(details):
+            return [(detail["name"], tuple(None if dim < 0 else int(dim)
+                                           for dim in detail.get("shape_signature", detail["shape"])))
+                    for detail in details]
+        return ports(self.interpreter.get_input_details()), ports(self.interpreter.get_output_details())
 
     def describe(self) -> dict:
         return {"backend": self.name, "library": LIBRARY, "precision": self.precision,

@@ -5,13 +5,15 @@ import onnxruntime as ort
 from sensorveil.runtime.bundle import Bundle
 
 
-def make_session(model_path, providers=None, threads: "int | None" = None) -> ort.InferenceSession:
-    """One place that configures sessions, so the runtime and the raw-session benchmark match."""
+def make_session(model, providers=None, threads: "int | None" = None) -> ort.InferenceSession:
+    """One place that configures sessions, so the runtime and the raw-session benchmark match.
+    ``model``: the model's bytes (the runtime passes the bytes it hashed) or a path (benchmarks)."""
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     if threads:
         options.intra_op_num_threads = threads
-    return ort.InferenceSession(str(model_path), sess_options=options,
+    source = model if isinstance(model, bytes) else str(model)
+    return ort.InferenceSession(source, sess_options=options,
                                 providers=providers or ["CPUExecutionProvider"])
 
 
@@ -21,12 +23,19 @@ class OnnxRuntimeBackend:
     def __init__(self, bundle: Bundle, graph: str = "model", providers=None, threads: "int | None" = None):
         artifact = bundle.graph_artifact(self.name, graph)
         self.model_path = bundle.path(artifact["file"])
-        self.session = make_session(self.model_path, providers, threads)
+        # from the verified bytes, not the path: a model given as bytes also has no folder from which
+        # onnxruntime could pick up unhashed external-data files
+        self.session = make_session(bundle.read(artifact["file"]), providers, threads)
         self.input_name = self.session.get_inputs()[0].name
         self.output_names = [output.name for output in self.session.get_outputs()]
 
     def run(self, batch: np.ndarray) -> np.ndarray:
         return self.session.run(self.output_names[:1], {self.input_name: batch})[0]
+
+    def io_signature(self) -> tuple:
+        """([(name, shape)] of the inputs, the same of the outputs); a free dimension is None."""
+        return tuple([(port.name, tuple(dim if isinstance(dim, int) else None for dim in port.shape))
+                      for port in ports] for ports in (self.session.get_inputs(), self.session.get_outputs()))
 
     def describe(self) -> dict:
         return {"backend": self.name, "library_version": ort.__version__,

@@ -28,7 +28,9 @@ class OpenVINOBackend:
         self.available = list(core.available_devices)
         self.device = self._pick_device(device)
         config = self._cpu_config(threads) if self.device == "CPU" else {}
-        model = core.read_model(str(self.model_path))
+        # the IR and its weights from the verified bytes (read_model(bytes, bytes): 2022.3 and newer)
+        weights = artifact.get("weights") or artifact["file"][:-len(".xml")] + ".bin"
+        model = core.read_model(bundle.read(artifact["file"]), bundle.read(weights))
         self.static_batch = not model.input(0).get_partial_shape().is_dynamic
         self.compiled = core.compile_model(model, self.device, config)
         self.request = self.compiled.create_infer_request()
@@ -57,6 +59,13 @@ class OpenVINOBackend:
         if self.static_batch and len(batch) != 1:
             return np.concatenate([self.run(batch[i:i + 1]) for i in range(len(batch))])
         return np.array(self.request.infer({0: batch})[self.output], dtype=np.float32, copy=True)
+
+    def io_signature(self) -> tuple:
+        """([(name, shape)] of the inputs, the same of the outputs); a free dimension is None."""
+        def ports(ports):
+            return [(port.get_any_name(), tuple(dim.get_length() if dim.is_static else None
+                                                for dim in port.get_partial_shape())) for port in ports]
+        return ports(self.compiled.inputs), ports(self.compiled.outputs)
 
     def describe(self) -> dict:
         return {"backend": self.name, "library_version": get_version(), "device": self.device,

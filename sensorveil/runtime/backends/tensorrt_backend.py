@@ -6,13 +6,14 @@ An engine is only valid for the GPU and the TensorRT version that built it, so t
 next to the bundle is keyed by both, plus the ONNX file's hash and the build settings:
 ``BUNDLE/engines/<gpu>-trt<version>-<precision>-<onnx sha>.engine``.
 """
+import io
 import re
 from pathlib import Path
 
 import numpy as np
 import tensorrt as trt
 
-from sensorveil.runtime.bundle import Bundle
+from sensorveil.runtime.bundle import ENGINE_CACHE_DIR, Bundle
 from sensorveil.runtime.errors import BackendUnavailableError
 
 SETUP_HINT = "run sensorveil/devices/setup/<your board>.sh (jetson-nano, jetson-orin-nano or nvidia-gpu)"
@@ -150,16 +151,17 @@ def set_workspace(config, nbytes: int) -> None:
         config.max_workspace_size = nbytes
 
 
-def build_engine(onnx_path: Path, build: dict, sample_shape: tuple, calibration: "np.ndarray | None", memory,
-                 cache_dir: Path) -> bytes:
-    """ONNX -> serialized engine with the bundle's build settings (precision, workspace, batch range)."""
+def build_engine(onnx_path: Path, onnx_bytes: bytes, build: dict, sample_shape: tuple,
+                 calibration: "np.ndarray | None", memory, cache_dir: Path) -> bytes:
+    """ONNX (the verified bytes; the path names it in messages) -> serialized engine with the bundle's
+    build settings (precision, workspace, batch range)."""
     builder = trt.Builder(LOGGER)
     # TensorRT 10 networks are always explicit-batch (the flag is deprecated); 8.x needs it set
     major = int(trt.__version__.split(".")[0])
     explicit = 1 << int(trt.NetworkDefinitionCreationFlag.EXPLICIT_BATCH) if major < 10 else 0
     network = builder.create_network(explicit)
     parser = trt.OnnxParser(network, LOGGER)
-    if not parser.parse(onnx_path.read_bytes()):
+    if not parser.parse(onnx_bytes):
         errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
         raise BackendUnavailableError(f"TensorRT {trt.__version__} cannot parse {onnx_path.name}: {errors}; "
                                       "run `sensorveil devices check BUNDLE --device NAME` for the offending operators")
@@ -192,7 +194,9 @@ class TensorRTBackend:
         self.build = artifact["build"]
         self.memory = cuda_memory()
         self.gpu = self.memory.gpu_name()
-        self.cache_dir = Path(cache_dir) if cache_dir else bundle.root / "engines"
+        # the engine cache is not part of the bundle's files (an engine is built for one GPU); it is the one
+        # unlisted folder open_bundle lets a tensorrt bundle hold
+        self.cache_dir = Path(cache_dir) if cache_dir else bundle.root / ENGINE_CACHE_DIR
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         # a graph's own input shape (a decoder takes a latent); schema-1 bundles: the bundle input
         self.sample_shape = tuple(artifact.get("input_shape") or bundle.manifest["input"]["model_shape"][1:])
@@ -202,10 +206,13 @@ class TensorRTBackend:
         self.engine_file = engine_path(self.cache_dir, self.gpu, self.build, sha, calibration_sha)
         self.built_now = rebuild or not self.engine_file.is_file()
         if self.built_now:
-            calibration = (np.load(bundle.path(self.build["calibration"]), allow_pickle=False)
+            calibration = (np.load(io.BytesIO(bundle.read(self.build["calibration"])), allow_pickle=False)
                            if self.build["precision"] == "int8" else None)
-            self.engine_file.write_bytes(build_engine(self.onnx_path, self.build, self.sample_shape, calibration,
-                                                      self.memory, self.cache_dir))
+            self.engine_file.write_bytes(build_engine(self.onnx_path, bundle.read(artifact["file"]), self.build,
+                                                      self.sample_shape, calibration, self.memory, self.cache_dir))
+        # the cached engine is read once and deserialized from those bytes. It is the device's own build
+        # output, outside the bundle's hashes and signature: keep the cache folder writable by the
+        # service alone, or pass cache_dir= a folder that is
         self.engine = trt.Runtime(LOGGER).deserialize_cuda_engine(self.engine_file.read_bytes())
         self.context = self.engine.create_execution_context()
         self.max_batch = int(self.build["max_batch"])
@@ -247,6 +254,21 @@ class TensorRTBackend:
         self.memory.to_host(out, self.buffers["output"])
         self.memory.synchronize()
         return out
+
+    def io_signature(self) -> tuple:
+        """([(name, shape)] of the inputs, the same of the outputs); a free dimension (-1) is None."""
+        def shape(dims):
+            return tuple(None if int(dim) < 0 else int(dim) for dim in dims)
+        engine = self.engine
+        if hasattr(engine, "num_io_tensors"):             # TensorRT 8.5+: named I/O tensors
+            names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+            ports = [(name, shape(engine.get_tensor_shape(name)), engine.get_tensor_mode(name) == trt.TensorIOMode.INPUT)
+                     for name in names]
+        else:                                             # TensorRT 8.2: bindings
+            ports = [(engine.get_binding_name(i), shape(engine.get_binding_shape(i)), engine.binding_is_input(i))
+                     for i in range(engine.num_bindings)]
+        return ([(name, dims) for name, dims, is_input in ports if is_input],
+                [(name, dims) for name, dims, is_input in ports if not is_input])
 
     def close(self) -> None:
         for key in ("input", "output"):
