@@ -16,6 +16,7 @@ import math
 import re
 
 from sensorveil.runtime.errors import BundleError
+from sensorveil.runtime.stages import STAGE_KINDS
 
 # 2: a mechanism is a pipeline of stages over named graphs (artifacts[backend]["graphs"]).
 # 1: one model per backend (artifacts[backend]["file"]); read as the equivalent schema-2 pipeline.
@@ -318,7 +319,8 @@ def validate_sanitizer_stage(where, path, stage, manifest):
         optional(stage, key, need_number, where, path + "." + key, stage.get(key))
 
 
-# what each stage kind reads from its manifest entry (the stage modules in runtime/stages use it)
+# what each built-in stage kind reads from its manifest entry (the stage modules in runtime/stages use it);
+# a kind registered in stages.STAGE_KINDS without an entry here checks its own keys with Stage.require
 STAGE_FIELDS = {"model": validate_model_stage, "substitution": validate_substitution_stage,
                 "attriguard": validate_attriguard_stage, "sanitizer": validate_sanitizer_stage}
 
@@ -335,11 +337,12 @@ def validate_pipeline(where, manifest):
         path = "pipeline[{}]".format(position)
         if not isinstance(stage, dict) or not isinstance(stage.get("kind"), str):
             raise ManifestError("{}: pipeline stage {} must be an object with a 'kind' string".format(where, position))
-        if stage["kind"] not in STAGE_FIELDS:
+        if stage["kind"] not in STAGE_KINDS:
             raise ManifestError("{}: pipeline stage kind {!r} is not known to this runtime; expected one of {} "
                                 "(upgrade sensorveil on the device)".format(where, stage["kind"][:60],
-                                                                            sorted(STAGE_FIELDS)))
-        STAGE_FIELDS[stage["kind"]](where, path, stage, manifest)
+                                                                            sorted(STAGE_KINDS)))
+        if stage["kind"] in STAGE_FIELDS:
+            STAGE_FIELDS[stage["kind"]](where, path, stage, manifest)
 
 
 # -- the whole manifest -------------------------------------------------------------------------
