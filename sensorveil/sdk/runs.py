@@ -23,6 +23,7 @@ DEFAULT_TASKS = {
     "digits": ("parity", "lt5", 0.95),
     "ujiindoorloc": ("floor", "region", 0.75),
     "synthetic-depth": ("facing", "identity", 0.95),
+    "adult": ("income", "gender", 0.8),
 }
 DEFAULT_THRESHOLD = 0.9
 

@@ -15,6 +15,7 @@ FAMILIES = {
     "pass_substitution": ("pass",),
     "attriguard": ("attriguard",),
     "sanitizer": ("sanitizer",),
+    "tappfl": ("tappfl",),
 }
 _REGISTRY = {}
 
