@@ -146,6 +146,31 @@ def test_video_file_camera_path_matches_opencv_area_resize(depth_bundle, vtest):
     assert np.abs(sample.astype(np.float32) - expected).max() <= 4500 / 255   # cv2 rounds grey to 8 bits
 
 
+@pytest.mark.parametrize("shape", [(360, 480, 3), (480, 640, 3), (200, 331), (181, 190, 4)])
+def test_opencv_and_numpy_fits_agree_within_half_a_source_level(shape):
+    """When shrinking (the only case FitToBundle gives to OpenCV), the OpenCV fast path (8-bit
+    INTER_AREA, then grey) and the numpy path (grey, then float area resampling) are the same mapping
+    up to the 8-bit rounding of the resized channels."""
+    from sensorveil.runtime.preprocess import _fit_with_numpy, _fit_with_opencv
+    image = np.random.default_rng(sum(shape)).integers(0, 256, size=shape, dtype=np.uint8)
+    fast, slow = _fit_with_opencv(cv2, image, 180, 180), _fit_with_numpy(image, 180, 180)
+    assert fast.shape == slow.shape == (180, 180) and fast.dtype == slow.dtype == np.float32
+    assert np.abs(fast - slow).max() <= 0.5 + 1e-3
+    assert np.abs(fast - slow).mean() < 0.3     # rounding, not a shifted or transposed image
+
+
+def test_enlarging_frames_keep_the_numpy_area_resampler():
+    """OpenCV's INTER_AREA turns bilinear when enlarging; a frame smaller than the bundle must get the
+    same area resampling as without OpenCV."""
+    from sensorveil.runtime.preprocess import FitToBundle, _fit_with_numpy
+    from sensorveil.runtime.spec import TensorSpec
+    from sensorveil.runtime.sources import Frame
+    spec = TensorSpec("x", (180, 180), (180, 180), np.dtype(np.float32), 0, 255, 0, 255)
+    image = np.random.default_rng(0).integers(0, 256, size=(97, 131), dtype=np.uint8)
+    sample, _ = FitToBundle(spec, (0, 255)).prepare(Frame(image, 0.0, 0, "gray"))
+    assert np.allclose(sample, np.clip(_fit_with_numpy(image[:, 17:114], 180, 180), 0, 255), atol=1e-4)
+
+
 def test_fit_to_bundle_refuses_vector_bundles():
     from sensorveil.runtime.spec import TensorSpec
     spec = TensorSpec("x", (520,), (520,), np.dtype(np.uint8), 0, 1, 0, 1)
