@@ -129,7 +129,7 @@ def markdown(results: list[dict], command: str) -> str:
                   f"{result['bundle_complexity']['flops_torch'] / 1e6:.2f} MFLOPs.", ""]
         lines += quantization_note(result, device)
     lines += pass_section(results)
-    lines += attriguard_section() + sanitizer_section()
+    lines += attriguard_section() + sanitizer_section() + tappfl_section()
     lines += ["![protocol vs probing attacker](results.png)", "",
               "**Finding.** PR-GAN and its adversarial baselines fool the fixed D_z they were trained against, "
               "yet an attacker trained on their output recovers the private attribute far above Random*: "
@@ -152,13 +152,18 @@ def quantization_note(result: dict, device: dict) -> list[str]:
             "values the sensor cannot produce, the difficulty PR-GAN's section 6.4 notes for discrete features.", ""]
 
 
+def script_results(name: str) -> "dict | None":
+    """docs/NAME_results.json, written by scripts/NAME_results.py; None before that script has run."""
+    path = ROOT / "docs" / f"{name}_results.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
 def attriguard_section() -> list[str]:
     """AttriGuard's attackers against its budget, from docs/attriguard_results.json (written by
     scripts/attriguard_results.py, whose page has every attacker and the plot)."""
-    path = ROOT / "docs" / "attriguard_results.json"
-    if not path.is_file():
+    results = script_results("attriguard")
+    if results is None:
         return []
-    results = json.loads(path.read_text())
     lines = ["## AttriGuard beside them", "",
              f"From `{results['command']}` ({results['timestamp']}; docs/attriguard_results.md has every attacker). "
              "*strongest*: the best of the paper's eight attacks and the probing attack. Goal: strongest within "
@@ -175,10 +180,9 @@ def attriguard_section() -> list[str]:
 
 def sanitizer_section() -> list[str]:
     """Sanitizer's four mechanisms, from docs/sanitizer_results.json (scripts/sanitizer_results.py)."""
-    path = ROOT / "docs" / "sanitizer_results.json"
-    if not path.is_file():
+    results = script_results("sanitizer")
+    if results is None:
         return []
-    results = json.loads(path.read_text())
     lines = ["## Sanitizer beside them", "",
              f"From `{results['command']}` ({results['timestamp']}; docs/sanitizer_results.md has CAS and the "
              "curves). Leakage: the stronger of the neural and tree attackers trained on the sanitized data; "
@@ -192,6 +196,27 @@ def sanitizer_section() -> list[str]:
             lines.append(f"| {data['dataset']} | {data['private']} / {data['useful']} | {kind} | {setting} "
                          f"| {pct(max(point['leakage'], point['leakage_trees']))} | {pct(data['random_star'])} "
                          f"| {pct(point['utility'])} | {curve['hypervolume']:.3f} |")
+    return lines + [""]
+
+
+def tappfl_section() -> list[str]:
+    """TAPPFL's Table 2 layout, from docs/tappfl_results.json (scripts/tappfl_results.py, whose page has the
+    devices' losses, the plots and the t-SNE)."""
+    results = script_results("tappfl")
+    if results is None:
+        return []
+    lines = ["## TAPPFL beside them", "",
+             f"From `{results['command']}` ({results['timestamp']}; docs/tappfl_results.md has the devices' losses "
+             "and the t-SNE). Federated on Flower; the representation the ONNX bundle emits is attacked. Infer. acc: "
+             "the stronger of the neural and tree attackers; Gap: infer. acc minus random guessing.", "",
+             "| dataset | private / useful | lambda | Test acc | Infer. acc | Gap | Random* |", "|---|---|---:|---:|---:|---:|---:|"]
+    for data in results["datasets"]:
+        for point in data["points"]:
+            figures = point["deployed"]
+            lines.append(f"| {data['dataset']} | {data['private']} / {data['useful']} | {point['lam']:g} "
+                         f"| {pct(figures['probing_acc_useful'])} "
+                         f"| {pct(max(figures['probing_acc_private'], figures['tree_acc_private']))} "
+                         f"| {100 * figures['worst_gap_private']:+.1f} | {pct(data['reference']['random_star'])} |")
     return lines + [""]
 
 
