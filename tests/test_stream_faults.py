@@ -133,3 +133,69 @@ def test_an_oversized_png_is_refused_from_its_header_as_a_bad_frame(depth_bundle
         report = run_stream(Privatizer.load(depth_bundle), source)
     assert (report["frames_out"], report["bad"]) == (2, 1)
     assert "exceeds the cap" in report["errors"][0]
+
+
+class _Scripted:
+    """A source that plays a script of frames, BadFrames and other errors, then ends."""
+
+    def __new__(cls, script):
+        from sensorveil.runtime.sources import Source
+
+        class Scripted(Source):
+            def open(self):
+                self.items = iter(script)
+
+            def read(self):
+                item = next(self.items, None)
+                if isinstance(item, Exception):
+                    raise item
+                return item
+        return Scripted("scripted")
+
+
+def _frame(index):
+    from sensorveil.runtime.sources import Frame
+    return Frame(np.full((4, 4), index, np.uint16), float(index), index, "depth")
+
+
+def test_prefetching_keeps_frames_and_bad_frames_in_order():
+    from sensorveil.runtime.sources import BadFrame, Prefetching
+    source = Prefetching(_Scripted([_frame(0), BadFrame("torn"), _frame(2), _frame(3)]))
+    with source:
+        seen = []
+        while True:
+            try:
+                frame = source.read()
+            except BadFrame:
+                seen.append("bad")
+                continue
+            if frame is None:
+                break
+            seen.append(frame.index)
+        assert seen == [0, "bad", 2, 3]
+        assert source.read() is None          # stays ended
+    assert source._thread is None
+
+
+def test_prefetching_raises_a_fatal_source_error_in_the_caller_and_ends():
+    from sensorveil.runtime.errors import BackendUnavailableError
+    from sensorveil.runtime.sources import Prefetching
+    source = Prefetching(_Scripted([_frame(0), BackendUnavailableError("camera gone"), _frame(2)]))
+    with source:
+        assert source.read().index == 0
+        with pytest.raises(BackendUnavailableError, match="camera gone"):
+            source.read()
+        assert source.read() is None
+
+
+def test_open_source_prefetches_and_close_stops_the_reader():
+    import threading
+    from sensorveil.runtime.sources import Prefetching, open_source
+    if not WALKWAY.is_file():
+        pytest.skip(f"walkway.avi not found at {WALKWAY}")
+    before = threading.active_count()
+    with open_source(str(WALKWAY)) as source:
+        assert isinstance(source, Prefetching)
+        assert source.read().data.shape == (360, 480, 3)
+        assert source.announced_frames and source.fps
+    assert threading.active_count() == before

@@ -164,7 +164,7 @@ def _fit_with_opencv(cv2, crop: np.ndarray, height: int, width: int) -> np.ndarr
     image: about 4x less time per camera frame than the numpy path (0.14 against 0.54 ms for 480x360 ->
     180x180 here). The 8-bit resize rounds each channel to the nearest level, so values differ from the
     numpy path by at most half a source level, below the camera's own quantization."""
-    small = cv2.resize(np.ascontiguousarray(crop), (width, height), interpolation=cv2.INTER_AREA)
+    small = cv2.resize(crop, (width, height), interpolation=cv2.INTER_AREA)   # a ROI view: no copy needed
     if small.ndim == 3:
         return small[..., :3].astype(np.float32) @ BGR_TO_GRAY[: small.shape[2]]
     return small.astype(np.float32)
