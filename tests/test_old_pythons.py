@@ -21,19 +21,7 @@ import pytest
 from sensorveil.runtime import Privatizer
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNNER = """
-import json, sys, numpy as np
-from sensorveil.runtime import Privatizer
-jobs = json.load(open(sys.argv[1]))
-x = np.load(sys.argv[2])["x"]
-out = {}
-for name, job in jobs.items():
-    p = Privatizer.load(job["bundle"], backend=job["backend"], **job.get("options", {}))
-    out[name] = p(x)
-    out[name + "_describe"] = np.array(json.dumps(p.describe()))
-np.savez(sys.argv[3], **out)
-print("torch importable:", __import__("importlib").util.find_spec("torch") is not None)
-"""
+RUNNER = ROOT / "scripts" / "board_parity.py"   # shared with scripts/device_matrix.py
 
 
 def interpreter(version: str) -> str:
@@ -64,7 +52,7 @@ def board_venv(tmp_path_factory, version: str, packages: list) -> Path:
 def run_on_board(venv: Path, jobs: dict, x: np.ndarray, tmp_path: Path) -> tuple[dict, str]:
     (tmp_path / "jobs.json").write_text(json.dumps(jobs))
     np.savez(tmp_path / "x.npz", x=x)
-    result = subprocess.run([str(venv / "bin" / "python"), "-c", RUNNER, str(tmp_path / "jobs.json"),
+    result = subprocess.run([str(venv / "bin" / "python"), str(RUNNER), str(tmp_path / "jobs.json"),
                              str(tmp_path / "x.npz"), str(tmp_path / "out.npz")], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:]

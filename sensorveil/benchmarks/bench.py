@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 
-from sensorveil.benchmarks.flops import onnx_flops, onnx_params
 from sensorveil.benchmarks.latency import matmul_peak_gflops, percentiles
 from sensorveil.benchmarks.report import cpu_description
 from sensorveil.benchmarks.stream_bench import add_stream_and_estimates
@@ -146,6 +145,23 @@ def _raw_onnxruntime_session(privatizer: Privatizer):
     return make_session(bundle.path(bundle.graph_artifact("onnxruntime", first_graph)["file"]))
 
 
+def onnx_graph_complexity(bundle, bundle_dir: Path, manifest: dict) -> dict:
+    """FLOPs and parameters counted on the bundle's ONNX graphs (summed), where the onnx package is
+    installed. A board's runtime-only install has none (scripts/device_benchmark.sh runs there), and
+    then the manifest's export-time counts stand alone."""
+    if "onnxruntime" not in manifest["artifacts"]:
+        return {}
+    try:
+        from sensorveil.benchmarks.flops import onnx_flops, onnx_params
+    except ImportError:
+        return {}
+    files = [bundle_dir / bundle.graph_artifact("onnxruntime", name)["file"] for name in bundle.graph_names("onnxruntime")]
+    counted = [onnx_flops(path) for path in files]
+    return {"flops_onnx_graph": sum(c["total"] for c in counted),
+            "elementwise_ops_onnx": sum(c["elementwise"] for c in counted),
+            "params_onnx_graph": sum(onnx_params(path) for path in files)}
+
+
 def benchmark_bundle(bundle_dir, backend: str = "all", iters: int = 500, warmup: int = 50,
                      source: str | None = None, stream_frames: int = 300) -> dict:
     """Every figure `sensorveil benchmark` prints, as one dict with a `rows` list; with a
@@ -165,14 +181,7 @@ def benchmark_bundle(bundle_dir, backend: str = "all", iters: int = 500, warmup:
     if not rows:
         raise BackendUnavailableError("no backend of this bundle could run here: "
                                       + "; ".join(f"{s['backend']}: {s['reason']}" for s in skipped))
-    graph = {}
-    if "onnxruntime" in manifest["artifacts"]:   # summed over the bundle's graphs
-        files = [bundle_dir / bundle.graph_artifact("onnxruntime", name)["file"]
-                 for name in bundle.graph_names("onnxruntime")]
-        counted = [onnx_flops(path) for path in files]
-        graph = {"flops_onnx_graph": sum(c["total"] for c in counted),
-                 "elementwise_ops_onnx": sum(c["elementwise"] for c in counted),
-                 "params_onnx_graph": sum(onnx_params(path) for path in files)}
+    graph = onnx_graph_complexity(bundle, bundle_dir, manifest)
     peak = matmul_peak_gflops()
     for row in rows:
         if row.get("achieved_gflops"):
