@@ -339,7 +339,7 @@ def run_on_host(venv: Path, jobs: dict, x: np.ndarray, work: Path, bundles: dict
 # -- the table ---------------------------------------------------------------------------------------
 def table_rows(rows: list) -> list:
     lines = ["| board (profile) | arch | Python | backend and version | installs | loads | max diff vs x86 "
-             "| FPS (under emulation) | device_benchmark.sh |", "|---|---|---|---|---|---|---|---|---|"]
+             "| FPS here (not the board's) | device_benchmark.sh |", "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         head = f"| {row['board']} ({row['profile']}) | {row['arch']} "
         if "why_not" in row:
@@ -369,8 +369,9 @@ def markdown(results: dict) -> str:
              "a PR-GAN and a PASS bundle privatize the same 24 digits samples there and here. *max diff*: "
              "against this machine's runtime on the same bundle and backend (fp32: <= 1e-4 expected; the NCS2's "
              "FP16 IR on two OpenVINO releases: about 1e-2); for PASS, the share of substitutes "
-             "drawn the same with the same seed. FPS under emulation says that the code runs, not how fast the "
-             "board is.", ""]
+             "drawn the same with the same seed. *FPS here*: batch-1 calls a second under "
+             "emulation (arm64) or on this CPU (the old stacks): they say that the code runs, not how fast the "
+             "board is. *device_benchmark.sh*: the script run unchanged there, on the PR-GAN bundle.", ""]
     lines += table_rows(results["rows"]) + [""]
     lines += ["## What this cannot show", "",
               "- TensorRT engines (Jetson): NVIDIA's L4T userland and a GPU; `jetson-floor` runs JetPack 4.6's "
@@ -378,6 +379,8 @@ def markdown(results: dict) -> str:
               "- The NCS2's MYRIAD plugin: OpenVINO 2022.3 runs here on its CPU plugin.",
               "- The Edge TPU delegate and compiler (Coral): `sensorveil devices check --device coral-usb` checks the "
               "graph against the Edge TPU's operator list instead.",
+              "- `device_benchmark.sh` on Python 3.6 (Jetson Nano): the benchmarks package and the CLI still use "
+              "Python 3.7+ syntax (`from __future__ import annotations`); the runtime itself runs there (the rows above).",
               "- 32-bit Raspberry Pi OS (armhf), which the rpi3/rpi4 NCS2 set-up assumes: PyPI serves no armv7l "
               "wheels of onnxruntime or OpenVINO.", ""]
     return "\n".join(lines)
