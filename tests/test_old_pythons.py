@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -86,6 +87,19 @@ def test_python_3_6_numpy_1_19_onnxruntime_1_10(tmp_path_factory, tmp_path, digi
     here = Privatizer.load(pass_bundle, output="index", seed=5)(inputs)
     assert np.mean(out["pass"] == here) >= 0.9     # same seed; a draw on a float boundary may differ
     assert json.loads(str(out["prgan_describe"]))["library_version"].startswith("1.10")
+    report = device_benchmark(venv, digits_bundle, inputs, tmp_path)
+    assert report["rows"][0]["backend"] == "onnxruntime" and report["rows"][0]["stream_fps"] > 0
+
+
+def device_benchmark(venv: Path, bundle: Path, frames: np.ndarray, tmp_path: Path) -> dict:
+    """scripts/device_benchmark.sh unchanged, with the board's Python: its report."""
+    np.save(tmp_path / "frames.npy", frames)
+    result = subprocess.run(["sh", str(ROOT / "scripts" / "device_benchmark.sh"), str(bundle),
+                             "npy:" + str(tmp_path / "frames.npy"), "30", str(tmp_path / "reports")],
+                            env={**os.environ, "PYTHON": str(venv / "bin" / "python")}, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:]
+    return json.loads(sorted((tmp_path / "reports").glob("*.json"))[-1].read_text())
 
 
 def test_python_3_7_openvino_2022_3_and_tflite_runtime(tmp_path_factory, tmp_path, digits_run, pass_run, inputs):

@@ -5,8 +5,6 @@ The runtime's time includes input validation and the sensor<->model unit convers
 session gets the already-normalized array. Calls alternate between the two so drift in CPU
 clocks or background load hits both equally, and the overhead ratio compares medians.
 """
-from __future__ import annotations
-
 import time
 from pathlib import Path
 
@@ -55,9 +53,9 @@ def paired_latency(calls: dict, iters: int, warmup: int, desc: str) -> dict:
         for name, call in calls.items():
             call()
             for _ in range(todo):
-                start = time.perf_counter_ns()
+                start = time.perf_counter()
                 call()
-                samples[name].append((time.perf_counter_ns() - start) / 1e6)
+                samples[name].append((time.perf_counter() - start) * 1e3)
         if hasattr(progress, "update"):
             progress.update(todo)
     if hasattr(progress, "close"):
@@ -65,7 +63,7 @@ def paired_latency(calls: dict, iters: int, warmup: int, desc: str) -> dict:
     return {name: {**percentiles(values), "samples_ms": values} for name, values in samples.items()}
 
 
-def backends_to_measure(privatizer_manifest: dict, requested: str) -> list[str]:
+def backends_to_measure(privatizer_manifest: dict, requested: str) -> "list[str]":
     carried = [name for name in privatizer_manifest["artifacts"] if name in REGISTRY]
     if requested == "all":
         return [name for name in carried if library_available(name)]
@@ -121,7 +119,7 @@ def artefact_facts(manifest: dict, backend: str) -> dict:
             **{key: metrics.get(key) for key in PRIVACY_KEYS}, "privacy_source": "manifest"}
 
 
-def validation_status(records, backend: str) -> tuple[str, str | None]:
+def validation_status(records, backend: str) -> "tuple[str, str | None]":
     """validated: every check of this backend passed; exported: none ran here (or none recorded);
     failed: one did not pass, with its message."""
     mine = [record for record in records or [] if record.get("backend") == backend]
@@ -163,7 +161,7 @@ def onnx_graph_complexity(bundle, bundle_dir: Path, manifest: dict) -> dict:
 
 
 def benchmark_bundle(bundle_dir, backend: str = "all", iters: int = 500, warmup: int = 50,
-                     source: str | None = None, stream_frames: int = 300) -> dict:
+                     source: "str | None" = None, stream_frames: int = 300) -> dict:
     """Every figure `sensorveil benchmark` prints, as one dict with a `rows` list; with a
     ``source``, each row also gets end-to-end stream figures (stream_bench.py)."""
     bundle_dir = Path(bundle_dir)

@@ -10,13 +10,18 @@ does not count them either.
 torch is imported lazily so that deployment-side code (ONNX only) never
 pulls it in.
 """
-from __future__ import annotations
-
 import warnings
-from math import prod
+from functools import reduce
+from operator import mul
 
 import onnx
 from onnx import TensorProto
+
+
+def prod(values) -> int:
+    """math.prod, which needs Python 3.8 (the device benchmark runs down to Jetson Nano's 3.6)."""
+    return reduce(mul, values, 1)
+
 
 # Ops FlopCounterMode ignores; we count 1 FLOP per output element for them.
 ELEMENTWISE_OPS = frozenset({

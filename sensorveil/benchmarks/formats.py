@@ -7,8 +7,7 @@ the trainer's stack (torch, sensorveil.export) and is imported only here, only f
 bundle is measured with the runtime alone, its privacy figures then come from its manifest unless
 its training run is on this machine.
 """
-from __future__ import annotations
-
+import importlib.util
 import json
 from pathlib import Path
 
@@ -23,7 +22,7 @@ FORMAT_PRECISIONS = {"onnx": ("fp32",), "tflite": ("fp32", "fp16", "int8"), "ope
 DEFAULT_ATTACKER_EPOCHS = 3
 
 
-def parse_formats(text: str | None) -> list[str]:
+def parse_formats(text: "str | None") -> "list[str]":
     """``all`` or ``onnx,tflite`` -> format names, in the table's order."""
     if text in (None, "", "all"):
         return list(FORMAT_PRECISIONS)
@@ -39,7 +38,7 @@ def is_run_dir(path) -> bool:
     return (Path(path) / "run.json").is_file() and not (Path(path) / MANIFEST_NAME).is_file()
 
 
-def export_all(run_dir, formats: list[str], bundles_dir, attacker_epochs: int, log=print) -> list[dict]:
+def export_all(run_dir, formats: "list[str]", bundles_dir, attacker_epochs: int, log=print) -> "list[dict]":
     """Export every (format, precision); returns one entry per pair: its bundle, or why it failed."""
     from sensorveil.export import export_run   # the trainer's stack: only when a RUN_DIR is benchmarked
     from sensorveil.export.validate import ValidationError
@@ -77,6 +76,9 @@ def measure_artefact_privacy(row: dict, bundle_dir, attacker_epochs: int) -> Non
             return
     if not attacker_epochs:
         return
+    if importlib.util.find_spec("torch") is None:   # a board's runtime-only install (the sdk needs torch,
+        row["privacy_note"] = "manifest figures (no torch here: the attackers train on the workstation)"
+        return                                      # and new Pythons: importing it on 3.6 is a SyntaxError)
     try:
         from sensorveil.sdk.assess import evaluate_bundle
         figures = evaluate_bundle(bundle_dir, backend=row["backend"], attacker_epochs=attacker_epochs)
@@ -98,7 +100,7 @@ FORMAT_BACKENDS = {"onnx": ("onnxruntime",), "tflite": ("litert", "edgetpu"), "o
                    "tensorrt": ("tensorrt",)}
 
 
-def measurable_backend(manifest: dict, fmt: str) -> str | None:
+def measurable_backend(manifest: dict, fmt: str) -> "str | None":
     """The first of the format's backends that the bundle carries and this machine can run."""
     return next((name for name in FORMAT_BACKENDS[fmt] if name in manifest["artifacts"] and library_available(name)),
                 None)
@@ -112,8 +114,8 @@ def not_measurable_reason(manifest: dict, fmt: str) -> str:
     return f"no {' or '.join(FORMAT_BACKENDS[fmt])} runtime on this machine"
 
 
-def benchmark_formats(path, formats: str | None = "all", bundles_dir=None, iters: int = 500, warmup: int = 50,
-                      attacker_epochs: int = DEFAULT_ATTACKER_EPOCHS, source: str | None = None,
+def benchmark_formats(path, formats: "str | None" = "all", bundles_dir=None, iters: int = 500, warmup: int = 50,
+                      attacker_epochs: int = DEFAULT_ATTACKER_EPOCHS, source: "str | None" = None,
                       stream_frames: int = 300, backend: str = "all", log=print) -> dict:
     """The whole table: a RUN_DIR is exported to ``formats``; a BUNDLE is one row per backend."""
     path = Path(path)

@@ -12,8 +12,6 @@ launch and better use of the cores), and restores each. For every stream count n
 A user reads the row where the per-stream FPS still reaches the sensor's rate (30 for a Kinect or a
 camera) as the number of sensors one board serves at that rate.
 """
-from __future__ import annotations
-
 import time
 
 import numpy as np
@@ -25,7 +23,7 @@ from sensorveil.runtime.sources import open_source
 SENSOR_FPS = 30.0
 
 
-def stream_counts(most: int) -> list[int]:
+def stream_counts(most: int) -> "list[int]":
     """1, 2, 4, ... up to ``most``, and ``most`` itself."""
     counts, n = [], 1
     while n < most:

@@ -1,7 +1,5 @@
 """Benchmark reports: the summary table (terminal and Markdown), JSON with every figure, and a plot
 of latency distributions and privacy-utility points per artefact."""
-from __future__ import annotations
-
 import json
 import math
 import os
@@ -138,7 +136,7 @@ def _num(value, spec: str) -> str:
     return format(value, spec) if _is_number(value) else "-"
 
 
-def summary_cells(row: dict, note: int | None) -> list[str]:
+def summary_cells(row: dict, note: "int | None") -> "list[str]":
     status = row.get("status") or "-"
     overhead = row.get("overhead_p50")
     return [row.get("format") or "-", row.get("precision") or "-", row.get("backend") or "-",
@@ -148,7 +146,7 @@ def summary_cells(row: dict, note: int | None) -> list[str]:
             _num(1000.0 / row["runtime_p50_ms"] if row.get("runtime_p50_ms") else None, ",.0f"), f"{100 * overhead:+.0f}%" if _is_number(overhead) else "-"]
 
 
-def summary_lines(result: dict) -> tuple[list[list[str]], list[str]]:
+def summary_lines(result: dict) -> "tuple[list[list[str]], list[str]]":
     """(cells per row, numbered notes): a failed or unvalidated row's reason goes to a note."""
     cells, notes = [], []
     for row in result.get("rows", []):
@@ -160,7 +158,7 @@ def summary_lines(result: dict) -> tuple[list[list[str]], list[str]]:
     return cells, notes
 
 
-def summary_footer(result: dict) -> list[str]:
+def summary_footer(result: dict) -> "list[str]":
     """What each column means, the attacker's strength, and where the figures come from."""
     task = result.get("task") or {}
     metrics = result.get("metrics_at_export") or {}
@@ -276,7 +274,6 @@ def _plot_benchmark(results: dict, path) -> bool:
 def write_report(results: dict, json_path=None, markdown_path=None, plot_path=None) -> dict:
     """Write whichever outputs are requested; returns {kind: path} written."""
     written = {}
-    rows = results.get("rows", [])
     if json_path:
         Path(json_path).write_text(
             json.dumps(results, indent=2, default=_to_builtin) + "\n", encoding="utf-8")

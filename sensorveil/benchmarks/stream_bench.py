@@ -13,8 +13,6 @@ least two such figures gets no estimate, with the reason.
 
     python -m sensorveil.benchmarks.stream_bench --device-name   # what device_benchmark.sh uses
 """
-from __future__ import annotations
-
 import argparse
 import platform
 import sys
@@ -38,7 +36,7 @@ ESTIMATE_LABEL = "ESTIMATE (not measured)"
 
 
 # -- measured --------------------------------------------------------------------------------
-def peak_rss_mb() -> float | None:
+def peak_rss_mb() -> "float | None":
     """Peak resident memory of this process so far (None where `resource` is missing)."""
     try:
         import resource
@@ -49,7 +47,7 @@ def peak_rss_mb() -> float | None:
 
 
 def benchmark_stream(bundle_dir, source: str, backend: str = "auto", frames: int = 300, warmup: int = 10,
-                     privatizer: Privatizer | None = None) -> dict:
+                     privatizer: "Privatizer | None" = None) -> dict:
     """Run ``frames`` timed frames (after ``warmup``) from ``source`` through the bundle."""
     privatizer = privatizer or Privatizer.load(bundle_dir, backend=backend)
     with open_source(source) as stream_source:
@@ -77,7 +75,7 @@ def _percent(fraction):
 
 
 # -- estimated -------------------------------------------------------------------------------
-def reference_macs(model_name: str) -> float | None:
+def reference_macs(model_name: str) -> "float | None":
     for key, macs in REFERENCE_MACS.items():
         if key.lower() in model_name.lower():
             return macs
@@ -108,7 +106,7 @@ def estimate_device(profile: dict, macs: float) -> dict:
     return row
 
 
-def estimate_devices(macs: float | None) -> list[dict]:
+def estimate_devices(macs: "float | None") -> "list[dict]":
     """ESTIMATE rows for every device profile; empty where devices or MACs are unknown."""
     try:
         from sensorveil.devices import list_profiles, load_profile
@@ -121,7 +119,7 @@ def estimate_devices(macs: float | None) -> list[dict]:
 
 
 # -- into `sensorveil benchmark` ------------------------------------------------------------
-def add_stream_and_estimates(result: dict, bundle_dir, source: str | None, frames: int = 300) -> dict:
+def add_stream_and_estimates(result: dict, bundle_dir, source: "str | None", frames: int = 300) -> dict:
     """Extend a ``benchmark_bundle`` result: measured stream columns on each backend's row (when
     a source is given) and the ESTIMATES table, kept apart under ``estimates``."""
     if source is not None:
@@ -159,7 +157,7 @@ def detected_device() -> dict:
     return {"name": f"{platform.system()}-{platform.machine()}".lower(), "matched_by": ["platform"], "profile": False}
 
 
-def default_report_path(directory: str | Path = "reports") -> Path:
+def default_report_path(directory: "str | Path" = "reports") -> Path:
     """reports/DEVICE-YYYYmmdd-HHMMSS.json, named after the detected device."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return Path(directory) / f"{detected_device()['name']}-{stamp}.json"
