@@ -71,6 +71,24 @@ def test_int8_model_has_int8_io_and_stays_close(bundles):
     assert calibration.shape[0] == 64 and calibration.dtype == np.float32
 
 
+def test_onnx_int8_is_qdq_with_float_io_and_stays_close(digits_run, tmp_path):
+    """The CPU boards' int8: QDQ nodes around int8 weights, float I/O the runtime feeds as before."""
+    import onnx
+    bundle = export(digits_run, "onnx", tmp_path / "onnx-int8", precision="int8", calibration=64, int8_check=False)
+    artifact = json.loads((bundle / "manifest.json").read_text())["artifacts"]["onnxruntime"]
+    assert artifact["precision"] == "int8" and artifact["graphs"]["model"]["file"] == "model_int8.onnx"
+    assert not (bundle / "model.onnx").exists()
+    graph = onnx.load(str(bundle / "model_int8.onnx")).graph
+    ops = {node.op_type for node in graph.node}
+    assert {"QuantizeLinear", "DequantizeLinear"} <= ops
+    assert graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+    int8_weights = [t for t in graph.initializer if t.data_type == onnx.TensorProto.INT8 and len(t.dims) > 1]
+    assert int8_weights, "the conv/linear weights should be stored as int8"
+    record = validation(bundle)[("onnxruntime", "numeric")]
+    assert record["status"] == "measured" and record["max_abs_diff"] < 0.25
+    assert np.load(bundle / "calibration_inputs.npy").shape[0] == 64
+
+
 def test_uncompiled_edgetpu_bundle_says_how_to_compile(bundles):
     artifact = json.loads((bundles["coral"] / "manifest.json").read_text())["artifacts"]["edgetpu"]["graphs"]["model"]
     assert artifact["compiled"] is False and artifact["compile_command"].startswith("edgetpu_compiler -s -o ")

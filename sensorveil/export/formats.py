@@ -7,19 +7,30 @@ the writer once per graph, then hashes, writes the manifest and validates every 
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
-from sensorveil.export.onnx_export import OPSET, export_onnx
+from sensorveil.export.onnx_export import OPSET, export_onnx, quantize_onnx_int8
 
 
 def write_onnx(job) -> dict:
-    if job.precision != "fp32":
-        raise ValueError("the onnx format is exported in fp32; use --format tflite, openvino or tensorrt "
-                         "for fp16 or int8")
-    model_file = job.file("model.onnx")
-    export_onnx(job.module, torch.from_numpy(job.samples[:1]), job.out_dir / model_file)
-    return {"onnxruntime": ({"format": "onnx", "opset": OPSET, "precision": "fp32"}, {"file": model_file})}
-
+    """fp32, or int8 in QDQ form for CPU boards (onnxruntime's int8 kernels; calibrated like tflite's)."""
+    if job.precision == "fp16":
+        raise ValueError("the onnx format is exported in fp32 or int8; use --format tflite, openvino or "
+                         "tensorrt for fp16")
+    shared = {"format": "onnx", "opset": OPSET, "precision": job.precision}
+    float_path = export_onnx(job.module, torch.from_numpy(job.samples[:1]), job.out_dir / job.file("model.onnx"))
+    if job.precision == "fp32":
+        return {"onnxruntime": (shared, {"file": float_path.name})}
+    calibration = job.calibration()
+    calibration_file = job.file("calibration_inputs.npy")
+    np.save(job.out_dir / calibration_file, calibration, allow_pickle=False)
+    int8_path = quantize_onnx_int8(float_path, calibration, job.out_dir / job.file("model_int8.onnx"))
+    float_path.unlink()
+    return {"onnxruntime": ({**shared, "quantization": "QDQ, U8S8, weights per channel (reduce_range)"},
+                            {"file": int8_path.name,
+                             "calibration": {"file": calibration_file, "samples": int(len(calibration)),
+                                             "drawn_from": "training split"}})}
 
 from sensorveil.export.openvino_export import write_openvino  # noqa: E402  (writers import their libraries lazily)
 from sensorveil.export.tensorrt_export import write_tensorrt  # noqa: E402
