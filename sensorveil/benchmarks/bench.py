@@ -2,7 +2,8 @@
 runtime's overhead over a raw onnxruntime session running the very same model file.
 
 The runtime's time includes input validation and the sensor<->model unit conversion; the raw
-session gets the already-normalized array. Calls alternate between the two so drift in CPU
+session gets the array the graph takes, already prepared (normalized, or for a bundle with the units
+inside its graph, the sensor frame in the model's layout). Calls alternate between the two so drift in CPU
 clocks or background load hits both equally, and the overhead ratio compares medians.
 """
 import time
@@ -15,7 +16,6 @@ from sensorveil.benchmarks.report import cpu_description
 from sensorveil.benchmarks.stream_bench import add_stream_and_estimates
 from sensorveil.runtime import BackendUnavailableError, Privatizer, open_bundle
 from sensorveil.runtime.backends import REGISTRY, library_available, resolve_backend
-from sensorveil.runtime.spec import to_model_units
 
 try:
     from tqdm.auto import tqdm
@@ -74,7 +74,7 @@ def benchmark_backend(bundle_dir, backend: str, iters: int, warmup: int) -> dict
     privatizer = Privatizer.load(bundle_dir, backend=backend)
     manifest = privatizer.manifest
     sample = sensor_sample(privatizer)
-    model_input = to_model_units(sample[None], privatizer.input_spec)
+    model_input = privatizer.graph_input(sample[None])   # what the graph takes: model or sensor units
     calls = {"runtime": lambda: privatizer(sample), "model": lambda: privatizer.run_model(model_input)}
     raw_session = _raw_onnxruntime_session(privatizer)
     if raw_session is not None:

@@ -6,6 +6,8 @@
 A bundle's mechanism is a pipeline of stages (its manifest's ``pipeline``): models the backend runs
 and numpy steps such as PASS's draw. The Privatizer maps sensor units to model units, runs the
 stages in order, and maps the last stage's output back to sensor units when it is in model units.
+A bundle whose one model stage says ``"units": "sensor"`` has that mapping inside its graph; the
+Privatizer then only checks the frame and lays it out as the graph takes it (``takes``).
 """
 from pathlib import Path
 
@@ -15,8 +17,9 @@ from sensorveil.runtime.backends import create_backend, resolve_backend
 from sensorveil.runtime.bundle import Bundle, open_bundle
 from sensorveil.runtime.errors import InputError
 from sensorveil.runtime.schema import check_model_io, graphs_of
-from sensorveil.runtime.spec import TensorSpec, check_sensor_input, to_model_units, to_sensor_units
-from sensorveil.runtime.stages import MODEL_UNITS, StageContext, stage_class
+from sensorveil.runtime.spec import (TensorSpec, check_sensor_input, from_graph_sensor_output, to_graph_sensor_input,
+                                     to_model_units, to_sensor_units)
+from sensorveil.runtime.stages import MODEL_UNITS, SENSOR_UNITS, StageContext, stage_class
 
 
 MAX_CHUNK = 1024   # samples per pipeline run: model-unit copies and backend buffers stay a few MB
@@ -83,14 +86,34 @@ class Privatizer:
         """What the last stage returns: model units, sensor units, a bank index or a representation."""
         return self.stages[-1].emits
 
+    @property
+    def takes(self) -> str:
+        """What the first graph takes: "model" units (the Privatizer normalizes in numpy) or "sensor"
+        units (the normalization is inside the graph; the frame goes in in the sensor's dtype)."""
+        return self.stages[0].takes
+
     def __call__(self, x) -> np.ndarray:
         batch, single = check_sensor_input(x, self.input_spec)
         if len(batch) > MAX_CHUNK:     # bounded memory: a huge batch goes through in chunks
             return np.concatenate([self(batch[i:i + MAX_CHUNK]) for i in range(0, len(batch), MAX_CHUNK)])
-        y = self.run_pipeline(to_model_units(batch, self.input_spec))
+        y = self.run_pipeline(self.graph_input(batch))
         if self.emits == MODEL_UNITS:
             y = to_sensor_units(y, self.output_spec)
         return y[0] if single else y
+
+    def graph_input(self, batch: np.ndarray) -> np.ndarray:
+        """A checked batch in sensor units -> what the first stage takes (model units, or the sensor's
+        dtype in the model's layout when the graph normalizes itself)."""
+        if self.takes == SENSOR_UNITS:
+            return to_graph_sensor_input(batch, self.input_spec)
+        return to_model_units(batch, self.input_spec)
+
+    def sensor_output(self, model_output: np.ndarray) -> np.ndarray:
+        """A one-model bundle's raw graph output (``run_model``) -> the privatized batch in sensor units:
+        what a stream does between timing the backend and handing the frame on."""
+        if self.takes == SENSOR_UNITS:
+            return from_graph_sensor_output(model_output, self.output_spec)
+        return to_sensor_units(model_output, self.output_spec)
 
     def run_pipeline(self, model_batch: np.ndarray) -> np.ndarray:
         """Every stage in order, from a batch in model units."""
@@ -103,8 +126,8 @@ class Privatizer:
         return self.graphs[graph].run(batch)
 
     def run_model(self, model_batch: np.ndarray) -> np.ndarray:
-        """The backend alone on the bundle's first graph, in model units: what benchmarks compare the
-        full call against (for a one-model bundle, the whole model)."""
+        """The backend alone on the bundle's first graph, on what ``graph_input`` returns: what benchmarks
+        compare the full call against (for a one-model bundle, the whole model)."""
         return self.backend.run(model_batch)
 
     def bytes_per_frame(self) -> dict:

@@ -16,7 +16,7 @@ import math
 import re
 
 from sensorveil.runtime.errors import BundleError
-from sensorveil.runtime.stages import STAGE_KINDS
+from sensorveil.runtime.stages import GRAPH_UNITS, REPRESENTATION, SENSOR_UNITS, STAGE_KINDS
 
 # 2: a mechanism is a pipeline of stages over named graphs (artifacts[backend]["graphs"]).
 # 1: one model per backend (artifacts[backend]["file"]); read as the equivalent schema-2 pipeline.
@@ -284,6 +284,21 @@ def validate_graph_name(where, path, graph, manifest):
 
 def validate_model_stage(where, path, stage, manifest):
     validate_graph_name(where, path + ".graph", stage.get("graph"), manifest)
+    optional(stage, "units", need_text, where, path + ".units", stage.get("units"), GRAPH_UNITS)
+    if stage.get("units") == SENSOR_UNITS:
+        validate_sensor_units_stage(where, path, stage, manifest)
+
+
+def validate_sensor_units_stage(where, path, stage, manifest):
+    """A graph with the normalization inside takes the bundle's input and returns its output in sensor
+    units, so it must be the whole pipeline, and its output must be a sensor reading (not TAPPFL's
+    representation, which has no sensor units to map back to)."""
+    if len(pipeline_of(manifest)) != 1:
+        fail(where, path + ".units", stage["units"], "'model' (the default): only a one-stage pipeline's model "
+             "can take and return sensor units; the other stages work in model units")
+    if stage.get("emits") == REPRESENTATION:
+        fail(where, path + ".units", stage["units"], "'model' (the default) for a stage that emits a "
+             "representation, which is not in sensor units")
 
 
 def validate_substitution_stage(where, path, stage, manifest):

@@ -1,8 +1,11 @@
 """Input/output specs: validation of sensor data and the sensor-units <-> model-units mapping.
 
 The manifest states ``normalization = {"offset": o, "scale": s}``; the model sees
-``(x - o) / s`` and its output maps back as ``y * s + o``. Keeping this in numpy (rather than
-inside the graph) lets every backend, int8 ones included, share one definition.
+``(x - o) / s`` and its output maps back as ``y * s + o``. Where the bundle's model stage says
+``"units": "model"`` (the default, and every bundle exported before the field existed) that mapping
+runs here in numpy, one definition for every backend. Where it says ``"units": "sensor"`` the
+exporter put the same mapping inside the graph (sensorveil/export/sensor_units.py), so the runtime
+only lays the frame out as the graph takes it: one backend call from sensor frame to privatized frame.
 """
 from dataclasses import dataclass
 
@@ -86,4 +89,25 @@ def to_sensor_units(model_out: np.ndarray, spec: TensorSpec) -> np.ndarray:
     np.clip(out, spec.low, spec.high, out=out)
     if spec.dtype.kind in "ui":
         np.rint(out, out=out)
+    return out.astype(spec.dtype, copy=False)
+
+
+def to_graph_sensor_input(batch: np.ndarray, spec: TensorSpec) -> np.ndarray:
+    """For a graph that normalizes its input itself: the batch in the sensor's dtype and the model's
+    layout. A frame already in the sensor's dtype is only reshaped (no copy); any other dtype is
+    clipped to the sensor range (and rounded, for integer sensors) before the cast, so an out-of-range
+    float cannot wrap around as a cast alone would let it."""
+    if batch.dtype != spec.dtype:
+        batch = np.clip(batch, spec.low, spec.high)
+        if spec.dtype.kind in "ui":
+            batch = np.rint(batch)
+        batch = batch.astype(spec.dtype)
+    return batch.reshape((batch.shape[0],) + spec.model_shape)
+
+
+def from_graph_sensor_output(graph_out: np.ndarray, spec: TensorSpec) -> np.ndarray:
+    """For a graph that maps its output back to sensor units itself (scaled, offset, rounded and
+    clipped in the graph): the sensor's layout and dtype. The cast is exact, or a no-op where the
+    graph already returns the sensor dtype."""
+    out = graph_out.reshape((graph_out.shape[0],) + spec.sample_shape)
     return out.astype(spec.dtype, copy=False)

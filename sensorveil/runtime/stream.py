@@ -7,9 +7,10 @@ Each frame's time is split into capture / preprocess / inference / postprocess /
 
 * capture:     ``source.read()`` (decoding a video frame, waiting for the sensor)
 * preprocess:  frame -> sample (crop, resize; see preprocess.py), input validation and
-               normalization to model units (``check_sensor_input`` + ``to_model_units``)
+               normalization to model units (``check_sensor_input`` + ``Privatizer.graph_input``; only a
+               reshape when the graph takes sensor units)
 * inference:   the backend alone (``Privatizer.run_model``)
-* postprocess: model units -> sensor units (``to_sensor_units``) and ``restore`` (e.g. paste)
+* postprocess: model units -> sensor units (``Privatizer.sensor_output``) and ``restore`` (e.g. paste)
 * sink:        handing the output on
 * units:       (not a separate stage) the Privatizer's share of preprocess + postprocess:
                validation and the sensor<->model unit mapping
@@ -43,7 +44,7 @@ from sensorveil.runtime.preprocess import make_preprocessor
 from sensorveil.runtime.privatizer import Privatizer
 from sensorveil.runtime.sinks import Sink, SinkError
 from sensorveil.runtime.sources import BadFrame, Frame, Source
-from sensorveil.runtime.spec import check_sensor_input, to_model_units, to_sensor_units
+from sensorveil.runtime.spec import check_sensor_input
 
 STAGES = ("capture", "preprocess", "inference", "postprocess", "sink")
 TIMING_WINDOW = 10000   # frames whose stage times the report's percentiles describe
@@ -143,7 +144,7 @@ class Stream:
             t_units_in = clock()
             if self.split:
                 batch, _ = check_sensor_input(sample, self.privatizer.input_spec)
-                model_input = to_model_units(batch, self.privatizer.input_spec)
+                model_input = self.privatizer.graph_input(batch)
         except InputError as error:
             self._bad(error)
             return False
@@ -151,7 +152,7 @@ class Stream:
         if self.split:
             model_output = self.privatizer.run_model(model_input)
             t_post = clock()
-            privatized = to_sensor_units(model_output, self.privatizer.output_spec)[0]
+            privatized = self.privatizer.sensor_output(model_output)[0]
         else:
             try:   # a pipeline of several stages validates inside the call: a bad frame is counted here
                 privatized = self.privatizer(sample)

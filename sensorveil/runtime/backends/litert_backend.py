@@ -3,7 +3,8 @@
 TFLite models from the exporter have a static batch of 1 (the Edge TPU requires it), so a
 batch runs sample by sample. Int8 models take and return int8: the adapter quantizes the
 float32 model-unit input with the input tensor's (scale, zero point) and dequantizes the
-output, so callers see the same float32 interface as every other backend.
+output, so callers see the same float32 interface as every other backend. A model with the
+sensor units inside it (no quantization parameters) takes an integer sensor dtype as is.
 """
 import numpy as np
 
@@ -41,7 +42,8 @@ class LiteRTBackend:
         self.interpreter.allocate_tensors()
         self.input = self.interpreter.get_input_details()[0]
         self.output = self.interpreter.get_output_details()[0]
-        self.quantized_io = np.issubdtype(self.input["dtype"], np.integer)
+        # int8 I/O with a scale: a quantized model; an integer input without one takes sensor readings
+        self.quantized_io = np.issubdtype(self.input["dtype"], np.integer) and self.input["quantization"][0] != 0
 
     def _make_interpreter(self, threads):
         return litert.Interpreter(model_content=self.model_content, num_threads=threads)
@@ -50,11 +52,11 @@ class LiteRTBackend:
         return np.concatenate([self._run_one(batch[i:i + 1]) for i in range(len(batch))])
 
     def _run_one(self, sample: np.ndarray) -> np.ndarray:
-        x = quantize(sample, self.input) if self.quantized_io else sample.astype(np.float32, copy=False)
+        x = quantize(sample, self.input) if self.quantized_io else sample.astype(self.input["dtype"], copy=False)
         self.interpreter.set_tensor(self.input["index"], x.reshape(self.input["shape"]))
         self.interpreter.invoke()
         y = self.interpreter.get_tensor(self.output["index"])
-        return dequantize(y, self.output) if np.issubdtype(self.output["dtype"], np.integer) else y.copy()
+        return dequantize(y, self.output) if self.output["quantization"][0] != 0 else y.copy()
 
     def io_signature(self) -> tuple:
         """([(name, shape)] of the inputs, the same of the outputs); a free dimension (-1 in the shape

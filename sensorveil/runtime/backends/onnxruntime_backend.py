@@ -4,6 +4,15 @@ import onnxruntime as ort
 
 from sensorveil.runtime.bundle import Bundle
 
+# onnxruntime's element type names where numpy spells them differently
+NUMPY_NAMES = {"float": "float32", "double": "float64"}
+
+
+def numpy_dtype(ort_type: str) -> np.dtype:
+    """'tensor(uint16)' -> uint16, 'tensor(float)' -> float32."""
+    name = ort_type[len("tensor("):-1]
+    return np.dtype(NUMPY_NAMES.get(name, name))
+
 
 def make_session(model, providers=None, threads: "int | None" = None) -> ort.InferenceSession:
     """One place that configures sessions, so the runtime and the raw-session benchmark match.
@@ -27,9 +36,12 @@ class OnnxRuntimeBackend:
         # onnxruntime could pick up unhashed external-data files
         self.session = make_session(bundle.read(artifact["file"]), providers, threads)
         self.input_name = self.session.get_inputs()[0].name
+        # float32 for a graph in model units; the sensor's dtype for one with the units inside it
+        self.input_dtype = numpy_dtype(self.session.get_inputs()[0].type)
         self.output_names = [output.name for output in self.session.get_outputs()]
 
     def run(self, batch: np.ndarray) -> np.ndarray:
+        batch = batch.astype(self.input_dtype, copy=False)    # no copy when it already is
         return self.session.run(self.output_names[:1], {self.input_name: batch})[0]
 
     def io_signature(self) -> tuple:

@@ -35,6 +35,8 @@ class OpenVINOBackend:
         self.compiled = core.compile_model(model, self.device, config)
         self.request = self.compiled.create_infer_request()
         self.output = self.compiled.output(0)
+        # float32 for a graph in model units; the sensor's dtype for one with the units inside it
+        self.input_dtype = np.dtype(self.compiled.input(0).get_element_type().to_dtype())
 
     def _pick_device(self, device: str) -> str:
         if device == "auto":
@@ -58,7 +60,8 @@ class OpenVINOBackend:
     def run(self, batch: np.ndarray) -> np.ndarray:
         if self.static_batch and len(batch) != 1:
             return np.concatenate([self.run(batch[i:i + 1]) for i in range(len(batch))])
-        return np.array(self.request.infer({0: batch})[self.output], dtype=np.float32, copy=True)
+        batch = batch.astype(self.input_dtype, copy=False)    # no copy when it already is
+        return np.array(self.request.infer({0: batch})[self.output], copy=True)
 
     def io_signature(self) -> tuple:
         """([(name, shape)] of the inputs, the same of the outputs); a free dimension is None."""

@@ -17,6 +17,9 @@ SENSOR_UNITS = "sensor"          # already in sensor units (e.g. a substitute sa
 BANK_INDEX = "index"             # a position in a bank the server holds (PASS index mode)
 REPRESENTATION = "representation"  # a feature vector, not a sensor reading (TAPPFL)
 EMITS = (MODEL_UNITS, SENSOR_UNITS, BANK_INDEX, REPRESENTATION)
+# Which side maps sensor units to model units and back: the runtime in numpy ("model", the default and
+# every bundle exported before the field existed) or the graph itself ("sensor"); a model stage's "units"
+GRAPH_UNITS = (MODEL_UNITS, SENSOR_UNITS)
 
 
 class StageContext(object):
@@ -44,6 +47,7 @@ class Stage(object):
     """One step of the pipeline. Subclasses set ``kind`` (the manifest's name for it) and ``emits``."""
 
     kind = None
+    takes = MODEL_UNITS     # what the stage's input is: model units, or sensor units (a self-normalizing graph)
     emits = MODEL_UNITS
     # output modes a caller may choose with Privatizer.load(..., output=...); the first is the default
     output_modes = ("sample",)

@@ -1,12 +1,16 @@
 """The stage that runs one of the bundle's graphs on the chosen backend."""
 from sensorveil.runtime.errors import BundleError
-from sensorveil.runtime.stages.base import MODEL_UNITS, REPRESENTATION, Stage
+from sensorveil.runtime.spec import TensorSpec, from_graph_sensor_output
+from sensorveil.runtime.stages.base import GRAPH_UNITS, MODEL_UNITS, REPRESENTATION, SENSOR_UNITS, Stage
 
 
 class ModelStage(Stage):
     """``{"kind": "model", "graph": NAME}``: the batch goes through graph NAME (model units in and out).
     ``"emits": "representation"`` marks a graph whose output is a feature vector, not model units of the
-    sensor (TAPPFL), so the Privatizer returns it as is instead of mapping it back to sensor units."""
+    sensor (TAPPFL), so the Privatizer returns it as is instead of mapping it back to sensor units.
+    ``"units": "sensor"`` marks a graph with the manifest's normalization inside it (the bundle's only
+    stage): it takes the frame in the sensor's dtype and returns the privatized frame in sensor units,
+    so the Privatizer skips its numpy mapping on both sides."""
 
     kind = "model"
     emits = MODEL_UNITS
@@ -19,6 +23,15 @@ class ModelStage(Stage):
         if self.emits not in (MODEL_UNITS, REPRESENTATION):
             raise BundleError("{}: model stage emits {!r}; expected {!r} or {!r}".format(
                 context.bundle.root, self.emits, MODEL_UNITS, REPRESENTATION))
+        units = spec.get("units", MODEL_UNITS)
+        if units not in GRAPH_UNITS:
+            raise BundleError("{}: model stage units {!r}; expected one of {}".format(
+                context.bundle.root, units, list(GRAPH_UNITS)))
+        if units == SENSOR_UNITS:
+            self.takes = self.emits = SENSOR_UNITS
+            self.output_spec = TensorSpec.from_manifest(context.bundle.manifest["output"])
 
     def __call__(self, batch, rng):
+        if self.emits == SENSOR_UNITS:
+            return from_graph_sensor_output(self.run(batch), self.output_spec)
         return self.run(batch)
