@@ -128,8 +128,12 @@ def cmd_export(args) -> int:
     from sensorveil.export import export_run
     out = export_run(args.run_dir, args.format, args.out, precision=args.precision,
                      include_samples=not args.index_only, target=args.target, calibration=args.calibration,
-                     int8_check=not args.skip_int8_privacy_check, sign_key=args.sign)
+                     int8_check=not args.skip_int8_privacy_check, sign_key=args.sign,
+                     sensor_units=args.units == "sensor")
     manifest = json.loads((out / "manifest.json").read_text())
+    units = [stage for stage in manifest.get("pipeline", []) if "units" in stage]
+    if units:
+        print(f"units: {units[0]['units']} ({units[0]['units_note']})")
     for record in manifest.get("validation", []):
         print(f"validation {record['backend']} ({record.get('precision', '')}): {record['status']} "
               + _validation_detail(record))
@@ -424,6 +428,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pass: leave the substitute samples out (the device emits bank indices only)")
     p.add_argument("--sign", default=None, metavar="KEY",
                    help="sign the manifest with this Ed25519 private key (PEM; `sensorveil keys generate`)")
+    p.add_argument("--units", default="sensor", choices=("sensor", "model"),
+                   help="sensor (default): the normalization inside the graph where format and precision allow "
+                   "(not int8, not multi-stage pipelines); model: the runtime normalizes in numpy")
     p.set_defaults(func=cmd_export)
 
     p = verbs.add_parser("keys", help="an Ed25519 key pair for signing bundles")

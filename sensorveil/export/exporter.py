@@ -22,9 +22,11 @@ from sensorveil.devices import load_profile
 from sensorveil.export.bundle_writer import write_manifest
 from sensorveil.export.device_check import plan_for_target
 from sensorveil.export.formats import FORMAT_WRITERS
+from sensorveil.export.sensor_units import SensorUnits, UnitsPlan, plan_units
 from sensorveil.export.signing import load_private_key, sign_bundle
 from sensorveil.export.validate import compare, int8_privacy_record, raise_on_failure
 from sensorveil.runtime.bundle import MANIFEST_NAME, SINGLE_GRAPH
+from sensorveil.runtime.stages import MODEL_UNITS
 from sensorveil.sdk import mechanisms
 from sensorveil.sdk.evaluation import make_slices
 from sensorveil.sdk.rundir import load_recorded_dataset, read_run
@@ -63,7 +65,7 @@ class GraphJob:
 class Exporter:
     def __init__(self, run_dir, out_dir, precision: str = "fp32", include_samples: bool = True,
                  target: str | None = None, calibration: int | None = None, int8_check: bool = True,
-                 attacker_epochs: int | None = None, sign_key=None):
+                 attacker_epochs: int | None = None, sign_key=None, sensor_units: bool = True):
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; expected one of {PRECISIONS}")
         self.run_dir = Path(run_dir)
@@ -86,6 +88,9 @@ class Exporter:
         self.int8_check, self.attacker_epochs = int8_check, attacker_epochs
         # --sign KEY: the key is loaded before any work, so a wrong path fails in a second, not after training
         self.sign_key = load_private_key(sign_key) if sign_key else None
+        # sensor units inside the graph where the format, precision and pipeline allow (sensor_units.py)
+        self.sensor_units = sensor_units
+        self.units_plan = UnitsPlan(MODEL_UNITS, "not planned yet")
 
     def calibration_samples(self) -> np.ndarray:
         """``--calibration N`` real inputs in model units from the training split, never the test
@@ -96,9 +101,17 @@ class Exporter:
 
     def _real_samples(self) -> np.ndarray:
         """Real inputs in model units, for validation and int8 calibration."""
+        return to_model(self._validation_subset()).numpy()
+
+    def _validation_subset(self):
         data = self.dataset
         pick = np.random.default_rng(0).choice(len(data), size=min(VALIDATION_SAMPLES, len(data)), replace=False)
-        return to_model(data.subset(np.sort(pick))).numpy()
+        return data.subset(np.sort(pick))
+
+    def _sensor_samples(self, module: SensorUnits) -> np.ndarray:
+        """The same real inputs as ``samples``, in sensor units and the model's layout: what a graph with
+        the units inside takes (validation, the writers' example)."""
+        return module.sensor_samples(self._validation_subset().x.reshape(self.samples.shape))
 
     def _training_pool(self) -> np.ndarray:
         """Rows outside the run's test slice (rebuilt with make_slices and the run's seed); all rows
@@ -124,10 +137,19 @@ class Exporter:
             return self.graphs[source].module.eval()(upstream).numpy()
 
     def job(self, name: str) -> GraphJob:
-        return GraphJob(name=name, module=self.graphs[name].module.eval(),
-                        samples=self.graph_inputs(name, self.samples),
+        module, samples = self.exported_module(name)
+        return GraphJob(name=name, module=module, samples=samples,
                         calibration=lambda: self.graph_inputs(name, self.calibration_samples()),
                         out_dir=self.out_dir, precision=self.precision, target=self.target)
+
+    def exported_module(self, name: str) -> tuple:
+        """(the module the file is exported from, its real inputs): the graph itself in model units, or
+        wrapped with the sensor units when the plan puts them in the graph."""
+        module = self.graphs[name].module.eval()
+        if not self.units_plan.in_graph:
+            return module, self.graph_inputs(name, self.samples)
+        wrapped = SensorUnits(module, self.run["input"], self.run["output"], self.units_plan).eval()
+        return wrapped, self._sensor_samples(wrapped)
 
     def export(self, fmt: str) -> Path:
         """Write and validate the bundle; on any failure nothing is left at ``out_dir`` (a half-written
@@ -157,16 +179,19 @@ class Exporter:
         return message
 
     def _export(self, fmt: str) -> Path:
-        artifacts = self._write_graphs(fmt)
+        # the pipeline first: whether the units can go in the graph depends on its stages
         mechanism, pipeline = self.mechanism.bundle(self.run_dir, self.run, self.dataset, self.out_dir,
                                                     self.include_samples)
+        self.units_plan = plan_units(fmt, self.precision, self.target, pipeline, self.run["input"],
+                                     self.run["output"], enabled=self.sensor_units)
+        pipeline = self._with_units(pipeline)
+        artifacts = self._write_graphs(fmt)
         write_manifest(self.out_dir, mechanism, self.run["input"], self.run["output"], artifacts,
                        extra={"pipeline": pipeline, "dataset": self.run["dataset"],
                               "complexity": self._complexity(artifacts),
                               "target": self.target["name"] if self.target else None,
                               "metrics": self._metrics(), "training": self._training()})
-        records = [compare(self.out_dir, backend, name, self.graphs[name].module, self.graph_inputs(name, self.samples),
-                           artifact.get("precision", "fp32"))
+        records = [self._compare(backend, name, artifact.get("precision", "fp32"))
                    for backend, artifact in artifacts.items() for name in artifact["graphs"]]
         if self.int8_check and self.mechanism.int8_privacy_check:
             records += [int8_privacy_record(self.out_dir, backend, self.run_dir, self.attacker_epochs)
@@ -176,6 +201,25 @@ class Exporter:
         if self.sign_key is not None:      # last: the signature covers the manifest as it is finally written
             sign_bundle(self.out_dir, self.sign_key)
         return self.out_dir
+
+    def _with_units(self, pipeline: list) -> list:
+        """A one-model pipeline's stage says which side maps the units, and why (int8 keeps them in the
+        runtime for the Edge TPU's sake); the stages of longer pipelines all work in model units."""
+        if len(pipeline) != 1 or pipeline[0].get("kind") != "model":
+            return pipeline
+        return [{**pipeline[0], "units": self.units_plan.units, "units_note": self.units_plan.note}]
+
+    def _compare(self, backend: str, name: str, precision: str) -> dict:
+        """One graph of the bundle against the module it was exported from; with the units in the graph,
+        the difference is read in model units, with one sensor step of slack for integer sensors
+        (a float32 difference can flip a rounding)."""
+        module, samples = self.exported_module(name)
+        if not self.units_plan.in_graph:
+            return compare(self.out_dir, backend, name, module, samples, precision)
+        out = module.out
+        return compare(self.out_dir, backend, name, module, samples, precision,
+                       to_model_units=lambda y: (y.astype(np.float32) - out.offset) / out.scale,
+                       rounding_step=1.0 / out.scale if module.round_output else 0.0)
 
     def _write_graphs(self, fmt: str) -> dict:
         """Every graph through the format's writer; per backend, the shared keys once and each
@@ -229,9 +273,11 @@ class Exporter:
 
 def export_run(run_dir, fmt: str | None, out_dir, precision: str | None = None, include_samples: bool = True,
                target: str | None = None, calibration: int | None = None, int8_check: bool = True,
-               attacker_epochs: int | None = None, sign_key=None) -> Path:
+               attacker_epochs: int | None = None, sign_key=None, sensor_units: bool = True) -> Path:
     """``target`` (a device profile) fills in the format and precision the device runs; ``sign_key``
-    (an Ed25519 private key PEM file) signs the manifest."""
+    (an Ed25519 private key PEM file) signs the manifest; ``sensor_units=False`` keeps the normalization
+    in the runtime even where the graph could take it (sensor_units.py says where it cannot)."""
     fmt, precision = plan_for_target(target, fmt, precision)
     return Exporter(run_dir, out_dir, precision, include_samples, target=target, calibration=calibration,
-                    int8_check=int8_check, attacker_epochs=attacker_epochs, sign_key=sign_key).export(fmt)
+                    int8_check=int8_check, attacker_epochs=attacker_epochs, sign_key=sign_key,
+                    sensor_units=sensor_units).export(fmt)

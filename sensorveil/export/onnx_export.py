@@ -19,7 +19,9 @@ def export_onnx(model: torch.nn.Module, example: torch.Tensor, path: Path, opset
     """Export with a dynamic batch axis named 'batch', input 'x', output 'y'.
 
     We use the TorchScript exporter: it writes old opsets directly and quickly, and its graphs of
-    plain Conv/Gemm/Clip are what TensorRT, OpenVINO and the Edge TPU compilers parse best.
+    plain Conv/Gemm/Clip are what TensorRT, OpenVINO and the Edge TPU compilers parse best. A module
+    with sensor units inside (sensor_units.SensorUnits) traced with a stand-in for a dtype torch lacks
+    (uint16) names the real I/O types in ``onnx_io_dtypes``; the file gets them before it is checked.
     """
     path = Path(path)
     model = model.eval()
@@ -28,6 +30,9 @@ def export_onnx(model: torch.nn.Module, example: torch.Tensor, path: Path, opset
         torch.onnx.export(model, (example,), str(path), dynamo=False, opset_version=opset,
                           input_names=["x"], output_names=["y"],
                           dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    if getattr(model, "onnx_io_dtypes", None):
+        from sensorveil.export.sensor_units import retype_onnx_io
+        retype_onnx_io(path, *model.onnx_io_dtypes)
     onnx.checker.check_model(onnx.load(str(path)), full_check=True)
     return path
 
