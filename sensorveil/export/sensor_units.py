@@ -110,6 +110,10 @@ def torch_dtype(numpy_dtype: str) -> torch.dtype:
     return getattr(torch, TORCH_STAND_INS.get(numpy_dtype, numpy_dtype))
 
 
+def cast(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return x if x.dtype == dtype else x.to(dtype)
+
+
 class SensorUnits(torch.nn.Module):
     """``model`` (model units in and out) wrapped so it takes and returns sensor units. The arithmetic is
     runtime/spec.py's, in float32, so the graph emits what the runtime's numpy path emitted."""
@@ -127,7 +131,9 @@ class SensorUnits(torch.nn.Module):
         self.onnx_io_dtypes = wanted if traced != wanted else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = torch.clamp(x.to(torch.float32), self.inp.low, self.inp.high)
+        # casts only where the dtype changes: a float32 -> float32 Cast that a converter folds away
+        # would hand the graph's input name to the Cast's output (OpenVINO does)
+        x = torch.clamp(cast(x, torch.float32), self.inp.low, self.inp.high)
         if self.inp.offset:
             x = x - self.inp.offset
         y = self.model(x * (1.0 / self.inp.scale)) * self.out.scale
@@ -135,7 +141,7 @@ class SensorUnits(torch.nn.Module):
             y = y + self.out.offset
         if self.round_output:
             y = torch.round(y)
-        return torch.clamp(y, self.out.low, self.out.high).to(self.output_dtype)
+        return cast(torch.clamp(y, self.out.low, self.out.high), self.output_dtype)
 
     def sensor_samples(self, samples: np.ndarray) -> np.ndarray:
         """Sensor readings (in the model's layout) in the dtype this module is traced with."""
