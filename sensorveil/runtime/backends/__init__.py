@@ -60,7 +60,12 @@ def resolve_backend(bundle: Bundle, requested: str) -> str:
             raise BackendUnavailableError(
                 f"unknown backend {requested!r}; expected one of: auto, {', '.join(REGISTRY)}")
         return requested
-    carried = [name for name in auto_order() if name in bundle.manifest["artifacts"] and name in REGISTRY]
+    known = [name for name in bundle.manifest["artifacts"] if name in REGISTRY]
+    if not known:   # a bundle problem (or a newer exporter's), not a library to install
+        raise BundleError(f"{bundle.root}: the bundle's artifacts {sorted(bundle.manifest['artifacts'])} name no "
+                          f"backend this runtime knows; expected one of {', '.join(REGISTRY)} (upgrade sensorveil "
+                          "or re-export the bundle)")
+    carried = [name for name in auto_order() if name in known]
     for name in carried:
         if library_available(name):
             return name
