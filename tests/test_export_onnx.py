@@ -14,7 +14,8 @@ from sensorveil.runtime.bundle import sha256_of
 
 def test_manifest_lists_every_file_with_its_hash(digits_bundle):
     manifest = json.loads((digits_bundle / "manifest.json").read_text())
-    assert manifest["schema_version"] == 2 and manifest["pipeline"] == [{"kind": "model", "graph": "model"}]
+    [stage] = manifest["pipeline"]
+    assert manifest["schema_version"] == 2 and (stage["kind"], stage["graph"], stage["units"]) == ("model", "model", "sensor")
     for name, record in manifest["files"].items():
         assert sha256_of(digits_bundle / name) == record["sha256"]
         assert (digits_bundle / name).stat().st_size == record["size"]

@@ -210,12 +210,16 @@ def test_representation_bundle_runs_in_every_local_format_and_matches_torch(smal
     for fmt in ("onnx", "openvino", "tflite"):
         bundle = export_run(run_dir, fmt, tmp_path / fmt)
         manifest = json.loads((bundle / "manifest.json").read_text())
-        assert manifest["pipeline"] == [{"kind": "model", "graph": "model", "emits": "representation"}]
+        stage = manifest["pipeline"][0]
+        assert len(manifest["pipeline"]) == 1 and {key: stage[key] for key in ("kind", "graph", "emits")} == \
+            {"kind": "model", "graph": "model", "emits": "representation"}
+        # a representation has no sensor units to map back to: the runtime keeps the units (issue 11)
+        assert stage["units"] == "model" and "representation" in stage["units_note"]
         assert manifest["mechanism"]["kind"] == "representation"
         assert manifest["output"]["units"] == "representation" and manifest["output"]["sample_shape"] == [16]
         assert all(r["status"] == "passed" for r in manifest["validation"]), manifest["validation"]
         privatizer = Privatizer.load(bundle)
-        assert privatizer.emits == "representation"
+        assert privatizer.emits == "representation" and privatizer.takes == "model"
         np.testing.assert_allclose(privatizer(x), expected, atol=1e-4)
         assert privatizer(x[0]).shape == (16,)
 
