@@ -76,7 +76,7 @@ def boundary_dtype(fmt: str, sensor_dtype: str) -> str:
 def model_units_reason(fmt: str, precision: str, target: dict | None, pipeline: list) -> str | None:
     """Why this export keeps the units in the runtime, or None when the graph can take them."""
     if len(pipeline) != 1 or pipeline[0].get("kind") != "model":
-        return "a pipeline of several stages: its numpy stages work in model units"
+        return "the pipeline is not one model stage: its numpy stages work in model units"
     if pipeline[0].get("emits") == REPRESENTATION:
         return "the model emits a representation, which has no sensor units"
     if precision == "int8":
