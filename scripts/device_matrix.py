@@ -18,6 +18,7 @@ then runs there unchanged. Boards:
   folder of PyPI's aarch64 wheels (PIP_NO_INDEX, PIP_FIND_LINKS): the emulated board has no network.
 * ncs2-era: Python 3.7 with OpenVINO 2022.3 (the last release with the MYRIAD plugin; its API lives in
   openvino.runtime), on this x86 CPU: the MYRIAD plugin needs the stick, so the CPU plugin runs it.
+* coral-mendel: Mendel Linux (Debian buster arm64, Python 3.7), when a mirror here serves buster; else its row says why.
 * jetson-floor: Python 3.6 with numpy 1.19 and onnxruntime 1.10 (JetPack 4.6's Python; TensorRT 8.2
   needs the Jetson's GPU and NVIDIA's L4T packages, which no registry here serves).
 
@@ -39,13 +40,15 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-PARITY = ROOT / "scripts" / "board_parity.py"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
+PARITY = ROOT / "scripts" / "board_parity.py"
+BUSTER_MIRRORS = (DEBIAN_MIRROR, "http://archive.debian.org/debian")   # buster left deb.debian.org for the archive
 ARM64_PACKAGES = "python3,python3-venv,python3-pip,linux-image-arm64,ca-certificates"
 # what a Bookworm board's pip fetches from PyPI, as aarch64 wheels (setuptools/wheel build the checkout)
 ARM64_WHEELS = ["numpy", "onnxruntime", "ai-edge-litert", "setuptools", "wheel"]
@@ -234,6 +237,25 @@ def rpi5_bookworm(args, bundles: dict, x: np.ndarray) -> dict:
     return {**row, **board_results(marked(console), bundles, jobs, x), "seconds": round(time.time() - started)}
 
 
+def coral_mendel(args, bundles: dict, x: np.ndarray) -> dict:
+    """Mendel Linux 5 (Coral Dev Board) is Debian 10 buster arm64 with Python 3.7; PyPI still serves
+    tflite-runtime's cp37 aarch64 wheel, but the userland needs buster's packages. This row says
+    whether any Debian mirror here serves them, and stops there when none does: the Edge TPU delegate
+    (libedgetpu, from Coral's own apt repository) and the TPU could not be emulated in any case."""
+    row = {"board": "coral-mendel", "profile": "coral-devboard", "arch": "aarch64",
+           "userland": "Mendel Linux 5 (Debian 10 buster, Python 3.7)"}
+    for mirror in BUSTER_MIRRORS:
+        try:
+            urllib.request.urlopen(mirror + "/dists/buster/Release", timeout=15).close()
+        except (OSError, ValueError) as error:
+            row.setdefault("mirrors_tried", []).append(f"{mirror}: {getattr(error, 'reason', error)}")
+            continue
+        return {**row, "why_not": f"{mirror} serves buster, but its arm64 boot is not scripted yet"}
+    return {**row, "why_not": "no Debian mirror reachable here serves buster (" + "; ".join(row["mirrors_tried"])
+            + "), so Mendel's userland cannot be assembled; the Edge TPU delegate needs Coral's apt repository "
+            "and the TPU besides"}
+
+
 def board_results(lines: dict, bundles: dict, jobs: dict, x: np.ndarray) -> dict:
     """The row's figures from the job's marked lines, compared with this machine's output."""
     row = {"python": lines.get("python", "?").split(" ")[0], "installs": "installed" in lines,
@@ -373,14 +395,17 @@ def markdown(results: dict) -> str:
              "emulation (arm64) or on this CPU (the old stacks): they say that the code runs, not how fast the "
              "board is. *device_benchmark.sh*: the script run unchanged there, on the PR-GAN bundle.", ""]
     lines += table_rows(results["rows"]) + [""]
+    lines += [f"- {row['board']}: measured {row['measured']}." for row in results["rows"] if row.get("measured")] + [""]
+    failing = [row["board"] for row in results["rows"] if "why_not" not in row and not row.get("benchmark_runs")]
+    if failing:
+        lines += [f"`device_benchmark.sh` did not finish on {', '.join(failing)}: its log is in the cache folder "
+                  "(BOARD/device_benchmark.log, or the console log).", ""]
     lines += ["## What this cannot show", "",
               "- TensorRT engines (Jetson): NVIDIA's L4T userland and a GPU; `jetson-floor` runs JetPack 4.6's "
               "Python and numpy with onnxruntime only.",
               "- The NCS2's MYRIAD plugin: OpenVINO 2022.3 runs here on its CPU plugin.",
               "- The Edge TPU delegate and compiler (Coral): `sensorveil devices check --device coral-usb` checks the "
               "graph against the Edge TPU's operator list instead.",
-              "- `device_benchmark.sh` on Python 3.6 (Jetson Nano): the benchmarks package and the CLI still use "
-              "Python 3.7+ syntax (`from __future__ import annotations`); the runtime itself runs there (the rows above).",
               "- 32-bit Raspberry Pi OS (armhf), which the rpi3/rpi4 NCS2 set-up assumes: PyPI serves no armv7l "
               "wheels of onnxruntime or OpenVINO.", ""]
     return "\n".join(lines)
@@ -388,8 +413,7 @@ def markdown(results: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--boards", nargs="+", default=["rpi5-bookworm", *HOST_BOARDS],
-                        choices=["rpi5-bookworm", *HOST_BOARDS])
+    parser.add_argument("--boards", nargs="+", default=list(BOARDS), choices=list(BOARDS))
     parser.add_argument("--cache", default=str(Path.home() / ".cache" / "sensorveil-matrix"))
     parser.add_argument("--docs", default=str(ROOT / "docs"))
     parser.add_argument("--timeout-s", type=float, default=2400.0, help="limit of one emulated boot")
@@ -404,13 +428,16 @@ def main() -> None:
     rows = []
     for board in args.boards:
         print(f"[matrix] {board} ...", flush=True)
-        rows.append(rpi5_bookworm(args, bundles, x) if board == "rpi5-bookworm" else host_board(board, args, bundles, x))
+        rows.append(BOARDS[board](args, bundles, x))
         print(f"[matrix] {json.dumps(rows[-1])}", flush=True)
-    results = {"command": "python scripts/device_matrix.py " + " ".join(sys.argv[1:]),
-               "timestamp": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-               "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "rows": rows}
+    now = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    for row in rows:
+        row["measured"] = now
     docs = Path(args.docs)
     docs.mkdir(parents=True, exist_ok=True)
+    results = {"command": "python scripts/device_matrix.py " + " ".join(sys.argv[1:]), "timestamp": now,
+               "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+               "rows": with_earlier_rows(rows, docs / "devices.json")}
     (docs / "devices.json").write_text(json.dumps(results, indent=2))
     (docs / "devices.md").write_text(markdown(results))
     print("\n".join(table_rows(rows)))
@@ -418,11 +445,25 @@ def main() -> None:
         sys.exit(1)
 
 
+def with_earlier_rows(rows: list, earlier_json: Path) -> list:
+    """This run's rows, plus (in board order) the rows of boards it did not run, from the page's last
+    generation, so ``--boards X`` refreshes X without dropping the others; each row says when it was measured."""
+    earlier = json.loads(earlier_json.read_text()) if earlier_json.is_file() else {"rows": []}
+    fresh = {row["board"] for row in rows}
+    kept = {row["board"]: {**row, "measured": row.get("measured", earlier.get("timestamp"))}
+            for row in earlier["rows"] if row["board"] not in fresh and row["board"] in BOARDS}
+    merged = {**kept, **{row["board"]: row for row in rows}}
+    return [merged[board] for board in BOARDS if board in merged]
+
+
 def passed(row: dict) -> bool:
     figures = (row.get("backends") or {}).values()
     return (row.get("installs") and row.get("loads") and row.get("benchmark_runs") and bool(figures)
             and all(f.get("max_diff", 0) <= 1e-4 and f.get("agreement", 1) >= 0.9 for f in figures))
 
+
+BOARDS = {"rpi5-bookworm": rpi5_bookworm, **{name: (lambda args, bundles, x, name=name: host_board(name, args, bundles, x))
+                                              for name in HOST_BOARDS}, "coral-mendel": coral_mendel}
 
 if __name__ == "__main__":
     main()
