@@ -442,7 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("bundle", metavar="BUNDLE|RUN_DIR", help="a bundle (one row per backend), or a training run "
                    "with --formats (exported to each format and precision, one row each)")
     p.add_argument("--formats", default=None, metavar="all|LIST",
-                   help="RUN_DIR: export to these formats (all, or e.g. onnx,tflite) and benchmark each")
+                   help="RUN_DIR: export to these formats (all, or e.g. onnx,tflite, or onnx:int8,tflite:fp16) "
+                   "and benchmark each")
     p.add_argument("--bundles", default=None, metavar="DIR",
                    help="--formats: where the exported bundles go (default bundles/RUN-formats)")
     p.add_argument("--attacker-epochs", type=int, default=3,

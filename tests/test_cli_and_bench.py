@@ -55,7 +55,7 @@ def test_benchmark_prints_one_readable_row_per_backend(digits_bundle, capsys):
 def test_benchmark_formats_exports_each_format_and_says_why_one_cannot_run_here(digits_run, tmp_path,
                                                                                      capsys):
     out = tmp_path / "formats.json"
-    assert main(["benchmark", str(digits_run), "--formats", "onnx,tensorrt", "--bundles", str(tmp_path / "b"),
+    assert main(["benchmark", str(digits_run), "--formats", "onnx:fp32,tensorrt", "--bundles", str(tmp_path / "b"),
                  "--frames", "20", "--attacker-epochs", "0", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     rows = table_rows(printed)
@@ -66,6 +66,14 @@ def test_benchmark_formats_exports_each_format_and_says_why_one_cannot_run_here(
     report = json.loads(out.read_text())
     assert [row["status"] for row in report["rows"]] == ["validated", "exported", "exported"]
     assert (tmp_path / "b" / "onnx-fp32" / "manifest.json").is_file()
+
+
+def test_formats_take_a_format_or_a_format_and_precision():
+    from sensorveil.benchmarks.formats import parse_formats
+    assert parse_formats("onnx:fp32,tensorrt") == [("onnx", "fp32"), ("tensorrt", "fp16"), ("tensorrt", "int8")]
+    assert ("onnx", "int8") in parse_formats("all") and ("tflite", "int8") in parse_formats(None)
+    with pytest.raises(ValueError, match="onnx: fp32, int8"):
+        parse_formats("onnx:fp16")
 
 
 def test_benchmark_formats_needs_a_run_directory(digits_bundle, capsys):

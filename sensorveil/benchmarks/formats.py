@@ -16,46 +16,51 @@ from sensorveil.runtime import open_bundle
 from sensorveil.runtime.backends import library_available
 from sensorveil.runtime.bundle import MANIFEST_NAME
 
-# every precision each export format writes (README "Edge targets"); onnx is fp32 only
-FORMAT_PRECISIONS = {"onnx": ("fp32",), "tflite": ("fp32", "fp16", "int8"), "openvino": ("fp32", "fp16"),
+# every precision each export format writes (README "Edge targets"); onnx int8 is QDQ for CPU boards
+FORMAT_PRECISIONS = {"onnx": ("fp32", "int8"), "tflite": ("fp32", "fp16", "int8"), "openvino": ("fp32", "fp16"),
                      "tensorrt": ("fp16", "int8")}
 DEFAULT_ATTACKER_EPOCHS = 3
 
 
-def parse_formats(text: "str | None") -> "list[str]":
-    """``all`` or ``onnx,tflite`` -> format names, in the table's order."""
+def parse_formats(text: "str | None") -> "list[tuple[str, str]]":
+    """``all``, ``onnx,tflite`` or ``onnx:fp32,tflite:int8`` -> (format, precision) pairs in the table's
+    order; a format without ``:precision`` stands for every precision it writes."""
     if text in (None, "", "all"):
-        return list(FORMAT_PRECISIONS)
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in FORMAT_PRECISIONS]
-    if unknown or not names:
-        raise ValueError(f"--formats {text!r}: expected 'all' or a comma-separated list of "
-                         f"{', '.join(FORMAT_PRECISIONS)}")
-    return names
+        text = ",".join(FORMAT_PRECISIONS)
+    pairs = []
+    for item in (part.strip() for part in text.split(",") if part.strip()):
+        fmt, _, precision = item.partition(":")
+        if fmt not in FORMAT_PRECISIONS or (precision and precision not in FORMAT_PRECISIONS[fmt]):
+            raise ValueError(f"--formats {text!r}: expected 'all' or a comma-separated list of FORMAT or "
+                             "FORMAT:PRECISION, from " + "; ".join(f"{name}: {', '.join(precisions)}"
+                                                                   for name, precisions in FORMAT_PRECISIONS.items()))
+        pairs += [(fmt, p) for p in ((precision,) if precision else FORMAT_PRECISIONS[fmt])]
+    if not pairs:
+        raise ValueError(f"--formats {text!r}: names no format")
+    return pairs
 
 
 def is_run_dir(path) -> bool:
     return (Path(path) / "run.json").is_file() and not (Path(path) / MANIFEST_NAME).is_file()
 
 
-def export_all(run_dir, formats: "list[str]", bundles_dir, attacker_epochs: int, log=print) -> "list[dict]":
+def export_all(run_dir, pairs: "list[tuple[str, str]]", bundles_dir, attacker_epochs: int, log=print) -> "list[dict]":
     """Export every (format, precision); returns one entry per pair: its bundle, or why it failed."""
     from sensorveil.export import export_run   # the trainer's stack: only when a RUN_DIR is benchmarked
     from sensorveil.export.validate import ValidationError
     entries = []
-    for fmt in formats:
-        for precision in FORMAT_PRECISIONS[fmt]:
-            out = Path(bundles_dir) / f"{fmt}-{precision}"
-            log(f"exporting {fmt} {precision} -> {out}")
-            entry = {"format": fmt, "precision": precision, "bundle": str(out)}
-            try:
-                # int8's own privacy check uses the table's attacker, so both sides are comparable
-                export_run(run_dir, fmt, out, precision=precision, attacker_epochs=attacker_epochs or None)
-            except ValidationError as error:   # written, but it disagrees with torch: a row that says so
-                entry.update(status="failed", reason=str(error))
-            except Exception as error:   # a missing library, an unsupported operator: the row says which
-                entry.update(status="failed", reason=_one_line(error), bundle=None)
-            entries.append(entry)
+    for fmt, precision in pairs:
+        out = Path(bundles_dir) / f"{fmt}-{precision}"
+        log(f"exporting {fmt} {precision} -> {out}")
+        entry = {"format": fmt, "precision": precision, "bundle": str(out)}
+        try:
+            # int8's own privacy check uses the table's attacker, so both sides are comparable
+            export_run(run_dir, fmt, out, precision=precision, attacker_epochs=attacker_epochs or None)
+        except ValidationError as error:   # written, but it disagrees with torch: a row that says so
+            entry.update(status="failed", reason=str(error))
+        except Exception as error:   # a missing library, an unsupported operator: the row says which
+            entry.update(status="failed", reason=_one_line(error), bundle=None)
+        entries.append(entry)
     return entries
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from sensorveil.runtime import Privatizer
+from sensorveil.runtime.backends import library_available
 from sensorveil.runtime.errors import BackendUnavailableError
 
 # fp32: max |runtime - torch| in model units; fp16: the same, divided by the torch output's range
@@ -71,6 +72,8 @@ def int8_privacy_record(bundle_dir, backend: str, run_dir, attacker_epochs: int 
     record = {"backend": backend, "precision": "int8", "seeds": seeds, "attacker_epochs": attacker_epochs,
               "criterion": "every attacker family's int8 accuracy on the private attribute within the fp32 "
                            "audit's 95% interval or below it"}
+    if not library_available(backend):   # before the fp32 audit: minutes of attackers for a row that cannot run
+        return {**record, "status": "skipped", "reason": f"the {backend} library is not installed here"}
     try:
         fp32 = audit_path(run_dir, seeds=seeds, attacker_epochs=attacker_epochs)
         int8 = audit_path(bundle_dir, backend=backend, seeds=seeds, attacker_epochs=attacker_epochs)
