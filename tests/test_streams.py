@@ -46,6 +46,18 @@ def test_person_finder_centres_the_patch_on_the_person(center):
     assert patch.shape == (180, 180) and top <= center[0] < top + 180 and left <= center[1] < left + 180
 
 
+def test_opencv_and_numpy_person_finders_agree(monkeypatch):
+    """The OpenCV fast path (inRange, minMaxLoc, moments) finds the same centre as the numpy one."""
+    from sensorveil.runtime import preprocess
+    rng = np.random.default_rng(4)
+    frames = [render_depth_frame(person, step % 2, rng, center=(int(rng.integers(100, 324)), int(rng.integers(100, 412))))
+              for step, person in enumerate(make_identities(6, seed=5))]
+    fast = [find_person(frame, 300.0, 4, (180, 180)) for frame in frames]
+    monkeypatch.setattr(preprocess, "_opencv", lambda: None)
+    assert all(found is not None for found in fast)
+    assert fast == [find_person(frame, 300.0, 4, (180, 180)) for frame in frames]
+
+
 def test_empty_floor_keeps_the_frame_centre():
     floor = np.full((424, 512), 2800, dtype=np.uint16)
     assert find_person(floor, 300.0, 4, (180, 180)) is None
