@@ -1,0 +1,136 @@
+"""The camera mechanism's pieces: tracker, detector, crops pasted back, the walkway dataset."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import WALKWAY
+
+cv2 = pytest.importorskip("cv2")
+
+from sensorveil.runtime.camera import (CROP_SHAPE, MotionPeopleDetector, PersonCrops, Tracker,  # noqa: E402
+                                       crop_people, crop_windows, iou, paste_people)
+
+
+def walkway():
+    if not WALKWAY.is_file():
+        pytest.skip(f"walkway.avi not found at {WALKWAY} (set SENSORVEIL_SHARED)")
+    return str(WALKWAY)
+
+
+def test_iou_of_known_boxes():
+    assert iou([[0, 0, 10, 10]], [[5, 0, 10, 10]])[0, 0] == pytest.approx(50 / 150)
+    assert iou([[0, 0, 10, 10]], [[20, 20, 5, 5]])[0, 0] == 0.0
+
+
+def test_tracker_keeps_identities_of_crossing_synthetic_boxes():
+    """Two boxes walk towards each other on different rows, a third appears later and one leaves:
+    every box keeps its track id for as long as it is seen, and a gone track's id is never reused."""
+    tracker = Tracker()
+    seen = {}
+    for t in range(40):
+        boxes, truth = [[10 + 4 * t, 50, 16, 40], [250 - 4 * t, 120, 16, 40]], ["a", "b"]
+        if t >= 15:
+            boxes.append([100, 200 + 2 * (t - 15), 16, 40])
+            truth.append("c")
+        if t >= 30:                      # "a" leaves the scene
+            boxes, truth = boxes[1:], truth[1:]
+        for name, track in zip(truth, tracker.update(boxes)):
+            seen.setdefault(name, set()).add(int(track))
+    assert all(len(ids) == 1 for ids in seen.values()), seen
+    assert len({next(iter(ids)) for ids in seen.values()}) == 3
+    # a new person where "a" was long ago gets a new id
+    assert int(tracker.update([[10, 50, 16, 40]])[0]) not in {next(iter(ids)) for ids in seen.values()}
+
+
+def test_tracker_bridges_a_missed_frame_by_centroid():
+    tracker = Tracker(max_missed=3)
+    first = tracker.update([[100, 100, 10, 40]])[0]
+    tracker.update([])                                   # detector missed the person once
+    assert tracker.update([[112, 100, 10, 40]])[0] == first   # moved past IoU 0.2, within reach
+
+
+def read_frames(path, count):
+    capture = cv2.VideoCapture(path)
+    frames = []
+    while len(frames) < count:
+        ok, frame = capture.read()
+        if not ok:
+            break
+        frames.append(frame)
+    capture.release()
+    return frames
+
+
+def test_detector_finds_the_people_of_a_walkway_frame():
+    """Frame 100 of walkway.avi has at least five people walking on the path; the detector, having seen
+    the frames before it, finds boxes of a person's size there (and none before its warm-up ends)."""
+    frames = read_frames(walkway(), 101)
+    detector = MotionPeopleDetector()
+    counts = [len(detector.detect(frame)) for frame in frames]
+    assert counts[0] == 0
+    boxes = detector.detect(frames[100])
+    assert len(boxes) >= 3, counts[-10:]
+    assert (boxes[:, 3] >= 24).all() and (boxes[:, 3] > boxes[:, 2]).all()
+    # people stand on the path in the upper middle of the frame, not on the lawn at the bottom
+    assert (boxes[:, 1] + boxes[:, 3] < 200).all()
+
+
+def test_crops_go_back_where_they_came_from():
+    rng = np.random.default_rng(0)
+    frame = rng.integers(0, 256, (240, 320, 3), dtype=np.uint8)
+    boxes = np.array([[40, 60, 20, 50], [200, 10, 30, 60], [300, 200, 25, 60]])   # the last runs off the frame
+    windows = crop_windows(boxes, frame.shape)
+    heights, widths = windows[:, 3] - windows[:, 1], windows[:, 2] - windows[:, 0]
+    assert np.abs(heights - 2 * widths).max() <= 2                   # the crop's 2:1 aspect
+    crops = crop_people(frame, windows)
+    assert crops.shape == (3,) + CROP_SHAPE and crops.dtype == np.uint8
+    white = np.full_like(crops, 255)
+    pasted = paste_people(frame, white, windows)
+    inside = np.zeros(frame.shape[:2], bool)
+    for x0, y0, x1, y1 in windows:
+        inside[max(y0, 0):y1, max(x0, 0):x1] = True
+    assert (pasted[inside] == 255).all()
+    np.testing.assert_array_equal(pasted[~inside], frame[~inside])   # nothing outside the boxes changes
+    for x, y, w, h in boxes:                                          # each person's box is covered
+        assert inside[y:min(y + h, 240), x:min(x + w, 320)].all()
+    # grey crops of the same frame, pasted back unchanged, reproduce it within resampling error
+    gray = frame.mean(axis=2).astype(np.uint8)
+    smooth = cv2.GaussianBlur(gray, (0, 0), 6)
+    again = paste_people(smooth, crop_people(smooth, windows), windows)
+    assert np.abs(again.astype(int) - smooth.astype(int)).max() <= 6
+
+
+def test_person_crops_round_trip_on_walkway():
+    frames = read_frames(walkway(), 120)
+    pre = PersonCrops()
+    for frame in frames[:-1]:
+        pre.prepare(frame)
+    crops, context = pre.prepare(frames[-1])
+    assert len(crops) >= 2 and crops.shape[1:] == CROP_SHAPE
+    out = pre.restore(np.full(crops.shape, 77.0, np.float32), context)
+    assert out.shape == frames[-1].shape
+    for x, y, w, h in context[1]:
+        assert (out[y:y + h, x:x + w] == 77).all()              # each person is covered
+    changed = (out != frames[-1]).any(axis=2)
+    assert changed.mean() < 0.2                                 # and little else
+
+
+def test_walkway_dataset_labels_and_time_split():
+    from sensorveil.sdk.datasets import load_dataset
+    data = load_dataset("walkway", walkway())
+    a = data.attributes
+    assert data.x.shape[1:] == CROP_SHAPE and data.x.dtype == np.uint8 and len(data) > 500
+    assert set(a) == {"appearance", "direction", "track", "trial_split"}
+    for split in (0, 1):                                        # every class on both sides of the split
+        rows = a["trial_split"] == split
+        assert np.bincount(a["appearance"][rows], minlength=4).min() > 0
+        assert np.bincount(a["direction"][rows], minlength=2).min() > 0
+    # split by time: few tracks straddle the cut, so the test part is mostly people never seen in training
+    first, second = set(a["track"][a["trial_split"] == 0]), set(a["track"][a["trial_split"] == 1])
+    assert len(first & second) <= 0.25 * len(first | second)
+    # an appearance class is a set of whole tracks
+    for track in np.unique(a["track"]):
+        assert len(np.unique(a["appearance"][a["track"] == track])) == 1
+    prior = data.prior("direction", "appearance")
+    np.testing.assert_allclose(prior.sum(1), 1.0)
