@@ -134,3 +134,52 @@ def test_walkway_dataset_labels_and_time_split():
         assert len(np.unique(a["appearance"][a["track"] == track])) == 1
     prior = data.prior("direction", "appearance")
     np.testing.assert_allclose(prior.sum(1), 1.0)
+
+
+TORCH_FREE_PIPELINE = r"""
+import sys
+sys.modules["torch"] = None            # any import of torch fails: the runtime must not need it
+import numpy as np
+from sensorveil.runtime import Privatizer
+from sensorveil.runtime.sources import open_source
+from sensorveil.runtime.stream import Stream
+bundle, clip = sys.argv[1], sys.argv[2]
+privatizer = Privatizer.load(bundle, output="sample", seed=0)
+stream = Stream(privatizer, open_source(clip), frames=90)
+people = changed_inside = changed_outside = 0
+for result in stream:
+    image, out = result.frame.data, result.output
+    assert out.shape == image.shape and out.dtype == np.uint8
+    inside = np.zeros(image.shape[:2], bool)
+    for x0, y0, x1, y1 in stream.preprocessor.last_windows:
+        inside[max(y0, 0):y1, max(x0, 0):x1] = True
+    diff = (out != image).any(axis=2)
+    people += len(result.sample)
+    changed_inside += int(diff[inside].sum())
+    changed_outside += int(diff[~inside].sum())
+print(stream.preprocessed, people, changed_inside, changed_outside)
+assert "person-crops" in stream.preprocessed and people > 20
+assert changed_inside > 1000 and changed_outside == 0
+assert "torch" not in [m.split(".")[0] for m in sys.modules if sys.modules[m] is not None]
+"""
+
+
+def test_camera_bundle_runs_torch_free_on_walkway(tmp_path):
+    """A (tiny) PASS bundle trained on walkway crops: its manifest carries the camera pipeline, and the
+    runtime, with torch unimportable, detects, substitutes every person and pastes back, nothing else."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from sensorveil.export import export_run
+    from sensorveil.runtime.bundle import read_manifest
+    from sensorveil.sdk.runs import train_run
+    run = train_run("pass", "walkway", data_path=walkway(), out=tmp_path / "run", epochs=1, attacker_epochs=1,
+                    dataset_options={"stride": 8}, settings={"substitutes": 32, "embedding_dim": 32, "progress": False})
+    bundle = export_run(run, "onnx", tmp_path / "bundle")
+    assert read_manifest(Path(bundle))["camera"]["crop_shape"] == list(CROP_SHAPE)
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", TORCH_FREE_PIPELINE, str(bundle), walkway()], cwd=root,
+                          env={**__import__("os").environ, "PYTHONPATH": str(root)}, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

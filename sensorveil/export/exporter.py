@@ -190,7 +190,8 @@ class Exporter:
                        extra={"pipeline": pipeline, "dataset": self.run["dataset"],
                               "complexity": self._complexity(artifacts),
                               "target": self.target["name"] if self.target else None,
-                              "metrics": self._metrics(), "training": self._training()})
+                              "metrics": self._metrics(), "training": self._training(),
+                              **({"camera": self.dataset.camera} if getattr(self.dataset, "camera", None) else {})})
         records = [self._compare(backend, name, artifact.get("precision", "fp32"))
                    for backend, artifact in artifacts.items() for name in artifact["graphs"]]
         if self.int8_check and self.mechanism.int8_privacy_check:

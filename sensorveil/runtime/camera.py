@@ -23,6 +23,7 @@ import numpy as np
 from sensorveil.runtime.errors import BackendUnavailableError, InputError
 
 CROP_SHAPE = (128, 64)          # (height, width) of a person crop: the bundle's sample shape
+CROP_MARGIN = 0.15              # each side of a person's box grows by this share before cropping
 BGR_TO_GRAY = np.array([0.114, 0.587, 0.299], dtype=np.float32)
 
 
@@ -150,7 +151,7 @@ class Tracker(object):
         return np.asarray(ids, dtype=np.int64)
 
 
-def crop_windows(boxes, frame_shape, crop_shape=CROP_SHAPE, margin=0.15):
+def crop_windows(boxes, frame_shape, crop_shape=CROP_SHAPE, margin=CROP_MARGIN):
     """Each box grown by ``margin`` and widened or heightened to the crop's aspect around its centre,
     as (x0, y0, x1, y1) windows that may run past the frame (the crop pads by edge replication)."""
     boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
@@ -202,16 +203,27 @@ def paste_people(frame, crops, windows):
     return out
 
 
+def person_crops_from_manifest(camera):
+    """The pre-processor a bundle's manifest ``camera`` entry describes."""
+    if camera.get("frame") != "person-crops" or camera.get("detector", "motion") != "motion":
+        raise InputError("camera pipeline {!r} with detector {!r} is not known to this runtime; expected "
+                         "frame 'person-crops' with detector 'motion'".format(camera.get("frame"),
+                                                                           camera.get("detector")))
+    return PersonCrops(tuple(camera["crop_shape"]), margin=float(camera.get("margin", CROP_MARGIN)))
+
+
 class PersonCrops(object):
     """The camera pipeline's pre-processor: a frame in, its people's crops out as one batch (the bundle's
     samples, uint8 grey 0-255), and ``restore`` pastes the privatized crops back into the frame."""
 
     name = "person-crops"
+    batched = True            # prepare() returns a batch of samples (one per person, maybe none)
 
-    def __init__(self, crop_shape=CROP_SHAPE, detector=None, margin=0.15):
+    def __init__(self, crop_shape=CROP_SHAPE, detector=None, margin=CROP_MARGIN):
         self.crop_shape = tuple(int(v) for v in crop_shape)
         self.detector = detector if detector is not None else MotionPeopleDetector()
         self.margin = float(margin)
+        self.last_windows = np.zeros((0, 4), dtype=np.int64)   # the windows of the latest frame
 
     def prepare(self, frame):
         image = frame if isinstance(frame, np.ndarray) else frame.data
@@ -219,6 +231,7 @@ class PersonCrops(object):
             raise InputError("camera frame of {} {}; expected uint8 HxW or HxWx3".format(image.dtype, image.shape))
         boxes = self.detector.detect(image)
         windows = crop_windows(boxes, image.shape, self.crop_shape, self.margin)
+        self.last_windows = windows
         return crop_people(image, windows, self.crop_shape), (image, boxes, windows)
 
     def restore(self, privatized, context):

@@ -296,10 +296,15 @@ def source_range(frame: Frame) -> "tuple[float, float]":
                      "bundle's shape")
 
 
-def make_preprocessor(frame: Frame, spec: TensorSpec, depth_output: str = "patch"):
-    """The pre-processor for frames like ``frame`` feeding a bundle with input ``spec``."""
+def make_preprocessor(frame: Frame, spec: TensorSpec, depth_output: str = "patch", camera: "dict | None" = None):
+    """The pre-processor for frames like ``frame`` feeding a bundle with input ``spec``; ``camera``: the
+    manifest's camera entry of a bundle trained on people crops (sensorveil.runtime.camera), which camera
+    frames then take: detect, privatize each person's crop, paste back."""
     if frame.data.shape == spec.sample_shape:
         return Passthrough()
+    if camera and frame.data.dtype == np.uint8 and frame.data.ndim in (2, 3):
+        from sensorveil.runtime.camera import person_crops_from_manifest
+        return person_crops_from_manifest(camera)
     if frame.modality == "depth" and is_depth_spec(spec) and frame.data.ndim == 2 and all(
             have >= need for have, need in zip(frame.data.shape, spec.sample_shape)):
         return DepthPersonPatch(spec.sample_shape, output=depth_output)

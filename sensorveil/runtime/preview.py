@@ -10,7 +10,8 @@ without a display and in tests.
 
 The panels show the model's input (the crop the bundle sees, in sensor units) and its
 privatized output; depth frames are colour-mapped (0 mm, no reading, in black), camera frames
-are grey.
+are grey. A camera bundle (manifest ``camera``: people crops) shows whole frames instead: the raw
+frame, the frame with every person's crop privatized and pasted back, and their difference.
 The difference panel is |raw - privatized| over a quarter of the sensor range, colour-mapped.
 """
 import collections
@@ -39,8 +40,17 @@ class ViewComposer:
         if len(spec.sample_shape) != 2:
             raise InputError(f"preview shows 2-D samples; this bundle's input has shape {spec.sample_shape}")
         self.low, self.high = spec.low, spec.high
+        # a camera bundle privatizes the people of a frame: the panels show whole frames (see fit)
+        self.camera = bool(privatizer.manifest.get("camera"))
         height, width = spec.sample_shape
+        self.panel_px = panel_px
         self.panel = (panel_px, _even(panel_px * width / height))   # (rows, cols)
+
+    def fit(self, result: Result) -> None:
+        """Camera bundles: panels take the aspect of the source's frames, known from the first one."""
+        if self.camera:
+            height, width = result.frame.data.shape[:2]
+            self.panel = (self.panel_px, _even(self.panel_px * width / height))
 
     def size(self, view: tuple) -> "tuple[int, int]":
         """(width, height) of a composed view."""
@@ -63,7 +73,15 @@ class ViewComposer:
     def panel_image(self, result: Result, name: str) -> np.ndarray:
         """One BGR panel (raw, privatized or difference) at the panel size."""
         cv2 = _cv2()
-        if name == "difference":
+        if self.camera:
+            raw, privatized = result.frame.data, result.output
+            if raw.ndim == 3:
+                raw, privatized = (cv2.cvtColor(v, cv2.COLOR_BGR2GRAY) if name == "difference" else v
+                                   for v in (raw, privatized))
+            panel = self._difference(raw, privatized) if name == "difference" else (raw if name == "raw" else privatized)
+            if panel.ndim == 2:
+                panel = cv2.cvtColor(panel, cv2.COLOR_GRAY2BGR)
+        elif name == "difference":
             panel = self._difference(result.sample, result.privatized)
         else:
             depth = result.frame.modality == "depth"   # colour-map depth; camera frames stay grey
@@ -129,8 +147,6 @@ def preview(privatizer: Privatizer, source: Source, out: "str | Path | None" = N
     writer = sheet = None
     if out is not None:
         out = Path(out)
-        width, height = composer.size(VIEWS[0])
-        writer = open_video_writer(out, source.fps or 25.0, width, height)
         sheet = ContactSheet()
     window = None if headless else _open_window()
     state = {"view": 0, "paused": False, "quit": False}
@@ -143,6 +159,11 @@ def preview(privatizer: Privatizer, source: Source, out: "str | Path | None" = N
                 latency = sum(result.timings_ms[stage] for stage in ("preprocess", "inference", "postprocess"))
                 if progress is not None:
                     progress.update(stream.counters)
+                if out is not None and writer is None:   # sized by the first frame (camera bundles)
+                    composer.fit(result)
+                    writer = open_video_writer(out, source.fps or 25.0, *composer.size(VIEWS[0]))
+                elif window is not None and stream.counters.frames_out == 1:
+                    composer.fit(result)
                 if writer is not None:   # the file always carries the full three-panel view
                     full = composer.compose(result, VIEWS[0], fps, latency)
                     writer.write(full)
@@ -156,6 +177,8 @@ def preview(privatizer: Privatizer, source: Source, out: "str | Path | None" = N
     finally:
         if progress is not None:
             progress.close(stream.counters)
+        if out is not None and writer is None:   # no frame came: still an (empty) video file
+            writer = open_video_writer(out, source.fps or 25.0, *composer.size(VIEWS[0]))
         if writer is not None:
             writer.release()
         if window is not None:

@@ -360,6 +360,25 @@ def validate_pipeline(where, manifest):
             STAGE_FIELDS[stage["kind"]](where, path, stage, manifest)
 
 
+def validate_camera(where, manifest):
+    """The optional ``camera`` entry of a bundle trained on people crops (sensorveil.runtime.camera):
+    frame "person-crops", detector "motion", crop_shape equal to the input's sample shape."""
+    if "camera" not in manifest:
+        return
+    camera = manifest["camera"]
+    need_object(where, "camera", camera, ("frame", "detector", "crop_shape"))
+    if camera["frame"] != "person-crops":
+        fail(where, "camera.frame", camera["frame"], "'person-crops'")
+    if camera["detector"] != "motion":
+        fail(where, "camera.detector", camera["detector"], "'motion'")
+    if camera["crop_shape"] != manifest["input"]["sample_shape"]:
+        fail(where, "camera.crop_shape", camera["crop_shape"],
+             "the input's sample_shape {}".format(manifest["input"]["sample_shape"]))
+    margin = camera.get("margin", 0.0)
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin <= 2:
+        fail(where, "camera.margin", margin, "a number from 0 to 2")
+
+
 # -- the whole manifest -------------------------------------------------------------------------
 def validate_manifest(manifest, where):
     """Every field the runtime reads, in the order the runtime depends on them; one ManifestError."""
@@ -379,6 +398,7 @@ def validate_manifest(manifest, where):
     validate_files(where, manifest["files"])
     validate_artifacts(where, manifest)
     validate_pipeline(where, manifest)
+    validate_camera(where, manifest)
 
 
 # -- the model against the manifest, once a backend has loaded it --------------------------------

@@ -142,14 +142,18 @@ class Stream:
         try:
             sample, context = self.preprocessor.prepare(frame)
             t_units_in = clock()
-            if self.split:
+            batched = getattr(self.preprocessor, "batched", False)   # a batch per frame (camera crops)
+            if self.split and not batched:
                 batch, _ = check_sensor_input(sample, self.privatizer.input_spec)
                 model_input = self.privatizer.graph_input(batch)
         except InputError as error:
             self._bad(error)
             return False
         t_infer = clock()
-        if self.split:
+        if batched and len(sample) == 0:      # nobody in this frame: nothing to privatize
+            privatized = sample
+            t_post = clock()
+        elif self.split and not batched:
             model_output = self.privatizer.run_model(model_input)
             t_post = clock()
             privatized = self.privatizer.sensor_output(model_output)[0]
@@ -182,7 +186,8 @@ class Stream:
         if not self.fixed_preprocessor:
             kind = (frame.data.shape, frame.data.dtype.str, frame.modality)
             if kind not in self.preprocessors:
-                self.preprocessors[kind] = make_preprocessor(frame, self.privatizer.input_spec, self.depth_output)
+                self.preprocessors[kind] = make_preprocessor(frame, self.privatizer.input_spec, self.depth_output,
+                                                             self.privatizer.manifest.get("camera"))
             self.preprocessor = self.preprocessors[kind]
         name = getattr(self.preprocessor, "name", type(self.preprocessor).__name__)
         self.preprocessed[name] = self.preprocessed.get(name, 0) + 1

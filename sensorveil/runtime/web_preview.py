@@ -151,6 +151,8 @@ class LiveFeed:
 
     def _publish(self, result) -> None:
         cv2 = _cv2()
+        if self.stream.counters.frames_out == 1:
+            self.composer.fit(result)      # camera bundles: panels of the frames' aspect
         views = ("raw", "privatized") if self.raw_enabled else ("privatized",)
         encoded = {}
         for view in views:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sensorveil.sdk.evaluation import Task, baselines, tree_attacker_accuracy
+from sensorveil.sdk.evaluation import Task, baselines, pooled_features, tree_attacker_accuracy
 from sensorveil.sdk.networks import make_classifier
 from sensorveil.sdk.training import accuracy, train_classifier
 
@@ -52,12 +52,8 @@ def interval(accuracies: list, n_test: int) -> dict:
 
 
 def flat_features(x: np.ndarray) -> np.ndarray:
-    """One row per sample; depth frames pooled 4x4 so linear and tree attackers stay tractable."""
-    flat = x.reshape(len(x), -1)
-    if flat.shape[1] > 4096:
-        side = int(np.sqrt(flat.shape[1]))
-        flat = x.reshape(len(x), side // 4, 4, side // 4, 4).mean((2, 4)).reshape(len(x), -1)
-    return flat
+    """One row per sample; large images pooled 4x4 so linear and tree attackers stay tractable."""
+    return pooled_features(x)
 
 
 def attack(family: str, release: Release, labels: np.ndarray, classes: int, epochs: int, seed: int) -> float:

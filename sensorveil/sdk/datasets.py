@@ -47,6 +47,9 @@ class SensorDataset:
     # Structural prior of the dataset; it is a property of the attribute
     # definitions, not of the rows, so subsets keep it unchanged.
     prior_fn: PriorFn | None = field(default=None, repr=False, compare=False)
+    # Camera datasets whose samples are crops of whole frames: how the device cuts them out (the
+    # bundle manifest's "camera" entry, read by sensorveil.runtime.preprocess). None: samples are frames.
+    camera: dict | None = field(default=None, compare=False)
 
     @property
     def sample_shape(self) -> tuple:
@@ -491,7 +494,7 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
         raise FileNotFoundError(f"walkway clip not found: {path}")
     if not 0 < train_fraction < 1:
         raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
-    from sensorveil.runtime.camera import CROP_SHAPE
+    from sensorveil.runtime.camera import CROP_MARGIN, CROP_SHAPE
     people = _walkway_people(str(Path(path).resolve()), CROP_SHAPE, int(stride))
     x, frame, track = people["x"], people["frame"], people["track"]
     speed = _walkway_velocity(frame, track, people["cx"], window=5 * stride)
@@ -531,7 +534,8 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
         units="grey level 0-255 (8-bit camera, BT.601 luma)", synthetic=False,
         description=(f"people crops {h}x{w} from {Path(path).name} (motion detector + IoU tracker, every "
                      f"{stride} frames; {len(kept_tracks)} tracks in {clusters} appearance clusters)"),
-        class_names=names, prior_fn=prior)
+        class_names=names, prior_fn=prior,
+        camera={"frame": "person-crops", "detector": "motion", "crop_shape": [h, w], "margin": CROP_MARGIN})
 
 
 # --------------------------------------------------------------------------

@@ -48,15 +48,44 @@ def make_slices(useful: np.ndarray, private: np.ndarray, n_private: int, seed: i
             "generator_train": second[np.concatenate(parts[1:])], "test": third}
 
 
+def pooled_features(x: np.ndarray) -> np.ndarray:
+    """One row per sample; images above 4096 values (depth frames, person crops) pooled 4x4 over their
+    last two axes so linear and tree attackers stay tractable on 2 cores."""
+    flat = x.reshape(len(x), -1)
+    if flat.shape[1] <= 4096:
+        return flat
+    if x.ndim >= 3:
+        h, w = x.shape[-2] // 4 * 4, x.shape[-1] // 4 * 4
+        pooled = x[..., :h, :w].reshape(x.shape[:-2] + (h // 4, 4, w // 4, 4)).mean((-3, -1))
+        return pooled.reshape(len(x), -1)
+    side = int(np.sqrt(flat.shape[1]))     # flattened square frames
+    return x.reshape(len(x), side // 4, 4, side // 4, 4).mean((2, 4)).reshape(len(x), -1)
+
+
+SPLIT_ATTRIBUTE = "trial_split"     # a dataset's own train (0) / test (1) split, if it has one
+
+
+def dataset_slices(data, useful: str, private: str, seed: int) -> dict:
+    """PR-GAN's slices for a dataset: :func:`make_slices`, or, when the dataset carries its own split
+    (``trial_split``: walkway's time split, MotionSense's trials), slices 1 and 2 dealt from its
+    training rows and slice 3 its test rows, so the mechanism is scored on the part it never saw."""
+    y, z, n_z = data.attributes[useful], data.attributes[private], data.num_classes[private]
+    if SPLIT_ATTRIBUTE not in data.attributes:
+        return make_slices(y, z, n_z, seed)
+    split = data.attributes[SPLIT_ATTRIBUTE]
+    train, test = np.flatnonzero(split == 0), np.flatnonzero(split == 1)
+    strata = (y * n_z + z)[train]
+    first, second = (train[rows] for rows in stratified_slices(strata, 2, seed))
+    parts = stratified_slices((y * n_z + z)[second], 5, seed + 1)
+    return {"classifiers": first, "generator_val": second[parts[0]],
+            "generator_train": second[np.concatenate(parts[1:])], "test": test}
+
+
 def tree_attacker_accuracy(train_x: np.ndarray, train_z: np.ndarray, test_x: np.ndarray, test_z: np.ndarray,
                            seed: int) -> float:
     """A second attacker family: privacy must hold against attackers the defender did not train against."""
     from sklearn.ensemble import ExtraTreesClassifier
-    flat_train, flat_test = train_x.reshape(len(train_x), -1), test_x.reshape(len(test_x), -1)
-    if flat_train.shape[1] > 4096:   # depth frames: pool 4x4 so the forest stays tractable on 2 cores
-        side = int(np.sqrt(flat_train.shape[1]))
-        pool = lambda a: a.reshape(len(a), side // 4, 4, side // 4, 4).mean((2, 4)).reshape(len(a), -1)
-        flat_train, flat_test = pool(flat_train), pool(flat_test)
+    flat_train, flat_test = pooled_features(train_x), pooled_features(test_x)
     forest = ExtraTreesClassifier(n_estimators=200, n_jobs=-1, random_state=seed)
     forest.fit(flat_train, train_z)
     return float((forest.predict(flat_test) == test_z).mean())

@@ -24,6 +24,7 @@ DEFAULT_TASKS = {
     "ujiindoorloc": ("floor", "region", 0.75),
     "synthetic-depth": ("facing", "identity", 0.95),
     "adult": ("income", "gender", 0.8),
+    "walkway": ("direction", "appearance", 0.8),
 }
 DEFAULT_THRESHOLD = 0.9
 

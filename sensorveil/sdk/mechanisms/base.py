@@ -25,7 +25,7 @@ import torch
 
 from sensorveil.sdk.audit import Release
 from sensorveil.sdk.datasets import SensorDataset
-from sensorveil.sdk.evaluation import Task, apply_privatize, baselines, evaluate, make_slices, raw_reference
+from sensorveil.sdk.evaluation import Task, apply_privatize, baselines, dataset_slices, evaluate, raw_reference
 from sensorveil.sdk.priors import maximum_entropy_distribution
 from sensorveil.sdk.training import to_model
 
@@ -177,7 +177,7 @@ def protocol_task(data: SensorDataset, useful: str, private: str, seed: int, x: 
     the caller has it already."""
     y, z = data.attributes[useful], data.attributes[private]
     n_y, n_z = data.num_classes[useful], data.num_classes[private]
-    slices = make_slices(y, z, n_z, seed)
+    slices = dataset_slices(data, useful, private, seed)
     return Task(x=to_model(data) if x is None else x, useful=y, private=z, n_useful=n_y, n_private=n_z,
                 med=maximum_entropy_distribution(data.prior(useful, private), n_y, n_z),
                 attacker_train=np.concatenate([slices["classifiers"], slices["generator_train"],

@@ -42,7 +42,8 @@ BANK_FILE = "bank_indices.npy"           # bank position -> row of the recorded 
 SAMPLES_FILE = "substitutes.npy"         # bank position -> substitute sample, sensor units
 SPLIT_ATTRIBUTE = "trial_split"          # a dataset's own train (0) / test (1) split, if it has one
 # Epochs per dataset that keep one training run to a few minutes on a 2-core CPU.
-DEFAULT_EPOCHS = {"digits": 150, "ujiindoorloc": 10, "synthetic-depth": 60, "motionsense": 30}
+DEFAULT_EPOCHS = {"digits": 150, "ujiindoorloc": 10, "synthetic-depth": 60, "motionsense": 30,
+                  "walkway": 30}
 
 
 @dataclass

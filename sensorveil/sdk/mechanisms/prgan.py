@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from sensorveil.sdk.datasets import SensorDataset
-from sensorveil.sdk.evaluation import Task, evaluate, make_slices, raw_reference, baselines
+from sensorveil.sdk.evaluation import Task, dataset_slices, evaluate, raw_reference, baselines
 from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, load_run_dataset, protocol_task
 from sensorveil.sdk.networks import make_classifier, make_generator
@@ -89,7 +89,7 @@ def prepare(dataset: SensorDataset, useful: str, private: str, config: PRGANConf
     exp = Experiment(dataset=dataset, useful_name=useful, private_name=private, config=config,
                      x=to_model(dataset), useful=y, private=z,
                      med=maximum_entropy_distribution(dataset.prior(useful, private), n_y, n_z),
-                     slices=make_slices(y, z, n_z, config.seed))
+                     slices=dataset_slices(dataset, useful, private, config.seed))
     if fixed is not None:
         exp.fixed = fixed
         return exp
