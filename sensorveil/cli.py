@@ -128,8 +128,8 @@ def cmd_export(args) -> int:
     from sensorveil.export import export_run
     out = export_run(args.run_dir, args.format, args.out, precision=args.precision,
                      include_samples=not args.index_only, target=args.target, calibration=args.calibration,
-                     int8_check=not args.skip_int8_privacy_check, sign_key=args.sign,
-                     sensor_units=args.units == "sensor")
+                     int8_check=not args.skip_int8_privacy_check, attacker_epochs=args.int8_attacker_epochs,
+                     sign_key=args.sign, sensor_units=args.units == "sensor")
     manifest = json.loads((out / "manifest.json").read_text())
     units = [stage for stage in manifest.get("pipeline", []) if "units" in stage]
     if units:
@@ -423,6 +423,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibration", type=int, default=None, help="int8: calibration samples from the training split")
     p.add_argument("--skip-int8-privacy-check", action="store_true",
                    help="int8: skip re-measuring the probing attack on the quantized bundle (not recommended)")
+    p.add_argument("--int8-attacker-epochs", type=positive_int, default=None, metavar="N",
+                   help="int8: training epochs of the privacy audit's neural attackers (default 20; fewer is "
+                   "quicker and weaker)")
     p.add_argument("--out", required=True, help="bundle directory to write")
     p.add_argument("--index-only", action="store_true",
                    help="pass: leave the substitute samples out (the device emits bank indices only)")
