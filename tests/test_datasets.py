@@ -35,7 +35,7 @@ def check_consistent(ds: SensorDataset) -> None:
 
 
 def test_registry_names():
-    assert set(DATASETS) == {"digits", "ujiindoorloc", "synthetic-depth", "npz", "motionsense", "adult"}
+    assert set(DATASETS) == {"digits", "ujiindoorloc", "synthetic-depth", "npz", "motionsense", "adult", "walkway"}
 
 
 @pytest.mark.parametrize("call, error, words", [
