@@ -40,7 +40,7 @@ LABELS = {"prgan": "PR-GAN", "ngp": "NGP", "ap": "AP", "laplace": "DP (Laplace)"
 
 def run_dataset(name: str, data_path, out: Path, quick: bool, margins=None) -> dict:
     threshold = runs.DEFAULT_TASKS[name][2]
-    config = prgan.PRGANConfig(utility_threshold=threshold)
+    config = prgan.default_config(name, threshold)
     if margins:   # fewer sweep points for the 180x180 depth models, which are slow to train on 2 cores
         config.margin_fractions = tuple(margins)
     if quick:   # a smoke version of the whole pipeline, for checking the script itself
@@ -76,6 +76,12 @@ def cached_or_run(name: str, data_path, out: Path, quick: bool, reuse: bool, mar
     cache = out / f"results-{name}.json"
     if reuse and cache.is_file():
         return json.loads(cache.read_text())
+    if reuse:   # no run of this checkout: the figures on the page now (each carries its code version)
+        published = ROOT / "docs" / "results.json"
+        earlier = json.loads(published.read_text()) if published.is_file() else []
+        found = next((r for r in earlier if r["dataset"] == name), None)
+        if found:
+            return found
     result = {**run_dataset(name, data_path, out, quick, margins), "code_version": code_version()}
     out.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(result, indent=2, default=str))
@@ -310,23 +316,29 @@ def main() -> None:
     parser.add_argument("--render-only", action="store_true",
                         help="only rewrite results.md/png from the figures in docs/results.json")
     parser.add_argument("--reuse", action="store_true",
-                        help="reuse a dataset's figures saved by an earlier run of this script in --out")
+                        help="reuse a dataset's figures saved by an earlier run of this script in --out, else "
+                             "those on the page now (docs/results.json)")
+    parser.add_argument("--rerun", nargs="+", default=[], metavar="DATASET",
+                        help="with --reuse: datasets to compute afresh all the same")
     args = parser.parse_args()
     out, docs = Path(args.out), Path(args.docs)
     docs.mkdir(parents=True, exist_ok=True)
     if args.render_only:   # re-draw the page from the figures an earlier run saved
         results = json.loads((docs / "results.json").read_text())
     else:
-        results = [cached_or_run(name, args.uji if name == "ujiindoorloc" else None, out, args.quick, args.reuse,
+        results = [cached_or_run(name, args.uji if name == "ujiindoorloc" else None, out, args.quick,
+                                 args.reuse and name not in args.rerun,
                                  args.depth_margins if name == "synthetic-depth" else None)
                    for name in args.datasets]
         (docs / "results.json").write_text(json.dumps(results, indent=2, default=str))
     plot(results, docs / "results.png")
     command = "python scripts/make_results.py" + (" --quick" if args.quick else "")
-    if args.render_only:
-        versions = sorted({r.get("code_version", "unrecorded") for r in results})
-        command += (f"; page re-drawn with --render-only from PR-GAN figures of code version(s) {', '.join(versions)}"
-                    f" (this checkout: {code_version()})")
+    if args.reuse:
+        command += " --reuse" + (f" --rerun {' '.join(args.rerun)}" if args.rerun else "")
+    if args.render_only or args.reuse:
+        versions = ", ".join(f"{r['dataset']} {r.get('code_version', 'unrecorded')}" for r in results)
+        command += (f"; {'page re-drawn with --render-only' if args.render_only else 'earlier figures reused'}: "
+                    f"PR-GAN figures of code version(s) {versions} (this checkout: {code_version()})")
     (docs / "results.md").write_text(markdown(results, command))
     write_readme_block(results)
     print(f"wrote {docs / 'results.md'} and README.md's headline block")
