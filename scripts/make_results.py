@@ -19,7 +19,8 @@ from pathlib import Path
 from sensorveil.export import export_run
 from sensorveil.sdk import runs
 from sensorveil.sdk.mechanisms import prgan
-from sensorveil.sdk.assess import evaluate_bundle
+from sensorveil.sdk.assess import audit_path
+from sensorveil.sdk.audit import interval
 from sensorveil.sdk.evaluation import evaluate
 from sensorveil.sdk.training import apply, snap_to_sensor
 
@@ -35,6 +36,7 @@ PAPER_TABLE2 = {
     "ujiindoorloc": {"paper_dataset": "WiFi", "prgan": 23.6, "ngp": 31.3, "ap": 37.7, "laplace": 50.0,
                      "random_star": 12.5, "original_acc_private": 84.6, "original_acc_useful": 92.6},
 }
+AUDIT_SEEDS = 3      # the deployed bundle's attackers are repeated over seeds for their intervals
 LABELS = {"prgan": "PR-GAN", "ngp": "NGP", "ap": "AP", "laplace": "DP (Laplace)"}
 
 
@@ -51,7 +53,7 @@ def run_dataset(name: str, data_path, out: Path, quick: bool, margins=None) -> d
                              dataset_options=options, config=config)
     run = runs.read_run(run_dir)
     bundle = export_run(run_dir, "onnx", out / "bundles" / f"prgan-{name}")
-    device = evaluate_bundle(bundle)
+    device = audit_path(bundle, seeds=AUDIT_SEEDS)   # every attacker family, 95% intervals
     methods = {"prgan": {**run["metrics"], "selection": summary_of(run["selection"])}}
     exp = prgan.reload_experiment(run_dir, run)
     for variant in ("ngp", "ap"):
@@ -127,13 +129,8 @@ def markdown(results: list[dict], command: str) -> str:
                   f"| Original Acc(D_z) | {paper['original_acc_private']} | {pct(ref['original_acc_private'])} | | | | | | |",
                   f"| Original Acc(D_y) | {paper['original_acc_useful']} | | {pct(ref['original_acc_useful'])} | | | | | |",
                   ""]
-        device = result["bundle_evaluation"]
-        lines += [f"The exported PR-GAN bundle, attacked through the runtime ({device['backend']}): protocol "
-                  f"Acc(D_z) {pct(device['protocol_acc_private'])}, Acc(D_y) {pct(device['protocol_acc_useful'])}, "
-                  f"probing attacker {pct(device['probing_acc_private'])} (neural), {pct(device['tree_acc_private'])} "
-                  f"(trees). Generator: {result['bundle_complexity']['params']:,} params, "
-                  f"{result['bundle_complexity']['flops_torch'] / 1e6:.2f} MFLOPs.", ""]
-        lines += quantization_note(result, device)
+        lines += bundle_lines(result)
+        lines += quantization_note(result, result["bundle_evaluation"])
     lines += pass_section(results)
     lines += camera_section() + attriguard_section() + sanitizer_section() + tappfl_section()
     lines += ["![protocol vs probing attacker](results.png)", "",
@@ -142,6 +139,38 @@ def markdown(results: list[dict], command: str) -> str:
               "adversarial perturbation hides the attribute from one classifier, not from the data. "
               "PASS (issue 3) is the mechanism meant to close this gap."]
     return "\n".join(lines) + "\n"
+
+
+def with_interval(device: dict, key: str, family: "str | None" = None) -> str:
+    """A bundle figure with its 95% interval: the audit's (seeds and test rows) where the run audited
+    the bundle, else the test rows' binomial interval of a single figure (protocol classifiers)."""
+    audited = isinstance(device.get("private"), dict)     # an audit; older runs name the attribute there
+    if family and audited and family in device["private"]:
+        figure = device["private"][family]
+    elif key == "probing_acc_useful" and isinstance(device.get("useful"), dict):
+        figure = device["useful"]
+    elif audited:
+        figure = interval([device[key]], device["n_test"])
+    else:   # figures of a run before the audit existed: one seed, no interval recorded
+        return pct(device[key])
+    return f"{pct(figure['mean'])} [{pct(figure['low'])}, {pct(figure['high'])}]"
+
+
+def bundle_lines(result: dict) -> list[str]:
+    device = result["bundle_evaluation"]
+    audited = isinstance(device.get("private"), dict)
+    seeds = f", attackers over {device['seeds']} seeds, 95% intervals" if audited else ", one seed"
+    lines = [f"The exported PR-GAN bundle, attacked through the runtime ({device['backend']}{seeds}): protocol "
+             f"Acc(D_z) {with_interval(device, 'protocol_acc_private')}, Acc(D_y) "
+             f"{with_interval(device, 'protocol_acc_useful')}, probing attacker "
+             f"{with_interval(device, 'probing_acc_private', 'neural')} (neural), "
+             f"{with_interval(device, 'tree_acc_private', 'trees')} (trees)"]
+    if audited:
+        lines[0] += (f", {with_interval(device, '', 'trees+useful')} (trees given the useful label), utility probe "
+                     f"{with_interval(device, 'probing_acc_useful')}")
+    lines[0] += (f". Generator: {result['bundle_complexity']['params']:,} params, "
+                 f"{result['bundle_complexity']['flops_torch'] / 1e6:.2f} MFLOPs.")
+    return lines + [""]
 
 
 def quantization_note(result: dict, device: dict) -> list[str]:
