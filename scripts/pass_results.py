@@ -108,13 +108,17 @@ def main() -> None:
     json_path.parent.mkdir(parents=True, exist_ok=True)
     prgan = Path(args.prgan_bundles) if args.prgan_bundles else None
     from sensorveil.benchmarks.report import cpu_description
+    # datasets not named this time keep their figures from the file (each entry says when it was computed)
+    earlier = json.loads(json_path.read_text())["datasets"] if json_path.is_file() else {}
     results = {"generated_by": "scripts/pass_results.py", "cpu": cpu_description(),
                "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "goal": f"strongest attacker's private accuracy <= Random* + {100 * GOAL_POINTS:.0f} points "
-                       f"and mNAG >= {100 * GOAL_MNAG:.0f}%", "datasets": {}}
+                       f"and mNAG >= {100 * GOAL_MNAG:.0f}%",
+               "datasets": {name: entry for name, entry in earlier.items() if name not in args.datasets}}
     for dataset in args.datasets:
         print(f"== PASS on {dataset}")
-        results["datasets"][dataset] = one_dataset(dataset, out, json_path.parent, prgan, args.epochs)
+        results["datasets"][dataset] = {**one_dataset(dataset, out, json_path.parent, prgan, args.epochs),
+                                        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         json_path.write_text(json.dumps(results, indent=2, default=str) + "\n")   # partial results survive
         print(json.dumps(results["datasets"][dataset].get("goal", results["datasets"][dataset]), indent=1))
     print(f"wrote {json_path}")
