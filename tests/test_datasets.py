@@ -215,6 +215,32 @@ def test_depth_attributes_learnable(depth, attribute):
     assert acc > chance + 0.2, f"{attribute}: accuracy {acc:.2f} vs chance {chance:.2f}"
 
 
+def test_depth_identities_differ_as_adults_do():
+    """20 default identities; stature in the adult range and correlated with shoulder breadth."""
+    people = make_identities(seed=0)
+    assert len(people) == 20
+    height = np.array([p.height for p in people])
+    shoulders = np.array([p.shoulder_width for p in people])
+    assert 1.40 < height.min() and height.max() < 2.10 and height.std() > 0.05
+    assert np.corrcoef(height, shoulders)[0, 1] > 0.3
+
+
+def test_depth_identity_readable_from_body_shape():
+    """Who it is shows in the frame's depth profile (head height, shoulder area): trees on a depth
+    histogram tell 20 people apart; the frames of one person still vary (pose, stride, noise)."""
+    from sklearn.ensemble import ExtraTreesClassifier
+    data = load_dataset("synthetic-depth", samples_per_class=20, seed=3)
+    valid = [frame[frame > 0] for frame in data.x]
+    features = np.array([np.r_[np.percentile(v, [0.5, 1, 2, 5, 10, 20, 30]), [np.mean(v < t) for t in range(1000, 2800, 50)]]
+                         for v in valid])
+    z = data.attributes["identity"]
+    train, test = stratified_slices(z * 2 + data.attributes["facing"], n_slices=2, seed=0)
+    accuracy = ExtraTreesClassifier(300, random_state=0).fit(features[train], z[train]).score(features[test], z[test])
+    assert accuracy > 0.8, accuracy   # chance: 0.05
+    same_person = data.x[z == 0].astype(np.float32)
+    assert np.abs(same_person[0] - same_person[1]).mean() > 5.0   # not one frame repeated
+
+
 def test_full_frame_rendering():
     params = make_identities(3, seed=0)
     rng = np.random.default_rng(0)

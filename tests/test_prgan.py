@@ -94,3 +94,22 @@ def test_prgan_on_digits_fools_the_fixed_classifier_within_the_utility_threshold
     assert metrics["probing_acc_useful"] > 0.9
     # the finding PASS's Table 1 predicts: attackers trained on PR-GAN's output still find lt5
     assert max(metrics["probing_acc_private"], metrics["tree_acc_private"]) > ref["random_star"] + 0.1
+
+
+def test_depth_classifier_reads_heights_and_ignores_invalid_pixels():
+    """The depth levels turn a head 2 cm higher into a visible change of the profile, and an invalid
+    pixel (0, no return) adds nothing, where on raw depth it would look like the nearest surface."""
+    import torch
+    from sensorveil.sdk.networks import DepthLevels, make_classifier
+    levels = DepthLevels()
+    floor = torch.full((1, 1, 8, 8), 2800 / 4500)
+    head = floor.clone()
+    head[..., 3:5, 3:5] = 1100 / 4500
+    taller = floor.clone()
+    taller[..., 3:5, 3:5] = 1080 / 4500
+    assert (levels(taller) - levels(head)).abs().amax() > 0.1
+    holes = head.clone()
+    holes[..., 0, 0] = 0.0
+    assert not levels(holes)[..., 0, 0].any()
+    net = make_classifier("depth", (1, 180, 180), 3).train()
+    assert net(torch.rand(1, 1, 180, 180)).shape == (1, 3)   # a last batch of one still trains
