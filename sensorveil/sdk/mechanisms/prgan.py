@@ -269,7 +269,8 @@ class PerturbationMechanism(Mechanism):
 
     def make_config(self, request: TrainRequest) -> PRGANConfig:
         if request.config is None:   # section 6.4's threshold is the dataset's, unless the caller chose
-            request.config = default_config(request.data.name, request.utility_threshold, request.seed)
+            dataset = getattr(request.data, "name", "")   # no data yet when a caller only asks for the config
+            request.config = default_config(dataset, request.utility_threshold, request.seed)
         config = super().make_config(request)
         config.epochs = request.epochs or config.epochs
         return config
