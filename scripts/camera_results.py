@@ -24,7 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 CLIP = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared")) / "media" / "walkway.avi"
 MECHANISMS = {
-    "pass": {},
+    # the tracker measures each person's walking direction on the device: PASS draws its substitute
+    # among bank people walking the same way (PASSConfig.condition)
+    "pass": {"condition": "direction"},
     # four margins of PR-GAN's section 6.4 sweep, 20 epochs each: a few minutes on 2 cores
     "prgan": {"margin_fractions": "0.05,0.1,0.2,0.35", "epochs": "20"},
 }
@@ -66,7 +68,9 @@ def audit_bundle(bundle: Path, seeds: int, epochs: int) -> dict:
                 seeds=seeds, attacker_epochs=epochs)
     train_useful, test_useful = task.useful[task.attacker_train], task.useful[task.test]
     guessing = float((test_useful == np.bincount(train_useful).argmax()).mean())
+    camera = privatizer.manifest.get("camera", {})
     return {"bundle": str(bundle), "backend": privatizer.backend_name, "privatized": private, "raw": raw,
+            "conditioned_on": privatizer.conditioned_on, "paste": camera.get("paste", "window"),
             "direction_guessing": guessing,
             "direction_nag": nag(private["useful"]["mean"], guessing, raw["useful"]["mean"]),
             "direction_nag_low": nag(private["useful"]["low"], guessing, raw["useful"]["mean"]),
@@ -143,6 +147,19 @@ def interval_text(figure: dict) -> str:
     return f"{pct(figure['mean'])} [{pct(figure['low'])}, {pct(figure['high'])}]"
 
 
+def how_it_pastes(audit_figures: dict) -> str:
+    """One sentence on what the bundle's pipeline puts where the person was."""
+    if audit_figures.get("paste") == "cut-out":
+        text = ("a substitute person cut out of a bank crop is pasted onto the background model's empty scene, "
+                "one draw per tracked person")
+        if audit_figures.get("conditioned_on"):
+            text += (f", drawn among bank people of the same {audit_figures['conditioned_on']} as the tracker "
+                     "measured it (past frames only); the attackers are given the whole bank crop, background "
+                     "included, which is more than the device emits")
+        return text + "."
+    return "the privatized crop replaces the person's whole window (background included)."
+
+
 def render(result: dict, command: str) -> str:
     lines = ["# The camera mechanism on walkway.avi", "",
              f"Written by `{command}` ({result['seconds']:.0f} s on this machine); do not edit by hand.", "",
@@ -152,6 +169,7 @@ def render(result: dict, command: str) -> str:
              "of the tracks' look (who it is, coarsely); **useful** = walking direction (left/right). Trained on the "
              f"first 60% of the clip ({result['dataset']['train_rows']} crops), scored on the rest "
              f"({result['dataset']['test_rows']} crops, people mostly never seen in training).", "",
+             *[f"- **{name}**: {how_it_pastes(m['audit'])}" for name, m in result["mechanisms"].items()], "",
              f"Audit: `sensorveil evaluate BUNDLE`'s attackers (sdk/audit.py) trained on the bundle's output, "
              f"{result['seeds']} seeds, 95% intervals. Goal: strongest attacker within 5 points of Random*, "
              "direction NAG >= 60%, people count per frame unchanged.", "",

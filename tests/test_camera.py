@@ -9,7 +9,7 @@ from tests.conftest import WALKWAY
 cv2 = pytest.importorskip("cv2")
 
 from sensorveil.runtime.camera import (CROP_SHAPE, MotionPeopleDetector, PersonCrops, Tracker,  # noqa: E402
-                                       crop_people, crop_windows, iou, paste_people)
+                                       WalkingDirection, crop_people, crop_windows, iou, paste_people)
 
 
 def walkway():
@@ -48,6 +48,14 @@ def test_tracker_bridges_a_missed_frame_by_centroid():
     first = tracker.update([[100, 100, 10, 40]])[0]
     tracker.update([])                                   # detector missed the person once
     assert tracker.update([[112, 100, 10, 40]])[0] == first   # moved past IoU 0.2, within reach
+
+
+def test_walking_direction_from_past_boxes_only():
+    direction = WalkingDirection(window=10, min_speed=0.3)
+    labels = [direction.update([0, 1, 2], [[100 + 2 * t, 50, 16, 40], [300 - 2 * t, 90, 16, 40],
+                                           [200 + 0.1 * t, 150, 16, 40]]).tolist() for t in range(6)]
+    assert labels[0] == labels[1] == [-1, -1, -1]          # two points are not a direction yet
+    assert labels[5] == [1, 0, -1]                         # right, left, standing (below min_speed)
 
 
 def read_frames(path, count):
@@ -101,6 +109,39 @@ def test_crops_go_back_where_they_came_from():
     assert np.abs(again.astype(int) - smooth.astype(int)).max() <= 6
 
 
+def test_cut_out_paste_erases_the_person_and_pastes_only_the_substitute():
+    frame = np.full((120, 160, 3), 100, np.uint8)
+    background = np.full_like(frame, 50)
+    windows = np.array([[40, 20, 72, 84]])                   # a 64x32 window
+    cut_out = np.zeros((1,) + CROP_SHAPE, np.uint8)
+    cut_out[0, 32:96, 16:48] = 200                            # the substitute: a block in the crop's middle
+    out = paste_people(frame, cut_out, windows, background)
+    assert (out[36:68, 48:64] == 200).all()                   # the substitute person
+    assert (out[20:30, 40:72] == 50).all() and (out[20:84, 40:44] == 50).all()   # the rest of the window: scene
+    outside = np.ones(frame.shape[:2], bool)
+    outside[20:84, 40:72] = False
+    assert (out[outside] == 100).all()
+
+
+def test_cut_out_mode_keeps_one_substitute_per_tracked_person():
+    frames = read_frames(walkway(), 120)
+    pre = PersonCrops(paste="cut-out")
+    contexts = []
+    for frame in frames:
+        crops, context = pre.prepare(frame)
+        contexts.append((crops, context))
+    (first, context_a), (_, context_b) = contexts[-2], contexts[-1]
+    assert len(first) >= 2
+    pre.restore(np.full(first.shape, 200.0, np.float32), context_a)
+    shared = set(context_a[4].tolist()) & set(context_b[4].tolist())
+    assert shared                                               # people seen in both frames
+    held = {t: pre.held[t].copy() for t in shared}
+    pre.restore(np.full((len(context_b[4]),) + CROP_SHAPE, 90.0, np.float32), context_b)
+    assert all((pre.held[t] == held[t]).all() and (held[t] == 200).all() for t in shared)   # the first draw stays
+    with pytest.raises(Exception, match="paste mode"):
+        PersonCrops(paste="blend")
+
+
 def test_person_crops_round_trip_on_walkway():
     frames = read_frames(walkway(), 120)
     pre = PersonCrops()
@@ -147,6 +188,8 @@ bundle, clip = sys.argv[1], sys.argv[2]
 privatizer = Privatizer.load(bundle, output="sample", seed=0)
 stream = Stream(privatizer, open_source(clip), frames=90)
 people = changed_inside = changed_outside = 0
+directions = []
+assert privatizer.conditioned_on == "direction"
 for result in stream:
     image, out = result.frame.data, result.output
     assert out.shape == image.shape and out.dtype == np.uint8
@@ -155,11 +198,13 @@ for result in stream:
         inside[max(y0, 0):y1, max(x0, 0):x1] = True
     diff = (out != image).any(axis=2)
     people += len(result.sample)
+    directions += stream.preprocessor.last_directions.tolist()
     changed_inside += int(diff[inside].sum())
     changed_outside += int(diff[~inside].sum())
 print(stream.preprocessed, people, changed_inside, changed_outside)
 assert "person-crops" in stream.preprocessed and people > 20
 assert changed_inside > 1000 and changed_outside == 0
+assert len(directions) == people and {0, 1} <= set(directions)   # the tracker saw people walk both ways
 assert "torch" not in [m.split(".")[0] for m in sys.modules if sys.modules[m] is not None]
 """
 
@@ -175,9 +220,12 @@ def test_camera_bundle_runs_torch_free_on_walkway(tmp_path):
     from sensorveil.runtime.bundle import read_manifest
     from sensorveil.sdk.runs import train_run
     run = train_run("pass", "walkway", data_path=walkway(), out=tmp_path / "run", epochs=1, attacker_epochs=1,
-                    dataset_options={"stride": 8}, settings={"substitutes": 32, "embedding_dim": 32, "progress": False})
+                    dataset_options={"stride": 8}, settings={"substitutes": 32, "embedding_dim": 32, "progress": False, "condition": "direction"})
     bundle = export_run(run, "onnx", tmp_path / "bundle")
-    assert read_manifest(Path(bundle))["camera"]["crop_shape"] == list(CROP_SHAPE)
+    camera = read_manifest(Path(bundle))["camera"]
+    assert camera["crop_shape"] == list(CROP_SHAPE) and camera["paste"] == "cut-out"
+    cut_outs = np.load(Path(bundle) / "substitutes.npy")
+    assert 0.05 < (cut_outs == 0).mean() < 0.95             # people cut out of their crops
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-c", TORCH_FREE_PIPELINE, str(bundle), walkway()], cwd=root,
                           env={**__import__("os").environ, "PYTHONPATH": str(root)}, capture_output=True, text=True,

@@ -246,3 +246,41 @@ def test_constant_c_of_eq_10_with_several_attributes():
     h_skewed = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))
     expected = (2 - 0.4) * math.log(8) - 1.0 * (math.log(2) + h_skewed) + 1.0 * 2
     assert constant_c(2, 0.4, 1.0, 8, [uniform, skewed]) == pytest.approx(expected)
+
+
+def test_restricted_draw_keeps_only_substitutes_that_share_the_known_value():
+    from sensorveil.runtime.stages.substitution import restrict_to_known
+    probs = np.full((3, 4), 0.25)
+    bank_labels = np.array([0, 1, 1, 0])
+    out = restrict_to_known(probs, bank_labels, np.array([1, -1, 0]))
+    assert out[0].tolist() == [0, 0.25, 0.25, 0] and out[1].tolist() == [0.25] * 4
+    assert out[2].tolist() == [0.25, 0, 0, 0.25]
+    with pytest.raises(InputError, match="expected one per sample"):
+        restrict_to_known(probs, bank_labels, np.array([1, 0]))
+
+
+@pytest.fixture(scope="module")
+def conditioned_bundle(tmp_path_factory):
+    from sensorveil.export import export_run
+    from sensorveil.sdk.mechanisms.pass_substitution import PASSConfig
+    from sensorveil.sdk.runs import train_run
+    run = train_run("pass", "digits", out=tmp_path_factory.mktemp("runs") / "pass-conditioned", useful=["parity"],
+                    private=["lt5"], config=PASSConfig(epochs=2, substitutes=128, progress=False, condition="parity"),
+                    attacker_epochs=1)
+    return export_run(run, "onnx", tmp_path_factory.mktemp("bundles") / "pass-conditioned")
+
+
+def test_conditioned_bundle_draws_only_among_substitutes_the_device_knows_match(conditioned_bundle, digits):
+    manifest = json.loads((conditioned_bundle / "manifest.json").read_text())
+    assert manifest["pipeline"][-1]["condition"]["attribute"] == "parity"
+    bank_parity = np.load(conditioned_bundle / "bank_condition.npy")
+    privatizer = Privatizer.load(conditioned_bundle, output="index", seed=1)
+    assert privatizer.conditioned_on == "parity"
+    x, parity = digits.x[:200], digits.attributes["parity"][:200]
+    for known in (parity, 1 - parity):          # whatever the device says, the draw follows it
+        assert (bank_parity[privatizer(x, known=known).astype(np.int64)] == known).all()
+    # -1 (not known yet, e.g. a person just appeared): the unrestricted draw, the same as without known
+    unknown = Privatizer.load(conditioned_bundle, output="index", seed=5)(x, known=np.full(len(x), -1))
+    assert (unknown == Privatizer.load(conditioned_bundle, output="index", seed=5)(x)).all()
+    with pytest.raises(InputError, match="known of"):
+        privatizer(x, known=parity[:10])

@@ -178,6 +178,15 @@ class Exporter:
                         f"sensorveil/devices/{self.target['setup_script']}")
         return message
 
+    def _camera(self, pipeline: list) -> dict:
+        """The manifest's camera entry for a bundle trained on people crops: the dataset's, and "cut-out"
+        pasting where the bank's substitutes are people cut out of their crops."""
+        camera = getattr(self.dataset, "camera", None)
+        if not camera:
+            return {}
+        cut_out = any(stage.get("cut_out") for stage in pipeline)
+        return {"camera": {**camera, "paste": "cut-out" if cut_out else "window"}}
+
     def _export(self, fmt: str) -> Path:
         # the pipeline first: whether the units can go in the graph depends on its stages
         mechanism, pipeline = self.mechanism.bundle(self.run_dir, self.run, self.dataset, self.out_dir,
@@ -191,7 +200,7 @@ class Exporter:
                               "complexity": self._complexity(artifacts),
                               "target": self.target["name"] if self.target else None,
                               "metrics": self._metrics(), "training": self._training(),
-                              **({"camera": self.dataset.camera} if getattr(self.dataset, "camera", None) else {})})
+                              **self._camera(pipeline)})
         records = [self._compare(backend, name, artifact.get("precision", "fp32"))
                    for backend, artifact in artifacts.items() for name in artifact["graphs"]]
         if self.int8_check and self.mechanism.int8_privacy_check:

@@ -77,7 +77,12 @@ class MotionPeopleDetector(object):
         self.seen += 1
         fg = np.where(fg > 200, 255, 0).astype(np.uint8)
         fg = cv2.morphologyEx(fg, cv2.MORPH_OPEN, self.kernel_open)
-        return cv2.morphologyEx(fg, cv2.MORPH_CLOSE, self.kernel_close)
+        self.foreground = cv2.morphologyEx(fg, cv2.MORPH_CLOSE, self.kernel_close)
+        return self.foreground
+
+    def background(self):
+        """The background model's picture of the empty scene (what is behind the people)."""
+        return self.model.getBackgroundImage()
 
     def detect(self, frame):
         fg = self.mask(frame)
@@ -151,6 +156,35 @@ class Tracker(object):
         return np.asarray(ids, dtype=np.int64)
 
 
+class WalkingDirection(object):
+    """Each tracked person's walking direction from the boxes of its last ``window`` frames: the slope
+    of the box centre's x over frames, 1 (right, x growing) or 0 (left), -1 while the person is too new
+    or slower than ``min_speed`` px/frame. The labels of the camera dataset (sdk.datasets.load_walkway)
+    use the same rule over a window centred on the frame; here only past frames exist."""
+
+    def __init__(self, window=10, min_speed=0.3):
+        self.window, self.min_speed = int(window), float(min_speed)
+        self.history = {}       # track id -> list of (frame number, centre x)
+        self.frame = 0
+
+    def update(self, ids, boxes):
+        boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+        labels = np.full(len(ids), -1, dtype=np.int64)
+        for k, (track, box) in enumerate(zip(ids, boxes)):
+            points = self.history.setdefault(int(track), [])
+            points.append((self.frame, box[0] + box[2] / 2.0))
+            del points[:-self.window]
+            if len(points) >= 3:
+                t, x = np.asarray(points).T
+                speed = np.polyfit(t, x, 1)[0]
+                if abs(speed) >= self.min_speed:
+                    labels[k] = int(speed > 0)
+        for track in [t for t, points in self.history.items() if self.frame - points[-1][0] > self.window]:
+            del self.history[track]      # gone for longer than the window: forget it
+        self.frame += 1
+        return labels
+
+
 def crop_windows(boxes, frame_shape, crop_shape=CROP_SHAPE, margin=CROP_MARGIN):
     """Each box grown by ``margin`` and widened or heightened to the crop's aspect around its centre,
     as (x0, y0, x1, y1) windows that may run past the frame (the crop pads by edge replication)."""
@@ -184,22 +218,32 @@ def crop_people(frame, windows, crop_shape=CROP_SHAPE):
     return out
 
 
-def paste_people(frame, crops, windows):
+def paste_people(frame, crops, windows, background=None):
     """A copy of ``frame`` with each crop resized into its window (clipped to the frame); grey crops
-    go into every channel of a colour frame."""
+    go into every channel of a colour frame. With ``background`` (the empty scene, frame-shaped) the
+    crops are cut-outs: the window is first cleared to the background, erasing whoever stood there,
+    and only the crop's non-zero pixels (the substitute person) are pasted on it."""
     cv2 = opencv()
     out = frame.copy()
     height, width = frame.shape[:2]
     for crop, window in zip(crops, windows):
         x0, y0, x1, y1 = (int(v) for v in window)
-        patch = cv2.resize(np.asarray(crop, dtype=np.uint8), (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
+        crop = np.asarray(crop, dtype=np.uint8)
+        patch = cv2.resize(crop, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
         cx0, cy0, cx1, cy1 = max(x0, 0), max(y0, 0), min(x1, width), min(y1, height)
         if cx1 <= cx0 or cy1 <= cy0:
             continue
         piece = patch[cy0 - y0:cy1 - y0, cx0 - x0:cx1 - x0]
         if out.ndim == 3:
             piece = piece[..., None]
-        out[cy0:cy1, cx0:cx1] = piece
+        if background is None:
+            out[cy0:cy1, cx0:cx1] = piece
+            continue
+        person = cv2.resize((crop > 0).astype(np.uint8), (x1 - x0, y1 - y0), interpolation=cv2.INTER_NEAREST)
+        person = person[cy0 - y0:cy1 - y0, cx0 - x0:cx1 - x0].astype(bool)
+        if out.ndim == 3:
+            person = person[..., None]
+        out[cy0:cy1, cx0:cx1] = np.where(person, piece, background[cy0:cy1, cx0:cx1])
     return out
 
 
@@ -209,33 +253,66 @@ def person_crops_from_manifest(camera):
         raise InputError("camera pipeline {!r} with detector {!r} is not known to this runtime; expected "
                          "frame 'person-crops' with detector 'motion'".format(camera.get("frame"),
                                                                            camera.get("detector")))
-    return PersonCrops(tuple(camera["crop_shape"]), margin=float(camera.get("margin", CROP_MARGIN)))
+    return PersonCrops(tuple(camera["crop_shape"]), margin=float(camera.get("margin", CROP_MARGIN)),
+                       paste=camera.get("paste", "window"))
+
+
+PASTE_MODES = ("window", "cut-out")
 
 
 class PersonCrops(object):
     """The camera pipeline's pre-processor: a frame in, its people's crops out as one batch (the bundle's
-    samples, uint8 grey 0-255), and ``restore`` pastes the privatized crops back into the frame."""
+    samples, uint8 grey 0-255), and ``restore`` pastes the privatized crops back into the frame.
+
+    ``paste``: "window" pastes each privatized crop over its whole window (a perturbation mechanism's
+    output is the person's crop, background included); "cut-out" is for substitution bundles whose
+    substitutes are people cut out of their crops (0 = not the person): the person is erased to the
+    background model's empty scene and the substitute pasted on it, one substitute per tracked person
+    for as long as the tracker follows them (a new draw every frame would flicker between strangers,
+    and would show an observer many draws of P(X'|X) for the same person instead of one)."""
 
     name = "person-crops"
     batched = True            # prepare() returns a batch of samples (one per person, maybe none)
 
-    def __init__(self, crop_shape=CROP_SHAPE, detector=None, margin=CROP_MARGIN):
+    def __init__(self, crop_shape=CROP_SHAPE, detector=None, margin=CROP_MARGIN, paste="window"):
+        if paste not in PASTE_MODES:
+            raise InputError("camera paste mode {!r}; expected one of {}".format(paste, list(PASTE_MODES)))
+        self.paste = paste
+        self.held = {}            # track id -> the substitute it keeps (cut-out mode)
         self.crop_shape = tuple(int(v) for v in crop_shape)
         self.detector = detector if detector is not None else MotionPeopleDetector()
         self.margin = float(margin)
+        self.tracker, self.direction = Tracker(), WalkingDirection()
         self.last_windows = np.zeros((0, 4), dtype=np.int64)   # the windows of the latest frame
+        self.last_directions = np.zeros(0, dtype=np.int64)     # and its people's walking directions
 
     def prepare(self, frame):
         image = frame if isinstance(frame, np.ndarray) else frame.data
         if image.dtype != np.uint8 or image.ndim not in (2, 3):
             raise InputError("camera frame of {} {}; expected uint8 HxW or HxWx3".format(image.dtype, image.shape))
         boxes = self.detector.detect(image)
+        tracks = self.tracker.update(boxes)
+        directions = self.direction.update(tracks, boxes)
         windows = crop_windows(boxes, image.shape, self.crop_shape, self.margin)
-        self.last_windows = windows
-        return crop_people(image, windows, self.crop_shape), (image, boxes, windows)
+        self.last_windows, self.last_directions = windows, directions
+        return crop_people(image, windows, self.crop_shape), (image, boxes, windows, directions, tracks)
+
+    @staticmethod
+    def known(context):
+        """What the pipeline knows of each crop: its person's walking direction (for conditioned bundles)."""
+        return context[3]
 
     def restore(self, privatized, context):
-        image, _, windows = context
+        image, _, windows, _, tracks = context
         if len(windows) == 0:
             return image.copy()
-        return paste_people(image, np.clip(np.rint(privatized), 0, 255).astype(np.uint8), windows)
+        crops = np.clip(np.rint(privatized), 0, 255).astype(np.uint8)
+        if self.paste == "window":
+            return paste_people(image, crops, windows)
+        crops = np.stack([self.held.setdefault(int(t), crop) for t, crop in zip(tracks, crops)])
+        for gone in set(self.held) - set(self.tracker.tracks):
+            del self.held[gone]
+        background = self.detector.background()
+        if background.shape != image.shape:      # a grey frame against a colour model, or the reverse
+            background = to_gray(background) if image.ndim == 2 else np.repeat(background[..., None], 3, 2)
+        return paste_people(image, crops, windows, background)

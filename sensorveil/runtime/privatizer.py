@@ -92,11 +92,16 @@ class Privatizer:
         units (the normalization is inside the graph; the frame goes in in the sensor's dtype)."""
         return self.stages[0].takes
 
-    def __call__(self, x) -> np.ndarray:
+    def __call__(self, x, known=None) -> np.ndarray:
+        """``known``: optional, one int per sample, what the device already knows about it (a camera
+        tracker's walking direction, -1 where unknown); a conditioned bundle (``conditioned_on``) draws
+        only among substitutes that share it. Other bundles ignore it."""
         batch, single = check_sensor_input(x, self.input_spec)
+        known = self.check_known(known, len(batch))
         if len(batch) > MAX_CHUNK:     # bounded memory: a huge batch goes through in chunks
-            return np.concatenate([self(batch[i:i + MAX_CHUNK]) for i in range(0, len(batch), MAX_CHUNK)])
-        y = self.run_pipeline(self.graph_input(batch))
+            return np.concatenate([self(batch[i:i + MAX_CHUNK], None if known is None else known[i:i + MAX_CHUNK])
+                                   for i in range(0, len(batch), MAX_CHUNK)])
+        y = self.run_pipeline(self.graph_input(batch), known)
         if self.emits == MODEL_UNITS:
             y = to_sensor_units(y, self.output_spec)
         return y[0] if single else y
@@ -115,10 +120,28 @@ class Privatizer:
             return from_graph_sensor_output(model_output, self.output_spec)
         return to_sensor_units(model_output, self.output_spec)
 
-    def run_pipeline(self, model_batch: np.ndarray) -> np.ndarray:
+    @property
+    def conditioned_on(self) -> "str | None":
+        """The attribute whose known value restricts the draw (manifest ``condition``), or None."""
+        return getattr(self.stages[-1], "condition", None)
+
+    @staticmethod
+    def check_known(known, batch_size: int) -> "np.ndarray | None":
+        if known is None:
+            return None
+        values = np.asarray(known)
+        if values.ndim == 0:
+            values = values.reshape(1)
+        if values.shape != (batch_size,) or values.dtype.kind not in "iub":
+            raise InputError("known of {} {}; expected one integer per sample ({} values, -1 where "
+                             "unknown)".format(values.dtype, values.shape, batch_size))
+        return values.astype(np.int64)
+
+    def run_pipeline(self, model_batch: np.ndarray, known=None) -> np.ndarray:
         """Every stage in order, from a batch in model units."""
         for stage in self.stages:
-            model_batch = stage(model_batch, self.rng)
+            model_batch = stage(model_batch, self.rng, known) if getattr(stage, "uses_known", False) \
+                else stage(model_batch, self.rng)
         return model_batch
 
     def run_graph(self, graph: str, batch: np.ndarray) -> np.ndarray:

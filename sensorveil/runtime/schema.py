@@ -310,6 +310,13 @@ def validate_substitution_stage(where, path, stage, manifest):
     optional(stage, "output_default", need_text, where, path + ".output_default", stage.get("output_default"),
              ("index", "sample"))
     optional(stage, "model_output", need_str, where, path + ".model_output", stage.get("model_output"))
+    if not isinstance(stage.get("cut_out", False), bool):
+        fail(where, path + ".cut_out", stage["cut_out"], "true or false")
+    if stage.get("condition") is not None:             # a draw restricted by what the device knows
+        condition = stage["condition"]
+        need_object(where, path + ".condition", condition)
+        need_str(where, path + ".condition.attribute", condition.get("attribute"))
+        need_listed(where, path + ".condition.bank_labels", condition.get("bank_labels"), files)
 
 
 def validate_attriguard_stage(where, path, stage, manifest):
@@ -374,6 +381,8 @@ def validate_camera(where, manifest):
     if camera["crop_shape"] != manifest["input"]["sample_shape"]:
         fail(where, "camera.crop_shape", camera["crop_shape"],
              "the input's sample_shape {}".format(manifest["input"]["sample_shape"]))
+    if camera.get("paste", "window") not in ("window", "cut-out"):
+        fail(where, "camera.paste", camera.get("paste"), "'window' (the default) or 'cut-out'")
     margin = camera.get("margin", 0.0)
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin <= 2:
         fail(where, "camera.margin", margin, "a number from 0 to 2")

@@ -159,7 +159,8 @@ class Stream:
             privatized = self.privatizer.sensor_output(model_output)[0]
         else:
             try:   # a pipeline of several stages validates inside the call: a bad frame is counted here
-                privatized = self.privatizer(sample)
+                known = self.preprocessor.known(context) if hasattr(self.preprocessor, "known") else None
+                privatized = self.privatizer(sample, known=known)
             except InputError as error:
                 self._bad(error)
                 return False

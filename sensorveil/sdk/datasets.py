@@ -50,6 +50,9 @@ class SensorDataset:
     # Camera datasets whose samples are crops of whole frames: how the device cuts them out (the
     # bundle manifest's "camera" entry, read by sensorveil.runtime.preprocess). None: samples are frames.
     camera: dict | None = field(default=None, compare=False)
+    # Camera crops: which pixels of each sample are the person (bool, the sample's shape), from the
+    # detector's foreground mask; substitution bundles paste only those (runtime camera "cut-out").
+    foreground: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def sample_shape(self) -> tuple:
@@ -65,6 +68,7 @@ class SensorDataset:
             self,
             x=self.x[idx],
             attributes={k: v[idx] for k, v in self.attributes.items()},
+            foreground=None if self.foreground is None else self.foreground[idx],
         )
 
     def prior(self, useful: str, private: str) -> np.ndarray | None:
@@ -442,7 +446,7 @@ def _walkway_people(path: str, crop: tuple, stride: int) -> dict:
     if not capture.isOpened():
         raise ValueError(f"cannot open {path} as a video; expected a camera clip such as walkway.avi")
     detector, tracker = MotionPeopleDetector(), Tracker()
-    crops, frames, tracks, centres, index = [], [], [], [], 0
+    crops, masks, frames, tracks, centres, index = [], [], [], [], [], 0
     try:
         while True:
             ok, frame = capture.read()
@@ -451,7 +455,9 @@ def _walkway_people(path: str, crop: tuple, stride: int) -> dict:
             boxes = detector.detect(frame)
             ids = tracker.update(boxes)
             if len(boxes) and index % stride == 0:
-                crops.append(crop_people(frame, crop_windows(boxes, frame.shape, crop), crop))
+                windows = crop_windows(boxes, frame.shape, crop)
+                crops.append(crop_people(frame, windows, crop))
+                masks.append(crop_people(detector.foreground, windows, crop) > 127)
                 frames += [index] * len(boxes)
                 tracks += list(ids)
                 centres += list(boxes[:, 0] + boxes[:, 2] / 2.0)
@@ -460,7 +466,8 @@ def _walkway_people(path: str, crop: tuple, stride: int) -> dict:
         capture.release()
     if not crops:
         raise ValueError(f"no people found in {path}; expected a still camera filming people walking by")
-    return {"x": np.concatenate(crops), "frame": np.asarray(frames), "track": np.asarray(tracks),
+    return {"x": np.concatenate(crops), "foreground": np.concatenate(masks), "frame": np.asarray(frames),
+            "track": np.asarray(tracks),
             "cx": np.asarray(centres, dtype=np.float64), "n_frames": index}
 
 
@@ -505,6 +512,7 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
     lengths = np.bincount(track)
     keep = (lengths[track] >= min_track) & (np.abs(speed) >= min_speed)
     x, frame, track, speed = x[keep], frame[keep], track[keep], speed[keep]
+    foreground = people["foreground"][keep]
     kept_tracks = np.unique(track)
     h, w = CROP_SHAPE
     small = x.reshape(len(x), 16, h // 16, 8, w // 8).mean((2, 4))             # (N, 16, 8)
@@ -538,7 +546,7 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
         units="grey level 0-255 (8-bit camera, BT.601 luma)", synthetic=False,
         description=(f"people crops {h}x{w} from {Path(path).name} (motion detector + IoU tracker, every "
                      f"{stride} frames; {len(kept_tracks)} tracks in {clusters} appearance clusters)"),
-        class_names=names, prior_fn=prior,
+        class_names=names, prior_fn=prior, foreground=np.ascontiguousarray(foreground),
         camera={"frame": "person-crops", "detector": "motion", "crop_shape": [h, w], "margin": CROP_MARGIN})
 
 

@@ -51,6 +51,9 @@ class Stage(object):
     emits = MODEL_UNITS
     # output modes a caller may choose with Privatizer.load(..., output=...); the first is the default
     output_modes = ("sample",)
+    # a stage that also takes ``known`` (what the device knows of each sample, e.g. a tracker's walking
+    # direction) as a third argument; others are called with (batch, rng) only, as before it existed
+    uses_known = False
 
     def __init__(self, spec, context):
         self.spec = spec

@@ -10,6 +10,12 @@ Output modes (``Privatizer.load(bundle, output=...)``):
 * ``index``:  only the position of the substitute in the bank leaves the device (the server holds
               the bank; ``bank_indices.npy`` maps positions to rows of the training dataset).
 * ``sample``: the substitute sample itself, in sensor units (needs ``substitutes.npy`` in the bundle).
+
+A conditioned bundle (manifest ``condition``: an attribute and each bank entry's value of it) draws
+each substitute among the bank entries that share what the device already knows about the sample
+(``known``: e.g. the walking direction a camera's tracker measured), P(X'|X) renormalized over them:
+the published value then holds by construction, and PASS's learned distribution only chooses among
+people who walk the same way. A row whose value is unknown (-1) draws from the whole bank.
 """
 import numpy as np
 
@@ -41,12 +47,27 @@ def draw_indices(probabilities: np.ndarray, rng: np.random.Generator) -> np.ndar
     return np.minimum((cdf <= u).sum(axis=1), probs.shape[1] - 1)
 
 
+def restrict_to_known(probabilities: np.ndarray, bank_labels: np.ndarray, known) -> np.ndarray:
+    """P(X'|X) with the mass of bank entries whose label differs from the row's ``known`` value removed
+    (renormalized by the draw). Rows with known < 0, or with no bank entry of their value, keep theirs."""
+    if known is None:
+        return probabilities
+    known = np.asarray(known).reshape(-1)
+    if len(known) != len(probabilities):
+        raise InputError("known holds {} values for a batch of {}; expected one per sample".format(
+            len(known), len(probabilities)))
+    same = bank_labels[None, :] == known[:, None]
+    usable = (known >= 0) & same.any(axis=1)
+    return np.where(usable[:, None] & ~same, 0.0, probabilities)
+
+
 class SubstitutionStage(Stage):
     """``{"kind": "substitution", "bank_size", "bank_indices", "bank_samples", "output_default"}``:
     the previous stage's P(X'|X) in, the drawn substitute (or its bank position) out."""
 
     kind = KIND
     output_modes = OUTPUT_MODES
+    uses_known = True
 
     def __init__(self, spec, context):
         Stage.__init__(self, spec, context)
@@ -72,6 +93,14 @@ class SubstitutionStage(Stage):
                 raise BundleError(f"{root}: {self.samples_file} holds {len(self.samples)} samples; "
                                   f"expected {self.bank_size}")
         self.index_dtype = index_dtype(self.bank_size)
+        condition = spec.get("condition") or {}
+        self.condition = condition.get("attribute")          # None: an unconditioned bundle
+        self.bank_labels = None
+        if self.condition is not None:
+            self.bank_labels = context.array(condition["bank_labels"]).astype(np.int64)
+            if self.bank_labels.shape != (self.bank_size,):
+                raise BundleError(f"{root}: {condition['bank_labels']} has shape {self.bank_labels.shape}; "
+                                  f"expected ({self.bank_size},)")
 
     def probabilities(self, model_output: np.ndarray) -> np.ndarray:
         """P(X'|X) from the model's output: the softmax of eq. 2's logits ("model_output": "logits"),
@@ -85,9 +114,15 @@ class SubstitutionStage(Stage):
         weights = np.exp(shifted)
         return weights / weights.sum(axis=1, keepdims=True)
 
-    def __call__(self, model_output: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def conditioned(self, probabilities: np.ndarray, known=None) -> np.ndarray:
+        """P(X'|X) restricted to the bank entries that share each row's known value (conditioned bundles)."""
+        if self.bank_labels is None:
+            return probabilities
+        return restrict_to_known(probabilities, self.bank_labels, known)
+
+    def __call__(self, model_output: np.ndarray, rng: np.random.Generator, known=None) -> np.ndarray:
         """Model output (batch, bank) -> what leaves the device, per the output mode."""
-        positions = draw_indices(self.probabilities(model_output), rng)
+        positions = draw_indices(self.conditioned(self.probabilities(model_output), known), rng)
         if self.output == "index":
             return positions.astype(self.index_dtype)
         return self.samples[positions]

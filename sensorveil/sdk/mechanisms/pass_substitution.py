@@ -25,13 +25,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sensorveil.runtime.stages.substitution import draw_indices
+from sensorveil.runtime.stages.substitution import draw_indices, restrict_to_known
 from sensorveil.sdk.audit import Release
 from sensorveil.sdk.datasets import SensorDataset
 from sensorveil.sdk.evaluation import Task, baselines, make_slices, probing_attack, tree_attacker_accuracy
 from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, as_list, load_run_dataset
-from sensorveil.sdk.networks import make_classifier
+from sensorveil.sdk.networks import DepthClassifier, make_classifier
 from sensorveil.sdk.priors import maximum_entropy_distribution
 from sensorveil.sdk.training import (accuracy, apply, batches, model_shape, progress_bar, set_seed, to_model,
                                      train_classifier)
@@ -39,6 +39,7 @@ from sensorveil.sdk.training import (accuracy, apply, batches, model_shape, prog
 MECHANISM = "pass"
 WEIGHTS_FILE = "embedding.pt"
 BANK_FILE = "bank_indices.npy"           # bank position -> row of the recorded dataset
+CONDITION_FILE = "bank_condition.npy"    # bank position -> its value of the condition attribute
 SAMPLES_FILE = "substitutes.npy"         # bank position -> substitute sample, sensor units
 SPLIT_ATTRIBUTE = "trial_split"          # a dataset's own train (0) / test (1) split, if it has one
 # Epochs per dataset that keep one training run to a few minutes on a 2-core CPU.
@@ -57,6 +58,9 @@ class PASSConfig:
     batch_size: int = 256
     lr: float = 1e-3                   # Table 6: AdamW, lr 1e-3, weight decay 1e-4, cosine schedule
     weight_decay: float = 1e-4
+    # an attribute the device itself measures for every sample (walkway: the tracker's walking
+    # direction): the draw is restricted to bank entries sharing its value, in training and on the device
+    condition: str | None = None
     seed: int = 0
     progress: bool = True
 
@@ -87,9 +91,9 @@ def small_image_embedding(side: int, out: int) -> nn.Module:
                          nn.Linear(64 * half * half, 256), nn.ReLU(), nn.Linear(256, out))
 
 
-def depth_embedding(out: int) -> nn.Module:
-    """Conv net for depth frames: four stride-2 convs and a pooled 2-layer MLP head (a small stand-in
-    for Table 6's pre-trained backbone followed by a 2-layer MLP)."""
+def large_image_embedding(out: int) -> nn.Module:
+    """Conv net for camera crops (grey, 0 a valid value): four stride-2 convs and a pooled 2-layer MLP
+    head (a small stand-in for Table 6's pre-trained backbone followed by a 2-layer MLP)."""
     return nn.Sequential(nn.Conv2d(1, 16, 3, stride=2, padding=1), nn.ReLU(),
                          nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
                          nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.ReLU(),
@@ -98,13 +102,23 @@ def depth_embedding(out: int) -> nn.Module:
                          nn.Linear(64 * 16, 256), nn.ReLU(), nn.Linear(256, out))
 
 
+def depth_embedding(out: int) -> nn.Module:
+    """f for depth frames: the depth classifier's network (learnable depth levels, invalid pixels
+    masked, convs beside the height profile) with ``out`` outputs. The plain conv stack above cannot
+    resolve the absolute heights that tell people apart and what a head's front looks like, so P(X'|X)
+    collapsed to one distribution for every input (PASS's utility gone, mNAG 0)."""
+    return DepthClassifier(out)
+
+
 def make_embedding(modality: str, shape: tuple, out: int) -> nn.Module:
     if modality == "vector":
         return mlp_embedding(shape[0], out)
     if modality == "timeseries":
         return window_embedding(shape[-2], out)
-    if modality == "depth" or shape[-1] >= 64:
+    if modality == "depth":
         return depth_embedding(out)
+    if shape[-1] >= 64:
+        return large_image_embedding(out)
     return small_image_embedding(shape[-1], out)
 
 
@@ -218,9 +232,20 @@ class PassData:
     train_rows: np.ndarray = field(repr=False)
     test_rows: np.ndarray = field(repr=False)
     bank_rows: np.ndarray = field(repr=False)
+    condition: str | None = None      # PASSConfig.condition
 
     def labels(self, attribute: str) -> np.ndarray:
         return self.dataset.attributes[attribute]
+
+    def known(self, rows: np.ndarray) -> np.ndarray | None:
+        """The condition attribute's value of ``rows``: what the device knows of those samples."""
+        return None if self.condition is None else self.labels(self.condition)[rows]
+
+    def conditioned(self, probs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """P(X'|X) of ``rows`` restricted as the device restricts it (runtime's restrict_to_known)."""
+        if self.condition is None:
+            return probs
+        return restrict_to_known(probs, self.labels(self.condition)[self.bank_rows], self.known(rows))
 
     def classes(self, attribute: str) -> int:
         return int(self.dataset.num_classes[attribute])
@@ -252,10 +277,13 @@ def split_rows(dataset: SensorDataset, useful: str, private: str, seed: int) -> 
 
 
 def prepare_data(dataset: SensorDataset, useful, private, hidden=None, substitutes: int = 4096,
-                 seed: int = 0, bank_rows: np.ndarray | None = None) -> PassData:
+                 seed: int = 0, bank_rows: np.ndarray | None = None, condition: str | None = None) -> PassData:
     """Splits and the substitute bank (section 5.1: sampled at random from the training split)."""
     useful, private, hidden = as_list(useful), as_list(private), as_list(hidden)
     check_attributes(dataset, useful, private, hidden)
+    if condition is not None and condition not in dataset.attributes:
+        raise ValueError(f"condition {condition!r} is not an attribute of {dataset.name!r}; expected one of "
+                         f"{sorted(dataset.attributes)}")
     if substitutes < 1:
         raise ValueError(f"--substitutes must be >= 1, got {substitutes}")
     train, test = split_rows(dataset, useful[0], private[0], seed)
@@ -263,7 +291,8 @@ def prepare_data(dataset: SensorDataset, useful, private, hidden=None, substitut
         size = min(int(substitutes), len(train))
         bank_rows = np.sort(np.random.default_rng([seed, 4096]).choice(train, size=size, replace=False))
     return PassData(dataset=dataset, useful=useful, private=private, hidden=hidden, x=to_model(dataset),
-                    train_rows=train, test_rows=test, bank_rows=np.asarray(bank_rows, dtype=np.int64))
+                    train_rows=train, test_rows=test, bank_rows=np.asarray(bank_rows, dtype=np.int64),
+                    condition=condition)
 
 
 def resolved_weights(config: PASSConfig, n_useful: int, n_private: int) -> tuple[float, float]:
@@ -293,12 +322,16 @@ def fit(data: PassData, config: PASSConfig) -> tuple[SubstitutionModel, dict]:
     steps = epochs * math.ceil(len(rows) / config.batch_size)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
     generator = torch.Generator().manual_seed(config.seed)
+    excluded = conditioned_out(data, rows)
     history, started = [], time.time()
     for epoch in progress_bar(range(epochs), "PASS f, g", config.progress):
         model.train()
         sums, count = {}, 0
         for idx in batches(len(rows), config.batch_size, generator):
-            loss, parts = pass_loss(model(x[idx]), [s[idx] for s in private], private_classes,
+            log_p = model(x[idx])
+            if excluded is not None:   # P(X'|X) renormalized over the substitutes the draw may pick
+                log_p = F.log_softmax(log_p.masked_fill(excluded[idx], -1e4), dim=1)
+            loss, parts = pass_loss(log_p, [s[idx] for s in private], private_classes,
                                     [u[idx] for u in useful], bank_useful, useful_classes, lam, mu)
             optimizer.zero_grad()
             loss.backward()
@@ -312,6 +345,14 @@ def fit(data: PassData, config: PASSConfig) -> tuple[SubstitutionModel, dict]:
               "bank_size": int(len(data.bank_rows)), "history": history,
               "fit_seconds": round(time.time() - started, 1)}
     return model.eval(), record
+
+
+def conditioned_out(data: PassData, rows: np.ndarray) -> torch.Tensor | None:
+    """(rows, bank) True where the device's conditioned draw can never pick that substitute for that row."""
+    if data.condition is None:
+        return None
+    ones = np.ones((len(rows), len(data.bank_rows)))
+    return torch.as_tensor(data.conditioned(ones, rows) == 0)
 
 
 def probabilities(head: nn.Module, x: torch.Tensor) -> np.ndarray:
@@ -334,7 +375,8 @@ def train_pass_run(base: dict, data: SensorDataset, out: Path, config: PASSConfi
     ``base`` is the run record sensorveil.sdk.runs built (dataset record, specs, ...); the
     completed record is returned for runs to write as run.json."""
     started = time.time()
-    pdata = prepare_data(data, base["useful"], base["private"], hidden, config.substitutes, config.seed)
+    pdata = prepare_data(data, base["useful"], base["private"], hidden, config.substitutes, config.seed,
+                         condition=config.condition)
     model, training = fit(pdata, config)
     torch.save(model.state_dict(), out / WEIGHTS_FILE)
     np.save(out / BANK_FILE, pdata.bank_rows, allow_pickle=False)
@@ -344,7 +386,8 @@ def train_pass_run(base: dict, data: SensorDataset, out: Path, config: PASSConfi
     return {**base, "kind": "substitution", "hidden": pdata.hidden, "config": config_dict(config),
             "substitution": {"tau": config.tau, "bank_size": int(len(pdata.bank_rows)), "bank_file": BANK_FILE,
                              "weights_file": WEIGHTS_FILE, "lambda": training["lambda"], "mu": training["mu"],
-                             "constant_C": training["constant_C"], "embedding_dim": config.embedding_dim},
+                             "constant_C": training["constant_C"], "embedding_dim": config.embedding_dim,
+                             "condition": config.condition},
             "training": training, "reference": evaluation["reference"], "metrics": evaluation["metrics"],
             "confusion_plot": evaluation.get("confusion_plot"), "train_seconds": round(time.time() - started, 1)}
 
@@ -366,13 +409,23 @@ def load_bank_rows(run_dir, run: dict) -> np.ndarray:
     return np.load(Path(run_dir) / run["substitution"]["bank_file"], allow_pickle=False)
 
 
+def substitute_samples(dataset: SensorDataset, bank_rows: np.ndarray) -> np.ndarray:
+    """The bank's samples as the device emits them. Camera crops with a foreground mask become cut-outs:
+    the person's pixels (at least 1), 0 elsewhere, so the device pastes a person, not a rectangle of
+    somebody else's background (runtime camera "cut-out" paste)."""
+    samples = dataset.x[bank_rows]
+    if dataset.foreground is None:
+        return np.ascontiguousarray(samples)
+    return np.where(dataset.foreground[bank_rows], np.maximum(samples, 1), 0).astype(samples.dtype)
+
+
 def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path, include_samples: bool) -> tuple:
     """The bank files the runtime needs, the manifest's mechanism entry, and the pipeline: f with its
     similarity head (P(X'|X)), then the draw (sensorveil.runtime.stages.substitution)."""
     bank_rows = load_bank_rows(run_dir, run)
     np.save(out_dir / BANK_FILE, bank_rows, allow_pickle=False)
     if include_samples:     # the substitute samples in sensor units, for output="sample"
-        np.save(out_dir / SAMPLES_FILE, np.ascontiguousarray(dataset.x[bank_rows]), allow_pickle=False)
+        np.save(out_dir / SAMPLES_FILE, substitute_samples(dataset, bank_rows), allow_pickle=False)
     sub = run["substitution"]
     entry = {"name": run["mechanism"], "kind": "substitution", "useful": run["useful"], "private": run["private"],
              "hidden": run.get("hidden", []),
@@ -384,7 +437,13 @@ def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path
             "model_output": "logits",
             "model_output_meaning": "cos(f(x), g(x'))/tau per substitute x', shape (batch, bank_size); "
                                     "P(X'|X) is their softmax (eq. 2)",
-            "bank_indices_meaning": "bank position -> row of the dataset record"}
+            "bank_indices_meaning": "bank position -> row of the dataset record",
+            # camera crops: people cut out of their crops, 0 = not the person
+            "cut_out": bool(include_samples and dataset.foreground is not None)}
+    if sub.get("condition"):   # the device restricts the draw to substitutes that share what it knows
+        np.save(out_dir / CONDITION_FILE, dataset.attributes[sub["condition"]][bank_rows].astype(np.int64),
+                allow_pickle=False)
+        draw["condition"] = {"attribute": sub["condition"], "bank_labels": CONDITION_FILE}
     return entry, [{"kind": "model", "graph": "model"}, draw]
 
 
@@ -562,17 +621,18 @@ def evaluate_model(data: PassData, head, attacker_epochs: int = 20, seed: int = 
     rng = np.random.default_rng([seed, 13])
 
     def probs_fn(rows):
-        return in_batches(lambda r: probabilities(head, data.x[r]), rows)
+        return in_batches(lambda r: data.conditioned(probabilities(head, data.x[r]), r), rows)
 
     def positions_fn(rows):
-        return in_batches(lambda r: draw_indices(probabilities(head, data.x[r]), rng), rows)
+        return in_batches(lambda r: draw_indices(probs_fn(r), rng), rows)
     return evaluate_substitution(data, positions_fn, probs_fn, attacker_epochs, seed, plot_dir)
 
 
 def run_data(run_dir, run: dict, bank_rows=None) -> PassData:
     return prepare_data(load_run_dataset(run), run["useful"], run["private"], run.get("hidden"),
-                           run["substitution"]["bank_size"], run["config"]["seed"],
-                           bank_rows=load_bank_rows(run_dir, run) if bank_rows is None else bank_rows)
+                        run["substitution"]["bank_size"], run["config"]["seed"],
+                        bank_rows=load_bank_rows(run_dir, run) if bank_rows is None else bank_rows,
+                        condition=run["substitution"].get("condition"))
 
 
 def evaluate_pass_run(run_dir, run: dict, attacker_epochs: int = 20, plot_dir=None) -> dict:
@@ -591,10 +651,11 @@ def evaluate_pass_bundle(bundle_dir, backend: str, run_dir, run: dict, attacker_
     sensor_x = data.dataset.x
 
     def probs_fn(rows):
-        return in_batches(lambda r: draw.probabilities(privatizer.run_model(data.x[r].numpy())), rows)
+        return in_batches(lambda r: draw.conditioned(draw.probabilities(privatizer.run_model(data.x[r].numpy())),
+                                                     data.known(r)), rows)
 
     def positions_fn(rows):
-        return in_batches(lambda r: privatizer(sensor_x[r]).astype(np.int64), rows)
+        return in_batches(lambda r: privatizer(sensor_x[r], known=data.known(r)).astype(np.int64), rows)
     result = evaluate_substitution(data, positions_fn, probs_fn, attacker_epochs, run["config"]["seed"], plot_dir)
     return {"backend": privatizer.backend_name, **_flat(result)}
 
@@ -664,14 +725,17 @@ class PASSMechanism(Mechanism):
         if privatizer is None:
             data, head = run_data(run_dir, run), load_head(run_dir, run)
             rng = np.random.default_rng([run["config"]["seed"], 17])
-            probs = lambda rows: in_batches(lambda r: probabilities(head, data.x[r]), rows)  # noqa: E731
+            probs = lambda rows: in_batches(lambda r: data.conditioned(probabilities(head, data.x[r]), r),  # noqa: E731
+                                            rows)
             draw = lambda rows: draw_indices(probs(rows), rng)                                 # noqa: E731
         else:
             stage = privatizer.stages[-1]
             data = run_data(run_dir, run, bank_rows=stage.bank_indices)
             probs = lambda rows: in_batches(  # noqa: E731
-                lambda r: stage.probabilities(privatizer.run_model(data.x[r].numpy())), rows)
-            draw = lambda rows: in_batches(lambda r: privatizer(data.dataset.x[r]).astype(np.int64), rows)  # noqa: E731
+                lambda r: stage.conditioned(stage.probabilities(privatizer.run_model(data.x[r].numpy())),
+                                            data.known(r)), rows)
+            draw = lambda rows: in_batches(  # noqa: E731
+                lambda r: privatizer(data.dataset.x[r], known=data.known(r)).astype(np.int64), rows)
         return pass_release(data, probs(data.train_rows), draw(data.train_rows), draw(data.test_rows))
 
     def graphs(self, run_dir, run: dict) -> dict:
