@@ -9,6 +9,7 @@ here, which is what made CI's soak step run out of time. Reused when OUT_DIR alr
 """
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +20,14 @@ ONE_OF_EACH = {"classifier_epochs": 2, "margin_fractions": (0.2,), "laplace_epsi
 
 
 def depth_bundle(out: Path) -> Path:
+    """The bundle's path, built in a child process so the caller (the soak, a timing) never holds torch."""
+    bundle = Path(out) / "prgan-depth-bundle"
+    if not (bundle / "manifest.json").is_file():
+        subprocess.run([sys.executable, __file__, str(out)], check=True, cwd=REPO, stdout=subprocess.DEVNULL)
+    return bundle
+
+
+def build(out: Path) -> Path:
     bundle = Path(out) / "prgan-depth-bundle"
     if (bundle / "manifest.json").is_file():
         return bundle
@@ -31,4 +40,4 @@ def depth_bundle(out: Path) -> Path:
 
 
 if __name__ == "__main__":
-    print(depth_bundle(Path(sys.argv[1] if len(sys.argv) > 1 else "timing-bundles")))
+    print(build(Path(sys.argv[1] if len(sys.argv) > 1 else "timing-bundles")))
