@@ -113,8 +113,9 @@ def test_console_script_help_lists_the_contract_verbs():
 
 @pytest.mark.slow
 def test_quickstart_end_to_end(tmp_path):
+    # the limit is a hang guard, not a speed goal: 90 s on a quiet 2-core machine, far more on a shared one
     result = subprocess.run([sys.executable, "-m", "sensorveil", "quickstart", "--out", str(tmp_path), "--epochs", "3"],
-                            capture_output=True, text=True, timeout=600)
+                            capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stderr[-2000:]
     table = result.stdout[result.stdout.index("== sensorveil quickstart"):result.stdout.index("  bundles")]
     assert all(len(line) <= 100 for line in table.splitlines())     # the table and verdicts; paths may be long
