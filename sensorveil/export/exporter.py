@@ -128,7 +128,10 @@ class Exporter:
 
     def graph_inputs(self, name: str, model_inputs: np.ndarray) -> np.ndarray:
         """What graph ``name`` receives for these bundle inputs: the inputs themselves, or the
-        output of the graph that feeds it (a decoder gets its encoder's latents)."""
+        output of the graph that feeds it (a decoder gets its encoder's latents), or what the mechanism
+        says a numpy stage feeds it (``Graph.inputs``)."""
+        if self.graphs[name].inputs is not None:
+            return self.graphs[name].inputs(model_inputs)
         source = self.graphs[name].input_from
         if source is None:
             return model_inputs

@@ -341,10 +341,18 @@ def validate_sanitizer_stage(where, path, stage, manifest):
         optional(stage, key, need_number, where, path + "." + key, stage.get(key))
 
 
+def validate_prgan_med_stage(where, path, stage, manifest):
+    for key in ("classifier", "generator"):
+        validate_graph_name(where, path + "." + key, stage.get(key), manifest)
+    need_listed(where, path + ".med", stage.get("med"), manifest["files"])
+    need_integer(where, path + ".noise_dim", stage.get("noise_dim"), 0, MAX_SAMPLE_ELEMENTS)
+
+
 # what each built-in stage kind reads from its manifest entry (the stage modules in runtime/stages use it);
 # a kind registered in stages.STAGE_KINDS without an entry here checks its own keys with Stage.require
 STAGE_FIELDS = {"model": validate_model_stage, "substitution": validate_substitution_stage,
-                "attriguard": validate_attriguard_stage, "sanitizer": validate_sanitizer_stage}
+                "attriguard": validate_attriguard_stage, "sanitizer": validate_sanitizer_stage,
+                "prgan-med": validate_prgan_med_stage}
 
 
 def validate_pipeline(where, manifest):

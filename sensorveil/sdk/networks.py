@@ -21,21 +21,27 @@ class PerturbationGenerator(nn.Module):
         self.body = body
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = x + torch.tanh(self.body(x))
+        return self.perturb(x, self.body(x))
+
+    @staticmethod
+    def perturb(x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        y = x + torch.tanh(residual)
         # clamp(y, 0, 1) written as relu(y) - relu(y - 1): the same values, but it quantizes to int8
         # RELU/SUB, which the Edge TPU maps, where clamp becomes a float RELU_0_TO_1 it cannot run
         return torch.relu(y) - torch.relu(y - 1.0)
 
 
-def vector_generator(dim: int, hidden: int = 1024) -> nn.Module:
+def vector_generator(dim: int, hidden: int = 1024, extra: int = 0) -> nn.Module:
     # PR-GAN's WiFi G: 520 -> 1024 -> 520 is 1.07M params and 2.1 MFLOPs (Table 3: 1.1M, 2.1M).
-    return PerturbationGenerator(nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, dim)))
+    # ``extra``: conditioning features appended to the input (PR-GAN-MED's y, z' and noise)
+    return PerturbationGenerator(nn.Sequential(nn.Linear(dim + extra, hidden), nn.ReLU(), nn.Linear(hidden, dim)))
 
 
-def small_image_generator(width: int = 32) -> nn.Module:
+def small_image_generator(width: int = 32, extra: int = 0) -> nn.Module:
     # Full-resolution 3x3 convs: an 8x8 digit has no room for down-sampling.
+    # ``extra``: conditioning channels stacked on the image (PR-GAN-MED's y, z' and noise)
     return PerturbationGenerator(nn.Sequential(
-        nn.Conv2d(1, width, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(1 + extra, width, 3, padding=1), nn.ReLU(),
         nn.Conv2d(width, width, 3, padding=1), nn.ReLU(),
         nn.Conv2d(width, 1, 3, padding=1)))
 
@@ -46,11 +52,11 @@ class DepthGeneratorBody(nn.Module):
     45x45 so the residual blocks work on 16x fewer pixels, then two transposed convs come back up.
     """
 
-    def __init__(self, width: int = 16, blocks: int = 2):
+    def __init__(self, width: int = 16, blocks: int = 2, extra: int = 0):
         super().__init__()
         half = width // 2
         self.encode = nn.Sequential(
-            nn.Conv2d(1, half, 3, stride=2, padding=1), nn.ReLU(),
+            nn.Conv2d(1 + extra, half, 3, stride=2, padding=1), nn.ReLU(),
             nn.Conv2d(half, width, 3, stride=2, padding=1), nn.ReLU())
         self.blocks = nn.ModuleList(
             nn.Sequential(nn.Conv2d(width, width, 3, padding=1), nn.ReLU(),
@@ -66,8 +72,8 @@ class DepthGeneratorBody(nn.Module):
         return self.decode(h)
 
 
-def depth_generator(width: int = 16, blocks: int = 2) -> nn.Module:
-    return PerturbationGenerator(DepthGeneratorBody(width, blocks))
+def depth_generator(width: int = 16, blocks: int = 2, extra: int = 0) -> nn.Module:
+    return PerturbationGenerator(DepthGeneratorBody(width, blocks, extra))
 
 
 def vector_classifier(dim: int, classes: int) -> nn.Module:
@@ -169,12 +175,14 @@ def timeseries_classifier(channels: int, classes: int) -> nn.Module:
         nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, classes))
 
 
-def make_generator(modality: str, model_shape: tuple) -> nn.Module:
+def make_generator(modality: str, model_shape: tuple, extra: int = 0) -> nn.Module:
+    """PR-GAN's G for this input; ``extra`` conditioning features (vectors) or channels (images) beside
+    the sample, for a generator whose body also reads a condition (PR-GAN-MED)."""
     if modality == "vector":
-        return vector_generator(model_shape[0])
+        return vector_generator(model_shape[0], extra=extra)
     if modality == "depth" or model_shape[-1] >= 64:
-        return depth_generator()
-    return small_image_generator()
+        return depth_generator(extra=extra)
+    return small_image_generator(extra=extra)
 
 
 def make_classifier(modality: str, model_shape: tuple, classes: int) -> nn.Module:

@@ -14,6 +14,7 @@ STAGE_KINDS = {
     "substitution": ("sensorveil.runtime.stages.substitution", "SubstitutionStage"),
     "attriguard": ("sensorveil.runtime.stages.attriguard", "AttriGuardStage"),
     "sanitizer": ("sensorveil.runtime.stages.sanitizer", "SanitizerStage"),
+    "prgan-med": ("sensorveil.runtime.stages.prgan_med", "PRGANMEDStage"),
 }
 
 

@@ -12,6 +12,7 @@ import importlib
 
 FAMILIES = {
     "prgan": ("prgan", "ngp", "ap", "laplace"),
+    "prgan_med": ("prgan-med",),
     "pass_substitution": ("pass",),
     "attriguard": ("attriguard",),
     "sanitizer": ("sanitizer",),

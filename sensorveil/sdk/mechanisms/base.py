@@ -53,9 +53,12 @@ class TrainRequest:
 @dataclass
 class Graph:
     """One model of a bundle: a torch module whose input is the bundle input in model units
-    (``input_from=None``) or the output of another graph of the same bundle."""
+    (``input_from=None``) or the output of another graph of the same bundle; or, for a graph a numpy
+    stage feeds (PR-GAN-MED's generator reads x beside the stage's draws), ``inputs(model_inputs)``:
+    representative inputs of the graph for these bundle inputs (export validation, int8 calibration)."""
     module: torch.nn.Module
     input_from: str | None = None
+    inputs: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 class Mechanism:

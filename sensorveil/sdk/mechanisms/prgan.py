@@ -135,29 +135,35 @@ def discriminator_loss(D, x, fake):
             + F.binary_cross_entropy_with_logits(fake_logits, torch.zeros_like(fake_logits)))
 
 
-def train_generator(exp: Experiment, variant: str, c: float, desc: str) -> nn.Module:
-    """Alternate D and G updates (section 5.1) with D_y and D_z fixed."""
+def train_generator(exp: Experiment, variant: str, c: float, desc: str, make=None, condition=None) -> nn.Module:
+    """Alternate D and G updates (section 5.1) with D_y and D_z fixed.
+
+    By default G reads x alone and eq. 8 pulls D_z(G(x)) toward MED(z|y). A variant trains another
+    generator through this same loop: ``make()`` builds it and ``condition(x, y)`` returns (G's input,
+    the rows eq. 8's cross-entropy pulls D_z toward) per batch (prgan_med: G(x, y, z', noise), toward z')."""
     cfg, shape = exp.config, model_shape(exp.dataset)
     set_seed(cfg.seed)
-    G = make_generator(exp.dataset.modality, shape)
+    G = make() if make is not None else make_generator(exp.dataset.modality, shape)
     D = make_classifier(exp.dataset.modality, shape, 1)
     opt_g = torch.optim.Adam(G.parameters(), lr=cfg.lr_generator, betas=(0.5, 0.999))
     opt_d = torch.optim.Adam(D.parameters(), lr=cfg.lr_discriminator, betas=(0.5, 0.999))
     idx = exp.slices["generator_train"]
     x_all, y_all = exp.x[idx], torch.as_tensor(exp.useful[idx])
     med = torch.as_tensor(exp.med, dtype=torch.float32)
+    condition = condition or (lambda x, y: (x, med[y]))
     gen = torch.Generator().manual_seed(cfg.seed)
     for _ in progress_bar(range(cfg.epochs), desc, cfg.progress):
         G.train(), D.train()
         for batch in batches(len(x_all), cfg.batch_size, gen):
             x, y = x_all[batch], y_all[batch]
-            fake = exp.generate(G, x)     # D, D_y and D_z see the values the device will emit
+            inputs, targets = condition(x, y)
+            fake = exp.generate(G, inputs)     # D, D_y and D_z see the values the device will emit
             if variant != "ngp":
                 opt_d.zero_grad()
                 discriminator_loss(D, x, fake.detach()).backward()
                 opt_d.step()
             opt_g.zero_grad()
-            generator_loss(variant, x, fake, y, med[y], D, exp.fixed, c, cfg).backward()
+            generator_loss(variant, x, fake, y, targets, D, exp.fixed, c, cfg).backward()
             opt_g.step()
     return G.eval()
 
@@ -178,20 +184,25 @@ def choose(sweep: list, threshold: float) -> tuple[int, bool]:
     return max(range(len(sweep)), key=lambda i: sweep[i]["val_acc_useful"]), False
 
 
-def fit_variant(exp: Experiment, variant: str = "prgan") -> tuple[nn.Module, dict]:
-    """Train one generator per margin c and keep the one section 6.4 chooses."""
+def fit_variant(exp: Experiment, variant: str = "prgan", train=None, release=None,
+                name: str | None = None) -> tuple[nn.Module, dict]:
+    """Train one generator per margin c and keep the one section 6.4 chooses. A variant with its own
+    generator (prgan_med) passes ``train(c, desc) -> G`` and ``release(G)``, the model-units function
+    the held-out scores are measured on, and the ``name`` its selection record carries."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown PR-GAN variant {variant!r}; expected one of {VARIANTS}")
+    name = name or variant
+    train = train or (lambda c, desc: train_generator(exp, variant, c, desc))
+    release = release or (lambda G: lambda t: snap_to_sensor(apply(G, t), exp.step))
     scale = float(exp.x[exp.slices["generator_train"]].flatten(1).norm(dim=1).mean())
     sweep, models = [], []
     for fraction in exp.config.margin_fractions:
         c = fraction * scale
-        G = train_generator(exp, variant, c, desc=f"{variant} G (c={c:.2f})")
-        sweep.append({"margin_fraction": fraction, "margin_c": c,
-                      **held_out_scores(exp, lambda t: snap_to_sensor(apply(G, t), exp.step))})
+        G = train(c, f"{name} G (c={c:.2f})")
+        sweep.append({"margin_fraction": fraction, "margin_c": c, **held_out_scores(exp, release(G))})
         models.append(G)
     best, met = choose(sweep, exp.config.utility_threshold)
-    return models[best], {"variant": variant, "sweep": sweep, "chosen": best, "threshold_met": met,
+    return models[best], {"variant": name, "sweep": sweep, "chosen": best, "threshold_met": met,
                           "margin_c": sweep[best]["margin_c"]}
 
 
