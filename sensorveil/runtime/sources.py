@@ -553,8 +553,8 @@ class Prefetching(Source):
 class ReadAhead:
     """Runs ``produce`` in a daemon thread, ``depth`` items ahead of the consumer: decoding (``Prefetching``)
     or decoding and pre-processing (the stream's read-ahead) of the next frames overlap the model on this
-    one, since OpenCV, numpy and the backends release the GIL. On walkway.avi decoding alone is ~0.6 ms
-    per frame, most of the depth model's own time on 2 cores. The queue is bounded, so a slow consumer
+    one, since OpenCV, numpy and the backends release the GIL (docs/stream_plumbing.md: decoding
+    walkway.avi alone beside the depth model alone). The queue is bounded, so a slow consumer
     holds at most ``depth`` items and a live camera drops in its own driver, as it would without the
     thread. Anything ``produce`` raises ends the reader and is raised in the consumer's thread, in order;
     ``None`` from ``produce`` is the end of the source."""

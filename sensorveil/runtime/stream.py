@@ -316,8 +316,8 @@ def can_prepare_ahead(manifest: dict) -> bool:
 
 def stream_threads(cores: "int | None" = None) -> int:
     """CPU threads for the model in a stream that reads ahead: every core but the one the read-ahead
-    thread decodes and pre-processes on. Two model threads on a 2-core machine fight that thread for
-    a core (walkway.avi on the depth bundle: 591 FPS with 2, 751 with 1, same run)."""
+    thread decodes and pre-processes on: model threads on every core fight that thread for one
+    (docs/stream_plumbing.md measures each thread count, python scripts/stream_plumbing.py)."""
     return max(1, (cores or os.cpu_count() or 1) - 1)
 
 
