@@ -32,9 +32,8 @@ sys.path.insert(0, str(REPO))
 from depth_bundle import depth_bundle  # noqa: E402
 
 from sensorveil.benchmarks.report import cpu_description, cpu_text  # noqa: E402
-from sensorveil.benchmarks.stream_bench import model_alone_fps  # noqa: E402
+from sensorveil.benchmarks.stream_bench import benchmark_stream  # noqa: E402
 from sensorveil.runtime.sources import open_source  # noqa: E402
-from sensorveil.runtime.stream import Stream, load_for_stream  # noqa: E402
 
 CLIP = Path(os.environ.get("SENSORVEIL_SHARED", REPO.parent / "shared")) / "media" / "walkway.avi"
 WAYS = {   # name: (decode in a thread, pre-process in that thread too)
@@ -56,17 +55,11 @@ def decode_fps(clip: Path) -> float:
 
 def one_stream(bundle: Path, clip: Path, way: str, threads: int) -> dict:
     prefetch, prepare_ahead = WAYS[way]
-    privatizer = load_for_stream(bundle, threads=threads)
-    with open_source(str(clip), prefetch=prefetch) as source:
-        stream = Stream(privatizer, source, warmup=WARMUP, prepare_ahead=prepare_ahead)
-        last = None
-        for last in stream:
-            pass
-        report = stream.report()
+    report = benchmark_stream(bundle, str(clip), frames=None, warmup=WARMUP, threads=threads, prefetch=prefetch,
+                              prepare_ahead=prepare_ahead)
     stages = {stage: report["stages_ms"][stage]["p50"] for stage in ("capture", "preprocess", "inference")}
     return {"way": way, "threads": threads, "stream_fps": report["fps"], "frames": report["timed_frames"],
-            "bad": report["bad"], "model_alone_fps": model_alone_fps(privatizer, last.sample, calls=report["timed_frames"]),
-            "stage_ms_p50": stages}
+            "bad": report["bad"], "model_alone_fps": report["model_alone_fps"], "stage_ms_p50": stages}
 
 
 def measure(bundle: Path, clip: Path, thread_counts: "list[int]", rounds: int) -> dict:

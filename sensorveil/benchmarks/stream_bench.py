@@ -47,14 +47,17 @@ def peak_rss_mb() -> "float | None":
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024   # bytes on macOS, KiB on Linux
 
 
-def benchmark_stream(bundle_dir, source: str, backend: str = "auto", frames: int = 300, warmup: int = 10,
-                     privatizer: "Privatizer | None" = None, threads: "int | None" = None) -> dict:
-    """Run ``frames`` timed frames (after ``warmup``) from ``source`` through the bundle, loaded as
-    ``sensorveil run`` loads it (``load_for_stream``), then the model alone on the stream's last sample
-    with the same privatizer: the stream's FPS over the model's own at the same settings."""
+def benchmark_stream(bundle_dir, source: str, backend: str = "auto", frames: "int | None" = 300, warmup: int = 10,
+                     privatizer: "Privatizer | None" = None, threads: "int | None" = None, prefetch: bool = True,
+                     prepare_ahead: "bool | None" = None) -> dict:
+    """Run ``frames`` timed frames (after ``warmup``; None: to the end of the source) from ``source``
+    through the bundle, loaded as ``sensorveil run`` loads it (``load_for_stream``), then the model alone
+    on the stream's last sample with the same privatizer: the stream's FPS over the model's own at the
+    same settings. ``prefetch``/``prepare_ahead``: the ways a stream can run (scripts/stream_plumbing.py)."""
     privatizer = privatizer or load_for_stream(bundle_dir, backend=backend, threads=threads)
-    with open_source(source) as stream_source:
-        stream = Stream(privatizer, stream_source, frames=warmup + frames, warmup=warmup)
+    with open_source(source, prefetch=prefetch) as stream_source:
+        stream = Stream(privatizer, stream_source, frames=None if frames is None else warmup + frames,
+                        warmup=warmup, prepare_ahead=prepare_ahead)
         last = None
         for last in stream:
             pass
@@ -63,7 +66,7 @@ def benchmark_stream(bundle_dir, source: str, backend: str = "auto", frames: int
     report["model_threads"] = privatizer.backend_options.get("threads")   # None: the library's default
     report["peak_rss_mb"] = peak_rss_mb()
     if last is not None and not getattr(stream.preprocessor, "batched", False) and report.get("fps"):
-        report["model_alone_fps"] = model_alone_fps(privatizer, last.sample, calls=frames)
+        report["model_alone_fps"] = model_alone_fps(privatizer, last.sample, calls=report["timed_frames"])
         report["stream_vs_model"] = report["fps"] / report["model_alone_fps"]
     return report
 
