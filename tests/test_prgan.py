@@ -147,3 +147,39 @@ def test_depth_classifier_exports_to_onnx_with_the_same_outputs(tmp_path):
     with torch.no_grad():
         expected = net(x).numpy()
     np.testing.assert_allclose(session.run(None, {"x": x.numpy()})[0], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_cosine_schedule_anneals_to_zero_and_reports_every_epoch():
+    """train_classifier's cosine schedule ends at a learning rate of 0, so the last epochs settle
+    instead of landing wherever a constant rate leaves them; on_epoch sees each epoch in eval mode."""
+    import pytest
+    import torch
+    from torch import nn
+    from sensorveil.sdk.training import train_classifier
+    x = torch.randn(100, 4)
+    labels = (x[:, 0] > 0).long().numpy()
+    seen = []
+    model = nn.Linear(4, 2)
+    optimizer_lrs = []
+    original_step = torch.optim.Adam.step
+
+    def record_step(self, *args, **kwargs):
+        optimizer_lrs.append(self.param_groups[0]["lr"])
+        return original_step(self, *args, **kwargs)
+    torch.optim.Adam.step = record_step
+    try:
+        train_classifier(model, x, labels, epochs=3, batch_size=10, progress=False, lr_schedule="cosine",
+                         on_epoch=lambda m, epoch: seen.append((epoch, m.training)))
+    finally:
+        torch.optim.Adam.step = original_step
+    assert seen == [(1, False), (2, False), (3, False)]
+    assert optimizer_lrs[0] == pytest.approx(1e-3) and optimizer_lrs[-1] < 1e-5
+    assert all(a >= b for a, b in zip(optimizer_lrs, optimizer_lrs[1:]))
+    with pytest.raises(ValueError, match="lr_schedule must be one of"):
+        train_classifier(model, x, labels, epochs=1, progress=False, lr_schedule="step")
+
+
+def test_depth_runs_anneal_the_fixed_classifiers_and_other_datasets_keep_the_constant_rate():
+    from sensorveil.sdk.mechanisms.prgan import default_config
+    assert default_config("synthetic-depth", 0.95).classifier_lr_schedule == "cosine"
+    assert default_config("digits", 0.95).classifier_lr_schedule == "constant"

@@ -70,20 +70,39 @@ def batches(n: int, batch_size: int, generator: torch.Generator | None = None, s
         yield order[start:start + batch_size]
 
 
+LR_SCHEDULES = ("constant", "cosine")
+
+
 def train_classifier(model: nn.Module, x: torch.Tensor, labels: np.ndarray, epochs: int = 20,
                      batch_size: int = 64, lr: float = 1e-3, desc: str = "classifier",
-                     progress: bool = True, seed: int = 0) -> nn.Module:
-    """Plain supervised training (Adam, cross-entropy); returns the model in eval mode."""
+                     progress: bool = True, seed: int = 0, lr_schedule: str = "constant",
+                     on_epoch=None) -> nn.Module:
+    """Plain supervised training (Adam, cross-entropy); returns the model in eval mode.
+
+    ``lr_schedule="cosine"`` anneals the learning rate from ``lr`` to 0 over the run, per step (Loshchilov
+    and Hutter 2017, SGDR, eq. 5 without restarts): with a constant rate the held-out accuracy moves a
+    point from epoch to epoch, and the last epoch is whichever point it lands on. ``on_epoch(model,
+    epoch)`` is called after each epoch (a learning curve); the model is put back in training mode after."""
+    if lr_schedule not in LR_SCHEDULES:
+        raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {lr_schedule!r}")
     y = torch.as_tensor(labels, dtype=torch.long)
     gen = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=1e-5)
+    steps = epochs * -(-len(x) // batch_size)
+    schedule = (torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max(steps, 1))
+                if lr_schedule == "cosine" else None)
     loss_fn = nn.CrossEntropyLoss()
     model.train()
-    for _ in progress_bar(range(epochs), desc, progress):
+    for epoch in progress_bar(range(epochs), desc, progress):
         for idx in batches(len(x), batch_size, gen):
             optimizer.zero_grad()
             loss_fn(model(x[idx]), y[idx]).backward()
             optimizer.step()
+            if schedule is not None:
+                schedule.step()
+        if on_epoch is not None:
+            on_epoch(model.eval(), epoch + 1)
+            model.train()
     return model.eval()
 
 
