@@ -7,7 +7,9 @@
 Ways a stream can run (``Stream`` and ``open_source`` as ``sensorveil run`` uses them):
 * one frame at a time: read, pre-process, model, post-process, all in the caller's thread;
 * decode ahead: ``Prefetching`` decodes the next frames in a thread (the stream before read-ahead);
-* read ahead: decoding and pre-processing of the next frames in a thread (``ReadAhead``, the default).
+* read ahead: decoding and pre-processing of the next frames in a thread (``ReadAhead``, the default:
+  behind ``Prefetching``'s own decoding thread, so each frame changes threads twice);
+* read ahead, one reader thread: the same without ``Prefetching``, decoding in the stream's reader.
 Each at every model thread count. Beside each: the model alone (``model_alone_fps``: the same privatizer
 and threads, back-to-back calls on the stream's last sample) and the clip's decoding alone (OpenCV,
 one thread, nothing else running): a stream cannot outrun its decoder. Rounds are interleaved so a
@@ -36,10 +38,13 @@ from sensorveil.benchmarks.stream_bench import benchmark_stream  # noqa: E402
 from sensorveil.runtime.sources import open_source  # noqa: E402
 
 CLIP = Path(os.environ.get("SENSORVEIL_SHARED", REPO.parent / "shared")) / "media" / "walkway.avi"
-WAYS = {   # name: (decode in a thread, pre-process in that thread too)
+WAYS = {   # name: (open_source's prefetch, Stream's prepare_ahead)
     "one frame at a time": (False, False),
     "decode ahead": (True, False),
     "read ahead (default)": (True, True),
+    # the default's decoding hops threads twice (Prefetching's reader, then the stream's): this row reads
+    # and pre-processes in the stream's one reader thread, to measure what the second hop costs
+    "read ahead, one reader thread": (False, True),
 }
 WARMUP = 20
 
