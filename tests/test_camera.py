@@ -10,7 +10,7 @@ cv2 = pytest.importorskip("cv2")
 
 from sensorveil.runtime.camera import (CROP_SHAPE, MotionPeopleDetector, PersonCrops, Tracker,  # noqa: E402
                                        WalkingDirection, clean_cut_out, crop_people, crop_windows, iou,
-                                       paste_people)
+                                       paste_people, stand_out)
 
 
 def walkway():
@@ -149,6 +149,15 @@ def test_cut_out_paste_clears_every_window_before_pasting_any():
     out = paste_people(frame, cut_outs, windows, background, boxes=boxes)
     assert (out[30:70, 50:62] == 200).all()                  # the first person survives the second's window
     assert (out[30:70, 70:82] == 150).all()
+
+
+def test_stand_out_moves_the_person_away_from_the_scene_on_its_own_side():
+    scene = np.array([[120, 120, 120, 240, 10]], np.uint8)
+    person = np.array([[130, 100, 120, 250, 5]], np.uint8)
+    out = stand_out(person, scene, margin=60)
+    # lighter stays lighter, darker stays darker, a tie goes to the side with room, no room: the other side
+    assert out.tolist() == [[180, 60, 180, 180, 70]]
+    assert (np.abs(out.astype(int) - scene) >= 60).all() and (stand_out(scene, scene, 0) == scene).all()
 
 
 def test_clean_cut_out_keeps_one_solid_person():
