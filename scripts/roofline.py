@@ -39,7 +39,7 @@ from depth_bundle import depth_bundle  # noqa: E402
 
 from sensorveil.benchmarks.flops import onnx_flops  # noqa: E402
 from sensorveil.benchmarks.latency import matmul_peak_gflops, measure_latency  # noqa: E402
-from sensorveil.benchmarks.report import cpu_description  # noqa: E402
+from sensorveil.benchmarks.report import cpu_description, cpu_text  # noqa: E402
 from sensorveil.benchmarks.bench import sensor_sample  # noqa: E402
 from sensorveil.runtime import Privatizer, open_bundle  # noqa: E402
 
@@ -207,12 +207,6 @@ def measure_model(model: str, bundles: dict, thread_counts: list, iters: int, pe
 
 def fmt(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
-
-
-def cpu_text(cpu) -> str:
-    if isinstance(cpu, dict):
-        return f"{cpu.get('model', '?')}, {cpu.get('logical_cores', '?')} logical cores"
-    return str(cpu)
 
 
 def findings(result: dict) -> "list[str]":

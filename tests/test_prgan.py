@@ -113,3 +113,37 @@ def test_depth_classifier_reads_heights_and_ignores_invalid_pixels():
     assert not levels(holes)[..., 0, 0].any()
     net = make_classifier("depth", (1, 180, 180), 3).train()
     assert net(torch.rand(1, 1, 180, 180)).shape == (1, 3)   # a last batch of one still trains
+
+
+def test_depth_histogram_reads_heights_and_ignores_invalid_pixels():
+    """The cumulative depth histogram moves when a head is 2 cm higher (its step at ~1.09 m lies
+    between), and a frame with no valid pixel has an empty histogram, not one of the nearest depths."""
+    from sensorveil.sdk.networks import DepthHistogram
+    histogram = DepthHistogram()
+    floor = torch.full((1, 1, 8, 8), 2800 / 4500)
+    head, taller = floor.clone(), floor.clone()
+    head[..., 3:5, 3:5] = 1100 / 4500
+    taller[..., 3:5, 3:5] = 1080 / 4500
+    assert (histogram(taller) - histogram(head)).amax() > 0.01
+    assert histogram(floor).amax() < 1e-3   # the floor lies beyond the last step
+    assert not histogram(torch.zeros(1, 1, 8, 8)).any()
+
+
+def test_depth_classifier_exports_to_onnx_with_the_same_outputs(tmp_path):
+    """D_z, the probing attackers and PASS's depth embedding f are this network: its max-pool, depth
+    steps and profile go through the exporter's ONNX path and onnxruntime gives torch's answer."""
+    ort = pytest.importorskip("onnxruntime")
+    from sensorveil.export.onnx_export import export_onnx
+    from sensorveil.sdk.datasets import load_dataset
+    from sensorveil.sdk.training import to_model
+    net = make_classifier("depth", (1, 180, 180), 20)
+    torch.manual_seed(0)
+    x = to_model(load_dataset("synthetic-depth", n_identities=2, samples_per_class=2))
+    net.train()
+    net(x)   # the profile's running statistics away from their initial (0, 1)
+    net.eval()
+    path = export_onnx(net, x[:1], tmp_path / "d.onnx")   # the exporter's own path, checked by onnx
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    with torch.no_grad():
+        expected = net(x).numpy()
+    np.testing.assert_allclose(session.run(None, {"x": x.numpy()})[0], expected, rtol=1e-4, atol=1e-4)

@@ -174,7 +174,7 @@ def test_prefetching_keeps_frames_and_bad_frames_in_order():
             seen.append(frame.index)
         assert seen == [0, "bad", 2, 3]
         assert source.read() is None          # stays ended
-    assert source._thread is None
+    assert source._reader is None           # the reader thread was stopped on close
 
 
 def test_prefetching_raises_a_fatal_source_error_in_the_caller_and_ends():

@@ -25,6 +25,13 @@ def cpu_description() -> dict:
             "logical_cores": os.cpu_count()}
 
 
+def cpu_text(cpu) -> str:
+    """``cpu_description()`` as a page says it: "AMD EPYC, 2 logical cores"."""
+    if isinstance(cpu, dict):
+        return f"{cpu.get('model', '?')}, {cpu.get('logical_cores', '?')} logical cores"
+    return str(cpu)
+
+
 # ------------------------------------------------------------------ helpers
 def _to_builtin(obj):
     """json.dump fallback for numpy scalars/arrays and paths."""

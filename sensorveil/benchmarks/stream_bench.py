@@ -23,7 +23,8 @@ import numpy as np
 
 from sensorveil.runtime import Privatizer
 from sensorveil.runtime.sources import open_source
-from sensorveil.runtime.stream import run_stream
+from sensorveil.runtime.spec import check_sensor_input
+from sensorveil.runtime.stream import Stream, load_for_stream
 
 # Multiply-accumulates of the models device profiles quote throughput for. PR-GAN Table 3
 # (/work/shared/papers/prgan.md) lists them as "FLOP"; its MobileNetV2 figure (300M) is the
@@ -46,21 +47,52 @@ def peak_rss_mb() -> "float | None":
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024   # bytes on macOS, KiB on Linux
 
 
-def benchmark_stream(bundle_dir, source: str, backend: str = "auto", frames: int = 300, warmup: int = 10,
-                     privatizer: "Privatizer | None" = None) -> dict:
-    """Run ``frames`` timed frames (after ``warmup``) from ``source`` through the bundle."""
-    privatizer = privatizer or Privatizer.load(bundle_dir, backend=backend)
-    with open_source(source) as stream_source:
-        report = run_stream(privatizer, stream_source, frames=warmup + frames, warmup=warmup)
+def benchmark_stream(bundle_dir, source: str, backend: str = "auto", frames: "int | None" = 300, warmup: int = 10,
+                     privatizer: "Privatizer | None" = None, threads: "int | None" = None, prefetch: bool = True,
+                     prepare_ahead: "bool | None" = None) -> dict:
+    """Run ``frames`` timed frames (after ``warmup``; None: to the end of the source) from ``source``
+    through the bundle, loaded as ``sensorveil run`` loads it (``load_for_stream``), then the model alone
+    on the stream's last sample with the same privatizer: the stream's FPS over the model's own at the
+    same settings. ``prefetch``/``prepare_ahead``: the ways a stream can run (scripts/stream_plumbing.py)."""
+    privatizer = privatizer or load_for_stream(bundle_dir, backend=backend, threads=threads)
+    with open_source(source, prefetch=prefetch) as stream_source:
+        stream = Stream(privatizer, stream_source, frames=None if frames is None else warmup + frames,
+                        warmup=warmup, prepare_ahead=prepare_ahead)
+        last = None
+        for last in stream:
+            pass
+        report = stream.report()
     report["backend"] = privatizer.backend_name
+    report["model_threads"] = privatizer.backend_options.get("threads")   # None: the library's default
     report["peak_rss_mb"] = peak_rss_mb()
+    if last is not None and not getattr(stream.preprocessor, "batched", False) and report.get("fps"):
+        report["model_alone_fps"] = model_alone_fps(privatizer, last.sample, calls=report["timed_frames"])
+        report["stream_vs_model"] = report["fps"] / report["model_alone_fps"]
     return report
+
+
+def model_alone_fps(privatizer: Privatizer, sample: np.ndarray, calls: int = 300, warmup: int = 10) -> float:
+    """Calls per second of the backend alone on one sample (the whole privatizer call for a pipeline
+    of several stages), back to back, as a stream would call it if frames cost nothing."""
+    if privatizer.single_model:
+        model_input = privatizer.graph_input(check_sensor_input(sample, privatizer.input_spec)[0])
+        call = lambda: privatizer.run_model(model_input)   # noqa: E731 - one line each way
+    else:
+        call = lambda: privatizer(sample)   # noqa: E731
+    for _ in range(warmup):
+        call()
+    start = time.perf_counter()
+    for _ in range(calls):
+        call()
+    return calls / (time.perf_counter() - start)
 
 
 def stream_columns(report: dict) -> dict:
     """The measured stream figures as flat table columns."""
     stages = report.get("stages_ms", {})
-    columns = {"stream_fps": report.get("fps")}
+    columns = {"stream_fps": report.get("fps"), "stream_model_alone_fps": report.get("model_alone_fps"),
+               "stream_vs_model": report.get("stream_vs_model"), "stream_model_threads": report.get("model_threads"),
+               "stream_prepared_ahead": report.get("prepared_ahead")}
     columns.update({f"{stage}_ms": stages[stage]["mean"] for stage in
                     ("capture", "preprocess", "inference", "postprocess") if stage in stages})
     columns.update({"runtime_added_pct": _percent(report.get("runtime_added_fraction")),

@@ -35,6 +35,7 @@ class Privatizer:
         self.output_spec = TensorSpec.from_manifest(bundle.manifest["output"])
         self.kind = bundle.manifest["mechanism"].get("kind", "perturbation")
         self.backend_name = resolve_backend(bundle, backend)
+        self.backend_options = dict(backend_options)   # as given (e.g. threads), for reports
         # one adapter per graph; a one-model bundle has one graph, "model"
         self.graphs = {name: create_backend(bundle, self.backend_name, graph=name, **backend_options)
                        for name in bundle.graph_names(self.backend_name)}

@@ -509,72 +509,104 @@ class Reconnecting(Source):
 
 
 class Prefetching(Source):
-    """Reads the inner source in a background thread, ``depth`` frames ahead, so decoding the next
-    frame overlaps privatizing this one (OpenCV's decoder and the backends release the GIL): on
-    walkway.avi capture was a third of the stream's time per frame. Errors cross over in order: a
-    BadFrame comes out of ``read()`` where it happened, and anything else ends the reader and is
-    raised in the caller. The queue is bounded, so a slow consumer holds at most ``depth`` frames
-    and a live camera drops in its own driver, as it would without the thread."""
+    """Reads the inner source ``depth`` frames ahead in a background thread (``ReadAhead``), so decoding
+    the next frame overlaps privatizing this one: on walkway.avi capture was a third of the stream's time
+    per frame. A BadFrame comes out of ``read()`` where it happened; anything else ends the reader and
+    is raised in the caller."""
 
     def __init__(self, inner: Source, depth: int = 2):
         super().__init__(inner.uri)
-        self.inner, self.live = inner, inner.live
-        self._queue = queue.Queue(maxsize=depth)
-        self._stop = threading.Event()
-        self._thread = None
-        self._ended = False
+        self.inner, self.live, self.depth = inner, inner.live, depth
+        self._reader = None
 
     fps = property(lambda self: self.inner.fps)
     announced_frames = property(lambda self: self.inner.announced_frames)
     reconnects = property(lambda self: getattr(self.inner, "reconnects", 0))
 
     def open(self) -> None:
-        if self._thread is not None:       # open_source opened it; a `with` block opens again
+        if self._reader is not None:       # open_source opened it; a `with` block opens again
             return
         self.inner.open()
-        self._thread = threading.Thread(target=self._read_ahead, name=f"prefetch {self.uri}", daemon=True)
-        self._thread.start()
+        self._reader = ReadAhead(self._read_one, depth=self.depth, name=f"prefetch {self.uri}")
 
-    def _read_ahead(self) -> None:
-        while not self._stop.is_set():
+    def _read_one(self):
+        try:
+            return self.inner.read()
+        except BadFrame as error:          # one frame, not the end: handed over as an item
+            return error
+
+    def read(self) -> "Frame | None":
+        if self._reader is None:
+            raise InputError(f"{self.uri}: read() before open()")
+        item = self._reader.take()
+        if isinstance(item, BadFrame):
+            raise item
+        return item
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.stop()
+            self._reader = None
+        self.inner.close()
+
+
+class ReadAhead:
+    """Runs ``produce`` in a daemon thread, ``depth`` items ahead of the consumer: decoding (``Prefetching``)
+    or decoding and pre-processing (the stream's read-ahead) of the next frames overlap the model on this
+    one, since OpenCV, numpy and the backends release the GIL (docs/stream_plumbing.md: decoding
+    walkway.avi alone beside the depth model alone). The queue is bounded, so a slow consumer
+    holds at most ``depth`` items and a live camera drops in its own driver, as it would without the
+    thread. Anything ``produce`` raises ends the reader and is raised in the consumer's thread, in order;
+    ``None`` from ``produce`` is the end of the source."""
+
+    def __init__(self, produce, depth: int = 2, name: str = "sensorveil read-ahead"):
+        self.produce = produce
+        self.items = queue.Queue(maxsize=depth)
+        self.stopping = threading.Event()
+        self.ended = False
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stopping.is_set():
             try:
-                item = self.inner.read()
-            except BadFrame as error:
-                item = error
-            except Exception as error:     # ends the reader; raised in the consumer's thread
-                self._put(error)
+                item = self.produce()
+            except BaseException as error:   # noqa: B902 - handed to the consumer, not swallowed
+                self._put(_ReaderFailed(error))
                 return
             self._put(item)
             if item is None:
                 return
 
     def _put(self, item) -> None:
-        while not self._stop.is_set():
+        while not self.stopping.is_set():
             try:
-                self._queue.put(item, timeout=0.1)
+                self.items.put(item, timeout=0.1)
                 return
             except queue.Full:
                 continue
 
-    def read(self) -> "Frame | None":
-        if self._ended:
+    def take(self):
+        """The next item; None once the source has ended."""
+        if self.ended:
             return None
-        if self._thread is None:
-            raise InputError(f"{self.uri}: read() before open()")
-        item = self._queue.get()
-        if isinstance(item, BaseException):
-            if not isinstance(item, BadFrame):
-                self._ended = True
-            raise item
-        self._ended = item is None
+        item = self.items.get()
+        if isinstance(item, _ReaderFailed):
+            self.ended = True
+            raise item.error
+        self.ended = item is None
         return item
 
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5.0)   # a read stuck in a driver is abandoned (daemon thread)
-            self._thread = None
-        self.inner.close()
+    def stop(self) -> None:
+        self.stopping.set()
+        # the reader finishes the frame it is on; a read stuck in a driver is abandoned (daemon thread)
+        self.thread.join(timeout=5.0)
+
+
+class _ReaderFailed:
+    def __init__(self, error: BaseException):
+        self.error = error
+
 
 
 # -- URI parsing -------------------------------------------------------------------------

@@ -25,10 +25,16 @@ the sensor's or file's frame numbers, plus outputs a sink failed to deliver) and
 ``reconnects`` (live source reopened after a disconnect). A recorded source that ends before the
 number of frames it announced is reported with ``frames_missing`` (a damaged or truncated file).
 
+Reading ahead: capture and pre-processing of the next frames run in their own thread (``ReadAhead``)
+while the model runs on this one, so a stream's frame rate is set by its slowest side rather than
+by the sum of all; their stage times are measured in that thread. Camera bundles stay one frame at
+a time (``can_prepare_ahead``). The report's ``prepared_ahead`` says which way a stream ran.
+
 The pre-processor follows the bundle and each frame: it is chosen per kind of frame (shape, dtype,
 modality) and kept for frames of that kind, so one odd frame cannot switch a whole stream to another
 path; ``preprocessors`` in the report counts the frames each path took.
 """
+import os
 import signal
 import threading
 import time
@@ -39,14 +45,17 @@ from typing import Iterator
 
 import numpy as np
 
+from sensorveil.runtime.backends import resolve_backend
+from sensorveil.runtime.bundle import open_bundle
 from sensorveil.runtime.errors import InputError
 from sensorveil.runtime.preprocess import make_preprocessor
 from sensorveil.runtime.privatizer import Privatizer
 from sensorveil.runtime.sinks import Sink, SinkError
-from sensorveil.runtime.sources import BadFrame, Frame, Source
+from sensorveil.runtime.sources import BadFrame, Frame, ReadAhead, Source
 from sensorveil.runtime.spec import check_sensor_input
 
 STAGES = ("capture", "preprocess", "inference", "postprocess", "sink")
+CPU_BACKENDS = ("onnxruntime", "openvino", "litert")   # those whose adapters take ``threads``
 TIMING_WINDOW = 10000   # frames whose stage times the report's percentiles describe
 MAX_ERRORS_KEPT = 5
 
@@ -60,6 +69,30 @@ class Result:
     privatized: np.ndarray    # the privatized sample, same shape
     output: np.ndarray        # what left the device (sample, or a frame with the patch pasted)
     timings_ms: dict
+
+
+@dataclass
+class Prepared:
+    """A frame read and pre-processed: all the model stage needs (made ahead when reading ahead)."""
+
+    frame: Frame
+    preprocessor: object
+    sample: np.ndarray
+    context: object
+    batched: bool
+    model_input: "np.ndarray | None"   # a one-model bundle's graph input; None when the whole call runs
+    capture_ms: float
+    preprocess_ms: float
+    units_in_ms: float
+
+
+@dataclass
+class Spoilt:
+    """A frame that was read but could not be pre-processed (counted as bad, in frame order)."""
+
+    frame: Frame
+    preprocessor: object
+    error: Exception
 
 
 @dataclass
@@ -85,8 +118,11 @@ class Stream:
     """
 
     def __init__(self, privatizer: Privatizer, source: Source, sink: "Sink | None" = None,
-                 frames: "int | None" = None, warmup: int = 0, depth_output: str = "patch", preprocessor=None):
+                 frames: "int | None" = None, warmup: int = 0, depth_output: str = "patch", preprocessor=None,
+                 prepare_ahead: "bool | None" = None):
         self.privatizer, self.source, self.sink = privatizer, source, sink
+        self.prepare_ahead = can_prepare_ahead(privatizer.manifest) if prepare_ahead is None else bool(prepare_ahead)
+        self._reader = None            # the ReadAhead thread, started by the first frame
         self.max_frames, self.warmup, self.depth_output = frames, warmup, depth_output
         self.preprocessor = preprocessor
         self.fixed_preprocessor = preprocessor is not None   # the caller's choice serves every frame
@@ -105,83 +141,126 @@ class Stream:
 
     def __iter__(self) -> Iterator[Result]:
         timed_since = time.perf_counter() if self.warmup == 0 else None
-        while self.max_frames is None or self.counters.frames_out < self.max_frames:
-            result = self._next()
-            if result is None:
-                break
-            if result is False:
-                continue
-            if timed_since is not None:
-                for stage, value in result.timings_ms.items():
-                    self.samples_ms[stage].append(value)
-                self.timed_frames += 1
-                self.timed_wall_s = time.perf_counter() - timed_since
-            elif self.counters.frames_out >= self.warmup:
-                timed_since = time.perf_counter()
-            yield result
-        self.counters.reconnects = getattr(self.source, "reconnects", 0)
+        try:
+            while self.max_frames is None or self.counters.frames_out < self.max_frames:
+                result = self._next()
+                if result is None:
+                    break
+                if result is False:
+                    continue
+                if timed_since is not None:
+                    for stage, value in result.timings_ms.items():
+                        self.samples_ms[stage].append(value)
+                    self.timed_frames += 1
+                    self.timed_wall_s = time.perf_counter() - timed_since
+                elif self.counters.frames_out >= self.warmup:
+                    timed_since = time.perf_counter()
+                yield result
+        finally:   # also when the consumer stops early: the reader must not outlive the source
+            self.close()
+            self.counters.reconnects = getattr(self.source, "reconnects", 0)
 
     def _next(self) -> "Result | None | bool":
         """A Result, None at the end of the source, False for a bad frame (counted)."""
+        item = self._take_prepared()
+        if item is None:
+            self.source_ended = True
+            return None
+        if isinstance(item, BadFrame):          # unreadable: it used a frame number, not a dropped frame
+            self._bad(item)
+            self._unreadable_since_last += 1
+            self.unreadable += 1
+            return False
+        self.counters.frames_in += 1
+        self._count_gap(item.frame.index)
+        name = getattr(item.preprocessor, "name", type(item.preprocessor).__name__)
+        self.preprocessed[name] = self.preprocessed.get(name, 0) + 1
+        if isinstance(item, Spoilt):
+            self._bad(item.error)
+            return False
+        return self._privatize(item)
+
+    def _prepare(self) -> "Prepared | Spoilt | BadFrame | None":
+        """Read and pre-process one frame (the part that may run ahead in its own thread): a Prepared,
+        None at the end of the source, or what spoilt the frame. Counting is left to the consumer, so
+        the counters stay in one thread and in frame order."""
         clock = time.perf_counter   # seconds (perf_counter_ns needs Python 3.7)
         t_capture = clock()
         try:
             frame = self.source.read()
         except BadFrame as error:
-            self._bad(error)
-            self._unreadable_since_last += 1   # it used a frame number: not a dropped frame
-            self.unreadable += 1
-            return False
+            return error
         if frame is None:
-            self.source_ended = True
             return None
-        self.counters.frames_in += 1
-        self._count_gap(frame.index)
         t_pre = clock()
-        self.preprocessor = self._preprocessor_for(frame)
+        preprocessor = self._preprocessor_for(frame)
+        model_input = None
         try:
-            sample, context = self.preprocessor.prepare(frame)
+            sample, context = preprocessor.prepare(frame)
             t_units_in = clock()
-            batched = getattr(self.preprocessor, "batched", False)   # a batch per frame (camera crops)
+            batched = getattr(preprocessor, "batched", False)   # a batch per frame (camera crops)
             if self.split and not batched:
                 batch, _ = check_sensor_input(sample, self.privatizer.input_spec)
                 model_input = self.privatizer.graph_input(batch)
         except InputError as error:
-            self._bad(error)
-            return False
+            return Spoilt(frame, preprocessor, error)
+        t_ready = clock()
+        return Prepared(frame, preprocessor, sample, context, batched, model_input,
+                        capture_ms=(t_pre - t_capture) * 1e3, preprocess_ms=(t_ready - t_pre) * 1e3,
+                        units_in_ms=(t_ready - t_units_in) * 1e3)
+
+    def _privatize(self, item: "Prepared") -> "Result | bool":
+        """Model, post-processing and sink for one prepared frame (always in the consumer's thread)."""
+        clock = time.perf_counter
+        sample, context, preprocessor = item.sample, item.context, item.preprocessor
         t_infer = clock()
-        if batched and len(sample) == 0:      # nobody in this frame: nothing to privatize
+        if item.batched and len(sample) == 0:      # nobody in this frame: nothing to privatize
             privatized = sample
             t_post = clock()
-        elif self.split and not batched:
-            model_output = self.privatizer.run_model(model_input)
+        elif item.model_input is not None:
+            model_output = self.privatizer.run_model(item.model_input)
             t_post = clock()
             privatized = self.privatizer.sensor_output(model_output)[0]
         else:
             try:   # a pipeline of several stages validates inside the call: a bad frame is counted here
-                known = self.preprocessor.known(context) if hasattr(self.preprocessor, "known") else None
+                known = preprocessor.known(context) if hasattr(preprocessor, "known") else None
                 privatized = self.privatizer(sample, known=known)
             except InputError as error:
                 self._bad(error)
                 return False
             t_post = clock()
         t_units_out = clock()
-        output = self.preprocessor.restore(privatized, context) if privatized.shape == sample.shape else privatized
+        output = preprocessor.restore(privatized, context) if privatized.shape == sample.shape else privatized
         t_sink = clock()
         if self.sink is not None:
             try:
-                self.sink.write(output, frame)
+                self.sink.write(output, item.frame)
             except SinkError as error:
                 self.counters.dropped += 1
                 self.counters.undelivered += 1
                 self.counters.record_error(error)
         t_end = clock()
         self.counters.frames_out += 1
-        marks = (t_capture, t_pre, t_infer, t_post, t_sink, t_end)
-        timings = {stage: (marks[i + 1] - marks[i]) * 1e3 for i, stage in enumerate(STAGES)}
-        # the Privatizer's own share of pre/post: validation and the sensor<->model unit mapping
-        timings["units"] = ((t_infer - t_units_in) + (t_units_out - t_post)) * 1e3
-        return Result(frame, sample, privatized, output, timings)
+        timings = {"capture": item.capture_ms, "preprocess": item.preprocess_ms,
+                   "inference": (t_post - t_infer) * 1e3, "postprocess": (t_sink - t_post) * 1e3,
+                   "sink": (t_end - t_sink) * 1e3,
+                   # the Privatizer's own share of pre/post: validation and the sensor<->model unit mapping
+                   "units": item.units_in_ms + (t_units_out - t_post) * 1e3}
+        return Result(item.frame, sample, privatized, output, timings)
+
+    # -- reading ahead ----------------------------------------------------------------------
+    def _take_prepared(self):
+        if not self.prepare_ahead:
+            return self._prepare()
+        if self._reader is None:
+            self._reader = ReadAhead(self._prepare)
+        return self._reader.take()
+
+    def close(self) -> None:
+        """Stop the read-ahead thread (iteration does this when it ends); the source stays the caller's."""
+        if self._reader is not None:
+            self._reader.stop()
+            self._reader = None
 
     def _preprocessor_for(self, frame: Frame):
         if not self.fixed_preprocessor:
@@ -190,8 +269,6 @@ class Stream:
                 self.preprocessors[kind] = make_preprocessor(frame, self.privatizer.input_spec, self.depth_output,
                                                              self.privatizer.manifest.get("camera"))
             self.preprocessor = self.preprocessors[kind]
-        name = getattr(self.preprocessor, "name", type(self.preprocessor).__name__)
-        self.preprocessed[name] = self.preprocessed.get(name, 0) + 1
         return self.preprocessor
 
     def frames_missing(self) -> "int | None":
@@ -220,7 +297,7 @@ class Stream:
                   "preprocessors": dict(self.preprocessed),
                   "frames_announced": getattr(self.source, "announced_frames", None),
                   "frames_missing": self.frames_missing(),
-                  "split": "stages" if self.split else "combined",
+                  "split": "stages" if self.split else "combined", "prepared_ahead": self.prepare_ahead,
                   **{key: value for key, value in vars(self.counters).items()},
                   "timed_frames": timed, "warmup_frames": self.warmup, "stages_ms": stages}
         if timed and self.timed_wall_s > 0:
@@ -228,6 +305,30 @@ class Stream:
             report["fps"] = timed / self.timed_wall_s
             report.update(runtime_overhead(stages))
         return report
+
+
+def can_prepare_ahead(manifest: dict) -> bool:
+    """Whether frames may be pre-processed ahead in another thread. Not for camera bundles: their
+    pre-processor's background model is updated by the next frame's detection while ``restore``
+    pastes onto it, so they stay one frame at a time."""
+    return manifest.get("camera") is None
+
+
+def stream_threads(cores: "int | None" = None) -> int:
+    """CPU threads for the model in a stream that reads ahead: every core but the one the read-ahead
+    thread decodes and pre-processes on: model threads on every core fight that thread for one
+    (docs/stream_plumbing.md measures each thread count, python scripts/stream_plumbing.py)."""
+    return max(1, (cores or os.cpu_count() or 1) - 1)
+
+
+def load_for_stream(path, backend: str = "auto", threads: "int | None" = None, **options) -> Privatizer:
+    """``Privatizer.load`` for a stream: a CPU backend gets ``threads`` (default ``stream_threads()``)
+    when the stream will read ahead; accelerators and camera bundles keep their defaults."""
+    bundle = open_bundle(path, trusted_keys=options.pop("trusted_keys", None))
+    name = resolve_backend(bundle, backend)
+    if name in CPU_BACKENDS and (threads or can_prepare_ahead(bundle.manifest)):
+        options["threads"] = threads or stream_threads()
+    return Privatizer(bundle, backend=name, **options)
 
 
 def summarize_ms(values) -> dict:
@@ -274,13 +375,16 @@ def sigterm_as_interrupt():
 
 
 def run_stream(privatizer: Privatizer, source: Source, sink: "Sink | None" = None, frames: "int | None" = None,
-               warmup: int = 0, depth_output: str = "patch") -> dict:
+               warmup: int = 0, depth_output: str = "patch", prepare_ahead: "bool | None" = None) -> dict:
     """Run until the source ends, ``frames`` frames are out or Ctrl-C; return the stream's report."""
-    stream = Stream(privatizer, source, sink, frames=frames, warmup=warmup, depth_output=depth_output)
+    stream = Stream(privatizer, source, sink, frames=frames, warmup=warmup, depth_output=depth_output,
+                    prepare_ahead=prepare_ahead)
     try:
         with sigterm_as_interrupt():
             for _ in stream:
                 pass
     except KeyboardInterrupt:   # an endless sensor stream ends here; its counters still matter
         pass
+    finally:
+        stream.close()
     return stream.report()

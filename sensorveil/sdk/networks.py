@@ -114,32 +114,62 @@ class DepthLevels(nn.Module):
         return torch.relu(self.conv(x)) * (x > 0).to(x.dtype)
 
 
-class DepthClassifier(nn.Module):
-    """A small VGG-like stack stands in for Table 1's "VGG16 base", which a 2-core CPU cannot train:
-    depth levels, then four stride-2 convs at half resolution (shape: shoulder width, head outline,
-    where the nose points) beside the levels' frame-wide mean and maximum (how much of the person
-    rises above each level, and how far: the height profile), into an MLP head."""
+class DepthHistogram(DepthLevels):
+    """The share of the frame's pixels that are valid and nearer than each of K depths t_k, sigmoid(slope *
+    (t_k - x)) averaged over the frame: the person's cumulative depth histogram (a head 2 cm higher, shoulders
+    3 cm wider move it visibly at the steps they cross). Trees on such a histogram tell the synthetic frames'
+    20 people apart at 99.6% (scripts/depth_raw_accuracy.py --trees). Steps every ~47 mm over the distances
+    people occupy under a ceiling sensor (0.8 to 2.65 m), learnable afterwards."""
 
-    def __init__(self, classes: int, levels: int = 16):
+    def __init__(self, steps: int = 40, low: float = 0.18, high: float = 0.59, slope: float = 300.0):
+        super().__init__(steps, low, high, slope)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (torch.sigmoid(self.conv(x)) * (x > 0).to(x.dtype)).mean((2, 3))
+
+
+class DepthClassifier(nn.Module):
+    """A small VGG-like stack stands in for Table 1's "VGG16 base", which a 2-core CPU cannot train.
+
+    The frame is read at half resolution, each 2x2 block by its farthest valid pixel (a max-pool: an
+    invalid 0 never wins unless the whole block is lost, where an average would make a hole look like a
+    nearer surface), as depth levels into four stride-2 convs (shape: shoulder width, head outline,
+    where the nose points), beside a frame-wide profile: the levels' mean and maximum (how much of the
+    person rises above each level, and how far), the cumulative depth histogram (:class:`DepthHistogram`)
+    and the share of valid pixels at full resolution (dark hair loses part of the head), into an MLP
+    head and, for the profile, straight into the logits as well. The conv features are averaged over the
+    frame: where a shape lies moves with pose and the tracker's jitter, and 4x4 cells of it let the
+    network memorise the training frames (99.7% on them, 94.6% held out; averaged: 96.4% and 94.7%).
+    The classifier before this one (levels at full resolution, 4x4 cells, no histogram) read identity at
+    93.8%: scripts/depth_raw_accuracy.py prints the figure."""
+
+    def __init__(self, classes: int, levels: int = 16, steps: int = 40):
         super().__init__()
+        self.pool = nn.MaxPool2d(2)
         self.levels = DepthLevels(levels)
+        self.histogram = DepthHistogram(steps)
         self.convs = nn.Sequential(
-            nn.AvgPool2d(2),
             nn.Conv2d(levels, 16, 3, stride=2, padding=1), nn.ReLU(),
             nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
             nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.ReLU(),
             nn.Conv2d(64, 64, 3, stride=2, padding=1), nn.ReLU(),
-            nn.AdaptiveAvgPool2d(4), nn.Flatten())
+            nn.AdaptiveAvgPool2d(1), nn.Flatten())   # what shapes, not where: pose and jitter move them
+        profile = 2 * levels + steps + 1
         # the profile standardized per feature: a head 2 cm higher moves it by a fraction of its spread,
         # which unscaled would vanish beside the conv features
-        self.profile_scale = nn.BatchNorm1d(2 * levels)
-        self.head = nn.Sequential(nn.Linear(64 * 16 + 2 * levels, 128), nn.ReLU(), nn.Dropout(0.5),
+        self.profile_scale = nn.BatchNorm1d(profile)
+        self.head = nn.Sequential(nn.Linear(64 + profile, 128), nn.ReLU(), nn.Dropout(0.5),
                                   nn.Linear(128, classes))
+        # and straight to the logits: people differ by a few per cent of the population's spread in a
+        # few profile features, which a linear read learns in far fewer steps than the MLP behind dropout
+        self.profile_logits = nn.Linear(profile, classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.levels(x)
-        profile = torch.cat([h.mean((2, 3)), h.amax((2, 3))], dim=1)   # how much of the frame, how high
-        return self.head(torch.cat([self.convs(h), self.standardized(profile)], dim=1))
+        half = self.pool(x)
+        h = self.levels(half)
+        profile = self.standardized(torch.cat([h.mean((2, 3)), h.amax((2, 3)),   # how much of the frame, how high
+                                               self.histogram(half), (x > 0).to(x.dtype).mean((2, 3))], dim=1))
+        return self.head(torch.cat([self.convs(h), profile], dim=1)) + self.profile_logits(profile)
 
     def standardized(self, profile: torch.Tensor) -> torch.Tensor:
         bn = self.profile_scale
