@@ -9,7 +9,8 @@ from tests.conftest import WALKWAY
 cv2 = pytest.importorskip("cv2")
 
 from sensorveil.runtime.camera import (CROP_SHAPE, MotionPeopleDetector, PersonCrops, Tracker,  # noqa: E402
-                                       WalkingDirection, crop_people, crop_windows, iou, paste_people)
+                                       WalkingDirection, clean_cut_out, crop_people, crop_windows, iou,
+                                       paste_people, stand_out)
 
 
 def walkway():
@@ -121,6 +122,54 @@ def test_cut_out_paste_erases_the_person_and_pastes_only_the_substitute():
     outside = np.ones(frame.shape[:2], bool)
     outside[20:84, 40:72] = False
     assert (out[outside] == 100).all()
+
+
+def test_cut_out_paste_fits_the_substitute_to_the_detected_box():
+    frame = np.full((120, 160, 3), 100, np.uint8)
+    background = np.full_like(frame, 50)
+    windows = np.array([[40, 20, 72, 84]])
+    box = np.array([[50, 30, 12, 40]])                        # the detected person inside the window
+    cut_out = np.zeros((1,) + CROP_SHAPE, np.uint8)
+    cut_out[0, 10:60, 5:20] = 200                             # a substitute off-centre in its crop
+    out = paste_people(frame, cut_out, windows, background, boxes=box)
+    person = out[..., 0] == 200
+    rows, cols = np.flatnonzero(person.any(1)), np.flatnonzero(person.any(0))
+    assert (rows[0], rows[-1] + 1, cols[0], cols[-1] + 1) == (30, 70, 50, 62)   # exactly the box
+    assert person.sum() == 12 * 40
+
+
+def test_cut_out_paste_clears_every_window_before_pasting_any():
+    frame = np.full((120, 160), 100, np.uint8)
+    background = np.full_like(frame, 50)
+    windows = np.array([[40, 20, 72, 84], [60, 20, 92, 84]])  # overlapping windows of two people
+    boxes = np.array([[50, 30, 12, 40], [70, 30, 12, 40]])
+    cut_outs = np.zeros((2,) + CROP_SHAPE, np.uint8)
+    cut_outs[0, 10:60, 5:20] = 200
+    cut_outs[1, 10:60, 5:20] = 150
+    out = paste_people(frame, cut_outs, windows, background, boxes=boxes)
+    assert (out[30:70, 50:62] == 200).all()                  # the first person survives the second's window
+    assert (out[30:70, 70:82] == 150).all()
+
+
+def test_stand_out_moves_the_person_away_from_the_scene_on_its_own_side():
+    scene = np.array([[120, 120, 120, 240, 10]], np.uint8)
+    person = np.array([[130, 100, 120, 250, 5]], np.uint8)
+    out = stand_out(person, scene, margin=60)
+    # lighter stays lighter, darker stays darker, a tie goes to the side with room, no room: the other side
+    assert out.tolist() == [[180, 60, 180, 180, 70]]
+    assert (np.abs(out.astype(int) - scene) >= 60).all() and (stand_out(scene, scene, 0) == scene).all()
+
+
+def test_clean_cut_out_keeps_one_solid_person():
+    cut_out = np.zeros(CROP_SHAPE, np.uint8)
+    cut_out[20:110, 20:44] = 120                              # the person
+    cut_out[60:63, 25:40] = 0                                 # a gap across the waist
+    cut_out[5:12, 55:62] = 90                                 # a piece of a neighbour at the edge
+    cleaned = clean_cut_out(cut_out)
+    assert (cleaned[5:12, 55:62] == 0).all()                  # the neighbour's piece is gone
+    assert (cleaned[60:63, 25:40] > 0).all()                  # the gap is closed, non-zero = person
+    assert (cleaned[cut_out == 120] == 120).all() and cleaned.dtype == np.uint8   # its own pixels kept
+    assert (clean_cut_out(np.zeros(CROP_SHAPE, np.uint8)) == 0).all()
 
 
 def test_cut_out_mode_keeps_one_substitute_per_tracked_person():

@@ -412,11 +412,15 @@ def load_bank_rows(run_dir, run: dict) -> np.ndarray:
 def substitute_samples(dataset: SensorDataset, bank_rows: np.ndarray) -> np.ndarray:
     """The bank's samples as the device emits them. Camera crops with a foreground mask become cut-outs:
     the person's pixels (at least 1), 0 elsewhere, so the device pastes a person, not a rectangle of
-    somebody else's background (runtime camera "cut-out" paste)."""
+    somebody else's background (runtime camera "cut-out" paste). Each cut-out keeps only its largest
+    blob with small gaps closed (runtime camera.clean_cut_out): pasted with the pieces of neighbours and
+    the holes a detector's mask has, a substitute split or failed a downstream counter's shape rules."""
     samples = dataset.x[bank_rows]
     if dataset.foreground is None:
         return np.ascontiguousarray(samples)
-    return np.where(dataset.foreground[bank_rows], np.maximum(samples, 1), 0).astype(samples.dtype)
+    from sensorveil.runtime.camera import clean_cut_out
+    cut_outs = np.where(dataset.foreground[bank_rows], np.maximum(samples, 1), 0).astype(np.uint8)
+    return np.stack([clean_cut_out(c) for c in cut_outs]).astype(samples.dtype)
 
 
 def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path, include_samples: bool) -> tuple:
