@@ -274,6 +274,7 @@ def camera_section() -> list[str]:
              "unchanged.", "",
              "| mechanism | strongest attacker | on raw crops | Random* | direction probe | direction NAG "
              "| count same | FPS (whole pipeline) |", "|---|---|---|---:|---|---:|---:|---:|"]
+    references = []
     for name, entry in results["mechanisms"].items():
         audit, pipeline = entry["audit"], entry["pipeline"]
         strongest = audit["privatized"]["strongest_attacker"]
@@ -282,6 +283,15 @@ def camera_section() -> list[str]:
                      f"| {interval_text(raw) if raw else 'n/a'} | {pct(audit['privatized']['random_star'])} "
                      f"| {interval_text(audit['privatized']['useful'])} | {pct(audit['direction_nag'])} "
                      f"| {pct(pipeline['count_same_share'])} | {pipeline['fps']:.1f} |")
+        only = audit.get("direction_only")
+        if only:
+            best = only["strongest_attacker"]
+            references.append(f"{name}'s bank released by direction alone (each substitute uniform among the bank "
+                              f"people of the crop's direction): strongest attacker {best} "
+                              f"{interval_text(only['private'][best])}")
+    if references:   # what the time split lets any attacker score beyond Random*, with nothing but direction
+        lines += ["", "Reference: " + "; ".join(references) + ". The clip's two parts hold different people, so "
+                  "attackers that spread their guesses beat Random*'s single best guess even on that release."]
     return lines + [""]
 
 
