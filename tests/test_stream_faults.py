@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -199,3 +200,36 @@ def test_open_source_prefetches_and_close_stops_the_reader():
         assert source.read().data.shape == (360, 480, 3)
         assert source.announced_frames and source.fps
     assert threading.active_count() == before
+
+
+def test_prefetching_starts_its_thread_at_the_first_read_not_at_open():
+    from sensorveil.runtime.sources import Prefetching
+    before = threading.active_count()
+    with Prefetching(_Scripted([_frame(0), _frame(1)])) as source:
+        assert source._reader is None and threading.active_count() == before
+        assert source.read().index == 0
+        assert source._reader is not None
+    assert threading.active_count() == before
+
+
+def test_a_stream_reading_ahead_reads_prefetching_in_its_own_reader_thread(depth_bundle):
+    """One thread hop per frame: the stream's reader reads the source itself, Prefetching's thread never
+    starts, and frames and bad frames still arrive in order and are counted."""
+    from sensorveil.runtime.sources import BadFrame, Prefetching
+    from sensorveil.runtime.stream import Stream
+    identity = make_identities(1, seed=3)[0]
+    frames = [Frame(render_depth_frame(identity, 0, np.random.default_rng(i), center=(212, 256)), i / 30, i,
+                    "depth") for i in range(4)]
+    readers = []
+
+    class Watched(Prefetching):
+        def read_direct(self):
+            readers.append(threading.current_thread().name)
+            return super().read_direct()
+
+    with Watched(_Scripted([frames[0], BadFrame("torn"), frames[2], frames[3]])) as source:
+        stream = Stream(Privatizer.load(depth_bundle), source, prepare_ahead=True)
+        indices = [result.frame.index for result in stream]
+        assert source._reader is None                      # Prefetching's own thread never started
+    assert indices == [0, 2, 3] and stream.report()["bad"] == 1
+    assert set(readers) == {"sensorveil read-ahead"}        # every read ran in the stream's reader thread

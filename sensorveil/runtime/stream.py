@@ -28,7 +28,8 @@ number of frames it announced is reported with ``frames_missing`` (a damaged or 
 Reading ahead: capture and pre-processing of the next frames run in their own thread (``ReadAhead``)
 while the model runs on this one, so a stream's frame rate is set by its slowest side rather than
 by the sum of all; their stage times are measured in that thread. Camera bundles stay one frame at
-a time (``can_prepare_ahead``). The report's ``prepared_ahead`` says which way a stream ran.
+a time (``can_prepare_ahead``). The report's ``prepared_ahead`` says which way a stream ran. The
+reader reads a :class:`Prefetching` source with ``read_direct()``, so a frame changes threads once.
 
 The pre-processor follows the bundle and each frame: it is chosen per kind of frame (shape, dtype,
 modality) and kept for frames of that kind, so one odd frame cannot switch a whole stream to another
@@ -185,9 +186,11 @@ class Stream:
         None at the end of the source, or what spoilt the frame. Counting is left to the consumer, so
         the counters stay in one thread and in frame order."""
         clock = time.perf_counter   # seconds (perf_counter_ns needs Python 3.7)
+        # reading ahead, this already runs in the reader thread: no second hop through Prefetching's
+        read = getattr(self.source, "read_direct", self.source.read) if self.prepare_ahead else self.source.read
         t_capture = clock()
         try:
-            frame = self.source.read()
+            frame = read()
         except BadFrame as error:
             return error
         if frame is None:
