@@ -136,6 +136,7 @@ def markdown(results: list[dict], command: str) -> str:
                   ""]
         lines += bundle_lines(result)
         lines += quantization_note(result, result["bundle_evaluation"])
+        lines += older_data_note(result)
     lines += pass_section(results)
     lines += camera_section() + med_section() + attriguard_section() + sanitizer_section() + tappfl_section()
     lines += ["![protocol vs probing attacker](results.png)", "",
@@ -190,6 +191,22 @@ def quantization_note(result: dict, device: dict) -> list[str]:
             f"output is rounded on the device; D_z's accuracy moves from {pct(trained)} (continuous, the table "
             f"above) to {pct(deployed)} (what leaves the device). The adversarial perturbation lives largely in "
             "values the sensor cannot produce, the difficulty PR-GAN's section 6.4 notes for discrete features.", ""]
+
+
+def older_data_note(result: dict) -> list[str]:
+    """Say so when PASS (docs/pass_results.json) has measured this dataset with another Random*: the two
+    scripts saw different versions of the data, and this section's are the older unless re-run."""
+    path = ROOT / "docs" / "pass_results.json"
+    entry = json.loads(path.read_text())["datasets"].get(result["dataset"]) if path.is_file() else None
+    if not entry or "reference" not in entry:
+        return []
+    ours, theirs = result["reference"]["random_star"], entry["reference"]["random_star"]
+    if abs(ours - theirs) < 1e-9:
+        return []
+    return [f"**Measured on another version of the data.** This section's Random* is {pct(ours)}%; PASS's run of "
+            f"{entry.get('timestamp', 'a later date')} measured {pct(theirs)}% on the same dataset name, so these rows "
+            f"come from the dataset as it was before it changed. `python scripts/make_results.py --reuse --rerun "
+            f"{result['dataset']}` re-measures them.", ""]
 
 
 def script_results(name: str) -> "dict | None":
