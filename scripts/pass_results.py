@@ -2,6 +2,7 @@
 
     python scripts/pass_results.py [--out pass-results] [--json docs/pass_results.json]
                                    [--prgan-bundles DIR] [--datasets digits ujiindoorloc synthetic-depth]
+                                   [--reuse-run]   # keep a finished run in --out/runs, redo export and timing
 
 Per dataset: `train_run("pass", ...)` (training + probing attack with the neural and the tree
 attacker + Random*), `export_run(..., "onnx")` (validated against torch through the runtime), and
@@ -57,7 +58,7 @@ def runtime_row(bundle: Path) -> dict:
 
 def prgan_timing_bundle(dataset: str, data_path, out: Path, prgan_bundles: Path | None) -> tuple[Path, str]:
     if prgan_bundles and (prgan_bundles / f"prgan-{dataset}" / "manifest.json").is_file():
-        return prgan_bundles / f"prgan-{dataset}", "trained PR-GAN bundle"
+        return prgan_bundles / f"prgan-{dataset}", "PR-GAN bundle given with --prgan-bundles"
     from sensorveil.export import export_run
     from sensorveil.sdk.mechanisms.prgan import PRGANConfig
     from sensorveil.sdk.runs import train_run
@@ -68,15 +69,18 @@ def prgan_timing_bundle(dataset: str, data_path, out: Path, prgan_bundles: Path 
     return bundle, "PR-GAN architecture, 1 epoch (timing only)"
 
 
-def one_dataset(dataset: str, out: Path, docs: Path, prgan_bundles: Path | None, epochs: int | None) -> dict:
+def one_dataset(dataset: str, out: Path, docs: Path, prgan_bundles: Path | None, epochs: int | None,
+                reuse_run: bool = False) -> dict:
     from sensorveil.export import export_run
     from sensorveil.sdk.runs import read_run, train_run
     useful, private, hidden, data_path = TASKS[dataset]
     if data_path is not None and not Path(data_path).is_file():
         return {"skipped": f"{data_path} not found (set SENSORVEIL_SHARED)"}
     started = time.time()
-    run_dir = train_run("pass", dataset, data_path=data_path, useful=useful, private=private, hidden=hidden,
-                        out=out / "runs" / f"pass-{dataset}", epochs=epochs)
+    run_dir = out / "runs" / f"pass-{dataset}"
+    if not (reuse_run and (run_dir / "run.json").is_file()):
+        run_dir = train_run("pass", dataset, data_path=data_path, useful=useful, private=private, hidden=hidden,
+                            out=run_dir, epochs=epochs)
     run = read_run(run_dir)
     bundle = export_run(run_dir, "onnx", out / "bundles" / f"pass-{dataset}")
     manifest = json.loads((bundle / "manifest.json").read_text())
@@ -103,6 +107,8 @@ def main() -> None:
     parser.add_argument("--prgan-bundles", default=None, help="folder with prgan-<dataset> bundles to time")
     parser.add_argument("--datasets", nargs="+", default=list(TASKS), choices=list(TASKS))
     parser.add_argument("--epochs", type=int, default=None, help="override PASS epochs (default per dataset)")
+    parser.add_argument("--reuse-run", action="store_true",
+                        help="keep a finished run in --out/runs (its training and probing attack) and redo the rest")
     args = parser.parse_args()
     out, json_path = Path(args.out), Path(args.json)
     json_path.parent.mkdir(parents=True, exist_ok=True)
@@ -117,7 +123,8 @@ def main() -> None:
                "datasets": {name: entry for name, entry in earlier.items() if name not in args.datasets}}
     for dataset in args.datasets:
         print(f"== PASS on {dataset}")
-        results["datasets"][dataset] = {**one_dataset(dataset, out, json_path.parent, prgan, args.epochs),
+        entry = one_dataset(dataset, out, json_path.parent, prgan, args.epochs, args.reuse_run)
+        results["datasets"][dataset] = {**entry,
                                         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         json_path.write_text(json.dumps(results, indent=2, default=str) + "\n")   # partial results survive
         print(json.dumps(results["datasets"][dataset].get("goal", results["datasets"][dataset]), indent=1))

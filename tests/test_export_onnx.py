@@ -104,3 +104,20 @@ def test_snapping_rounds_forward_and_passes_gradients_straight_through():
     assert snapped.tolist() == [0.0, 0.0, 1.0, 1.0]
     (snapped * torch.arange(4.0)).sum().backward()
     assert y.grad.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_pass_logits_are_validated_as_cosines_and_generators_as_they_are():
+    """PASS's head emits cos/tau (tau = 0.01): float32 rounding of 3.3e-6 in the cosine reaches the
+    logits as 3.3e-4, above the fp32 tolerance, though the draw's probabilities move by 0.03%. The
+    export compares those logits times tau; a module without validation_scale is compared as is."""
+    from sensorveil.export.exporter import compared_units
+    from sensorveil.export.validate import TOLERANCE, tolerance_error
+    from sensorveil.sdk.mechanisms.pass_substitution import SubstitutionHead, SubstitutionModel
+    head = SubstitutionHead(SubstitutionModel(torch.nn.Linear(4, 8), bank_size=5, dim=8, tau=0.01))
+    logits = np.array([[98.7, -4.2, 12.0]], np.float32)
+    off = logits + np.float32(3.3e-4)
+    assert tolerance_error(off, logits, "fp32") > TOLERANCE["fp32"]
+    to_cosines = compared_units(head)
+    assert tolerance_error(to_cosines(off), to_cosines(logits), "fp32") <= TOLERANCE["fp32"]
+    assert compared_units(torch.nn.Linear(4, 8)) is None
+    assert tolerance_error(off, logits, "fp16") == pytest.approx(3.3e-4 / (98.7 + 4.2), rel=1e-2)

@@ -158,6 +158,7 @@ class SubstitutionHead(nn.Module):
         self.embed = model.embed
         self.register_buffer("g_unit", F.normalize(model.g.detach(), dim=1))
         self.tau = model.tau
+        self.validation_scale = model.tau   # the export compares logits * tau = cosines (exporter.compared_units)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return cosine_logits(self.embed(x), self.g_unit, self.tau)
