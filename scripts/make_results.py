@@ -196,17 +196,21 @@ def quantization_note(result: dict, device: dict) -> list[str]:
 def older_data_note(result: dict) -> list[str]:
     """Say so when PASS (docs/pass_results.json) has measured this dataset with another Random*: the two
     scripts saw different versions of the data, and this section's are the older unless re-run."""
-    path = ROOT / "docs" / "pass_results.json"
-    entry = json.loads(path.read_text())["datasets"].get(result["dataset"]) if path.is_file() else None
-    if not entry or "reference" not in entry:
+    passes = script_results("pass")
+    entry = passes["datasets"].get(result["dataset"]) if passes else None
+    if not entry or "reference" not in entry or not other_data(result["reference"], entry["reference"]):
         return []
     ours, theirs = result["reference"]["random_star"], entry["reference"]["random_star"]
-    if abs(ours - theirs) < 1e-9:
-        return []
     return [f"**Measured on another version of the data.** This section's Random* is {pct(ours)}%; PASS's run of "
             f"{entry.get('timestamp', 'a later date')} measured {pct(theirs)}% on the same dataset name, so these rows "
             f"come from the dataset as it was before it changed. `python scripts/make_results.py --reuse --rerun "
             f"{result['dataset']}` re-measures them.", ""]
+
+
+def other_data(reference: dict, other: dict) -> bool:
+    """Two runs' references on one dataset name: a different Random* means a different prior, so one of
+    the two saw the dataset before it changed."""
+    return abs(reference["random_star"] - other["random_star"]) > 1e-9
 
 
 def script_results(name: str) -> "dict | None":
@@ -336,10 +340,9 @@ def med_section() -> list[str]:
 def pass_section(results: list[dict]) -> list[str]:
     """PASS beside PR-GAN on the same test slices and attackers, from docs/pass_results.json
     (written by scripts/pass_results.py; re-run it to refresh these rows)."""
-    path = ROOT / "docs" / "pass_results.json"
-    if not path.is_file():
+    passes = (script_results("pass") or {}).get("datasets")
+    if passes is None:
         return []
-    passes = json.loads(path.read_text())["datasets"]
     prgan_by_dataset = {r["dataset"]: r["methods"]["prgan"] for r in results}
     lines = ["## PASS beside PR-GAN under the same probing attackers", "",
              "PASS figures from `python scripts/pass_results.py` (docs/pass_results.json); PR-GAN figures from "
@@ -360,7 +363,7 @@ def pass_section(results: list[dict]) -> list[str]:
             lines.append(f"| {name} | {attributes} | PR-GAN | {pct(m['probing_acc_private'])} "
                          f"| {pct(m['tree_acc_private'])} | {pct(ref['random_star'])} "
                          f"| {pct(m['probing_acc_useful'])} | |")
-            if abs(ref["random_star"] - entry["reference"]["random_star"]) > 1e-9:
+            if other_data(ref, entry["reference"]):
                 apart.append(name)
     if apart:   # a different Random* means a different prior: one of the two runs predates the dataset's change
         lines += ["", f"On {', '.join(apart)} the two rows' Random* differ: PASS and PR-GAN were measured on different "

@@ -558,9 +558,9 @@ class Prefetching(Source):
     def read_direct(self) -> "Frame | None":
         """The next frame read in the caller's thread, for a caller that reads ahead itself; once
         ``read()`` has started the prefetch thread, frames keep coming from it, in order."""
-        if not self._opened:
-            raise InputError(f"{self.uri}: read() before open()")
-        return self.read() if self._reader is not None else self.inner.read()
+        if self._reader is not None or not self._opened:   # read() keeps the order, or says open() first
+            return self.read()
+        return self.inner.read()
 
     def close(self) -> None:
         if self._reader is not None:

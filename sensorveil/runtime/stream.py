@@ -124,6 +124,8 @@ class Stream:
         self.privatizer, self.source, self.sink = privatizer, source, sink
         self.prepare_ahead = can_prepare_ahead(privatizer.manifest) if prepare_ahead is None else bool(prepare_ahead)
         self._reader = None            # the ReadAhead thread, started by the first frame
+        # reading ahead, _prepare already runs in the reader thread: no second hop through Prefetching's
+        self._read = getattr(source, "read_direct", source.read) if self.prepare_ahead else source.read
         self.max_frames, self.warmup, self.depth_output = frames, warmup, depth_output
         self.preprocessor = preprocessor
         self.fixed_preprocessor = preprocessor is not None   # the caller's choice serves every frame
@@ -186,11 +188,9 @@ class Stream:
         None at the end of the source, or what spoilt the frame. Counting is left to the consumer, so
         the counters stay in one thread and in frame order."""
         clock = time.perf_counter   # seconds (perf_counter_ns needs Python 3.7)
-        # reading ahead, this already runs in the reader thread: no second hop through Prefetching's
-        read = getattr(self.source, "read_direct", self.source.read) if self.prepare_ahead else self.source.read
         t_capture = clock()
         try:
-            frame = read()
+            frame = self._read()
         except BadFrame as error:
             return error
         if frame is None:
