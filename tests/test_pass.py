@@ -284,3 +284,27 @@ def test_conditioned_bundle_draws_only_among_substitutes_the_device_knows_match(
     assert (unknown == Privatizer.load(conditioned_bundle, output="index", seed=5)(x)).all()
     with pytest.raises(InputError, match="known of"):
         privatizer(x, known=parity[:10])
+
+
+def test_pretraining_starts_g_at_f_of_each_substitute_and_f_reading_the_useful_label(digits):
+    """PASSConfig.pretrain_epochs: f learns the useful label first and g starts at f(bank sample), so
+    P(X'|X) begins on substitutes that share x's useful label (from a random f and g it does not)."""
+    import torch
+
+    from sensorveil.sdk.mechanisms.pass_substitution import (PASSConfig, SubstitutionHead, SubstitutionModel,
+                                                             make_embedding, prepare_data, pretrain_embedding,
+                                                             probabilities)
+    from sensorveil.sdk.training import apply, model_shape
+    data = prepare_data(digits, ["parity"], ["lt5"], substitutes=256, seed=0)
+    config = PASSConfig(embedding_dim=64, progress=False)
+    torch.manual_seed(0)
+    model = SubstitutionModel(make_embedding("image", model_shape(digits), 64), 256, 64, config.tau)
+
+    def same_parity_mass() -> float:
+        probs = probabilities(SubstitutionHead(model).eval(), data.x[data.test_rows])
+        bank = data.labels("parity")[data.bank_rows]
+        return float((probs * (bank[None] == data.labels("parity")[data.test_rows][:, None])).sum(1).mean())
+    before = same_parity_mass()
+    pretrain_embedding(model, data, epochs=3, config=config)
+    assert torch.allclose(model.g, apply(model.embed, data.x[data.bank_rows]))
+    assert before < 0.7 < same_parity_mass()
