@@ -85,7 +85,8 @@ class Mechanism:
         for key, value in request.settings.items():
             if key not in fields:
                 raise ValueError(f"{self.name} has no setting {key!r}; expected one of {sorted(fields)}")
-            setattr(config, key, coerce(value, getattr(config, key), key))
+            current = getattr(config, key)
+            setattr(config, key, coerce(value, declared_example(fields[key]) if current is None else current, key))
         return config
 
     def config_of(self, run: dict):
@@ -150,6 +151,18 @@ def as_list(value) -> list:
     if value is None:
         return []
     return [value] if isinstance(value, str) else list(value)
+
+
+SCALARS = {"bool": bool, "int": int, "float": float, "str": str}
+
+
+def declared_example(setting: dataclasses.Field):
+    """A value of the type a setting whose default is None declares ("int | None" -> 0), so that
+    `--set epochs=5` becomes 5; None where the annotation names no scalar (the value is kept as given)."""
+    for name in str(setting.type).replace("Optional[", "").replace("]", "").split("|"):
+        if name.strip() in SCALARS:
+            return SCALARS[name.strip()]()
+    return None
 
 
 def coerce(value, current, key: str):

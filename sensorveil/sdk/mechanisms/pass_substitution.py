@@ -358,11 +358,10 @@ def fit(data: PassData, config: PASSConfig) -> tuple[SubstitutionModel, dict]:
 
 
 def pretrain_epochs(config: PASSConfig, dataset: str) -> int:
-    value = config.pretrain_epochs if config.pretrain_epochs is not None else DEFAULT_PRETRAIN.get(dataset, 0)
-    epochs = int(value) if str(value).isdigit() else -1      # `--set pretrain_epochs=N` arrives as a string
+    epochs = config.pretrain_epochs if config.pretrain_epochs is not None else DEFAULT_PRETRAIN.get(dataset, 0)
     if epochs < 0:
-        raise ValueError(f"pretrain_epochs must be a whole number >= 0, got {value!r}")
-    return epochs
+        raise ValueError(f"pretrain_epochs must be >= 0, got {epochs}")
+    return int(epochs)
 
 
 def pretrain_embedding(model: SubstitutionModel, data: PassData, epochs: int, config: PASSConfig) -> None:
