@@ -38,9 +38,11 @@ PAPER_TABLE2 = {
 }
 AUDIT_SEEDS = 3      # the deployed bundle's attackers are repeated over seeds for their intervals
 LABELS = {"prgan": "PR-GAN", "ngp": "NGP", "ap": "AP", "laplace": "DP (Laplace)"}
+BASELINES = ("ngp", "ap", "laplace")
+DEPTH_MARGINS = (0.2, 0.5)
 
 
-def run_dataset(name: str, data_path, out: Path, quick: bool, margins=None) -> dict:
+def run_dataset(name: str, data_path, out: Path, quick: bool, margins=None, baselines=BASELINES) -> dict:
     threshold = runs.DEFAULT_TASKS[name][2]
     config = prgan.default_config(name, threshold)
     if margins:   # fewer sweep points for the 180x180 depth models, which are slow to train on 2 cores
@@ -56,15 +58,16 @@ def run_dataset(name: str, data_path, out: Path, quick: bool, margins=None) -> d
     device = audit_path(bundle, seeds=AUDIT_SEEDS)   # every attacker family, 95% intervals
     methods = {"prgan": {**run["metrics"], "selection": summary_of(run["selection"])}}
     exp = prgan.reload_experiment(run_dir, run)
-    for variant in ("ngp", "ap"):
+    for variant in [b for b in ("ngp", "ap") if b in baselines]:
         G, selection = prgan.fit_variant(exp, variant)
         methods[variant] = {**evaluate(exp.task, lambda x, G=G: snap_to_sensor(apply(G, x), exp.step), exp.fixed,
                                        seed=run["seed"]),
                             "selection": summary_of(selection)}
-    epsilon, selection = prgan.fit_laplace(exp)
-    methods["laplace"] = {**evaluate(exp.task, prgan.laplace_privatize(1.0 / epsilon, step=exp.step), exp.fixed,
-                                     seed=run["seed"]),
-                          "selection": summary_of(selection)}
+    if "laplace" in baselines:
+        epsilon, selection = prgan.fit_laplace(exp)
+        methods["laplace"] = {**evaluate(exp.task, prgan.laplace_privatize(1.0 / epsilon, step=exp.step),
+                                         exp.fixed, seed=run["seed"]),
+                              "selection": summary_of(selection)}
     return {"dataset": name, "useful": run["useful"], "private": run["private"], "reference": run["reference"],
             "output_dtype": run["output"]["dtype"],
             "methods": methods, "bundle": str(bundle), "bundle_evaluation": device,
@@ -72,7 +75,8 @@ def run_dataset(name: str, data_path, out: Path, quick: bool, margins=None) -> d
             "seconds": round(time.time() - started, 1)}
 
 
-def cached_or_run(name: str, data_path, out: Path, quick: bool, reuse: bool, margins=None) -> dict:
+def cached_or_run(name: str, data_path, out: Path, quick: bool, reuse: bool, margins=None,
+                  baselines=BASELINES) -> dict:
     """Each dataset's figures are saved as soon as they exist, so a long UJIIndoorLoc run that is
     interrupted does not cost the digits figures (--reuse picks them up again)."""
     cache = out / f"results-{name}.json"
@@ -84,7 +88,7 @@ def cached_or_run(name: str, data_path, out: Path, quick: bool, reuse: bool, mar
         found = next((r for r in earlier if r["dataset"] == name), None)
         if found:
             return found
-    result = {**run_dataset(name, data_path, out, quick, margins), "code_version": code_version()}
+    result = {**run_dataset(name, data_path, out, quick, margins, baselines), "code_version": code_version()}
     out.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(result, indent=2, default=str))
     return result
@@ -126,7 +130,10 @@ def markdown(results: list[dict], command: str) -> str:
                   "| probing attacker (trees) | utility probe | threshold met on validation | mean L2 distortion |",
                   "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
         for key, label in LABELS.items():
-            m = result["methods"][key]
+            m = result["methods"].get(key)
+            if m is None:   # a baseline this run left out (--depth-baselines)
+                lines.append(f"| {label} | {paper[key]} | not run on this data | | | | | | |")
+                continue
             lines.append(f"| {label} | {paper[key]} | {pct(m['protocol_acc_private'])} | {pct(m['protocol_acc_useful'])} "
                          f"| {pct(m['probing_acc_private'])} | {pct(m['tree_acc_private'])} | {pct(m['probing_acc_useful'])} "
                          f"| {m['selection']['threshold_met']} | {m['distortion_l2']:.2f} |")
@@ -377,7 +384,7 @@ def plot(results: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 3.6), squeeze=False)
     for ax, result in zip(axes[0], results):
-        keys = list(LABELS)
+        keys = [k for k in LABELS if k in result["methods"]]
         xs = range(len(keys))
         protocol = [100 * result["methods"][k]["protocol_acc_private"] for k in keys]
         probing = [100 * result["methods"][k]["probing_acc_private"] for k in keys]
@@ -401,8 +408,11 @@ def main() -> None:
     parser.add_argument("--docs", default=str(ROOT / "docs"))
     parser.add_argument("--datasets", nargs="+", default=["digits", "ujiindoorloc", "synthetic-depth"])
     parser.add_argument("--quick", action="store_true", help="tiny settings, to test the script")
-    parser.add_argument("--depth-margins", type=float, nargs="+", default=[0.2, 0.5],
+    parser.add_argument("--depth-margins", type=float, nargs="+", default=list(DEPTH_MARGINS),
                         help="hinge-margin fractions swept for synthetic-depth (fewer: 180x180 training is slow)")
+    parser.add_argument("--depth-baselines", nargs="*", default=list(BASELINES), choices=BASELINES,
+                        help="the Table 2 baselines run on synthetic-depth (each of NGP and AP is another "
+                             "180x180 generator per margin, about 40 min each here)")
     parser.add_argument("--render-only", action="store_true",
                         help="only rewrite results.md/png from the figures in docs/results.json")
     parser.add_argument("--reuse", action="store_true",
@@ -418,11 +428,16 @@ def main() -> None:
     else:
         results = [cached_or_run(name, args.uji if name == "ujiindoorloc" else None, out, args.quick,
                                  args.reuse and name not in args.rerun,
-                                 args.depth_margins if name == "synthetic-depth" else None)
+                                 args.depth_margins if name == "synthetic-depth" else None,
+                                 args.depth_baselines if name == "synthetic-depth" else BASELINES)
                    for name in args.datasets]
         (docs / "results.json").write_text(json.dumps(results, indent=2, default=str))
     plot(results, docs / "results.png")
     command = "python scripts/make_results.py" + (" --quick" if args.quick else "")
+    if list(args.depth_margins) != list(DEPTH_MARGINS):
+        command += " --depth-margins " + " ".join(f"{m:g}" for m in args.depth_margins)
+    if list(args.depth_baselines) != list(BASELINES):
+        command += " --depth-baselines " + " ".join(args.depth_baselines)
     if args.reuse:
         command += " --reuse" + (f" --rerun {' '.join(args.rerun)}" if args.rerun else "")
     if args.render_only or args.reuse:
