@@ -3,10 +3,12 @@
     python scripts/pass_results.py [--out pass-results] [--json docs/pass_results.json]
                                    [--prgan-bundles DIR] [--datasets digits ujiindoorloc synthetic-depth]
                                    [--reuse-run]   # keep a finished run in --out/runs, redo export and timing
+                                   [--audit-seeds 3]  # the exported bundle's audit; 0 leaves it out
 
 Per dataset: `train_run("pass", ...)` (training + probing attack with the neural and the tree
 attacker + Random*), `export_run(..., "onnx")` (validated against torch through the runtime), and
-a batch-1 benchmark through the runtime. PR-GAN's FPS on the same input size comes from the PR-GAN
+a batch-1 benchmark through the runtime, and the audit of the exported bundle as the device runs it
+(`sensorveil evaluate`'s attackers of every family, over seeds, with 95% intervals). PR-GAN's FPS on the same input size comes from the PR-GAN
 bundle in --prgan-bundles/prgan-<dataset> when there is one; otherwise a PR-GAN generator is trained
 for one epoch only to time its architecture (its privacy figures are not used and not reported).
 
@@ -32,6 +34,7 @@ TASKS = {
 }
 GOAL_POINTS = 0.05
 GOAL_MNAG = 0.5
+AUDIT_SEEDS = 3   # as scripts/make_results.py audits PR-GAN's bundles
 
 
 def goal_check(metrics: dict, private: list) -> dict:
@@ -70,8 +73,9 @@ def prgan_timing_bundle(dataset: str, data_path, out: Path, prgan_bundles: Path 
 
 
 def one_dataset(dataset: str, out: Path, docs: Path, prgan_bundles: Path | None, epochs: int | None,
-                reuse_run: bool = False) -> dict:
+                reuse_run: bool = False, audit_seeds: int = AUDIT_SEEDS) -> dict:
     from sensorveil.export import export_run
+    from sensorveil.sdk.assess import audit_path
     from sensorveil.sdk.runs import read_run, train_run
     useful, private, hidden, data_path = TASKS[dataset]
     if data_path is not None and not Path(data_path).is_file():
@@ -88,6 +92,7 @@ def one_dataset(dataset: str, out: Path, docs: Path, prgan_bundles: Path | None,
     shutil.copyfile(run_dir / "substitution_confusion.png", plot)
     prgan_bundle, prgan_source = prgan_timing_bundle(dataset, data_path, out, prgan_bundles)
     metrics = {k: v for k, v in run["metrics"].items() if k != "confusion"}
+    audited = {"bundle_evaluation": audit_path(bundle, seeds=audit_seeds)} if audit_seeds else {}
     return {"task": {"useful": useful, "private": private, "hidden": hidden},
             "config": run["config"], "substitution": run["substitution"],
             "training": {k: v for k, v in run["training"].items() if k != "history"},
@@ -95,7 +100,7 @@ def one_dataset(dataset: str, out: Path, docs: Path, prgan_bundles: Path | None,
             "reference": run["reference"], "metrics": metrics, "confusion": run["metrics"]["confusion"],
             "goal": goal_check(run["metrics"], private), "complexity": manifest.get("complexity"),
             "validation": manifest.get("validation"), "runtime_pass": runtime_row(bundle),
-            "runtime_prgan": {**runtime_row(prgan_bundle), "source": prgan_source},
+            "runtime_prgan": {**runtime_row(prgan_bundle), "source": prgan_source}, **audited,
             "confusion_plot": str(plot.relative_to(REPO)) if plot.is_relative_to(REPO) else str(plot),
             "run_dir": str(run_dir), "bundle": str(bundle), "seconds": round(time.time() - started, 1)}
 
@@ -109,6 +114,8 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=None, help="override PASS epochs (default per dataset)")
     parser.add_argument("--reuse-run", action="store_true",
                         help="keep a finished run in --out/runs (its training and probing attack) and redo the rest")
+    parser.add_argument("--audit-seeds", type=int, default=AUDIT_SEEDS,
+                        help="seeds of the exported bundle's audit (0: leave it out)")
     args = parser.parse_args()
     out, json_path = Path(args.out), Path(args.json)
     json_path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,7 +130,8 @@ def main() -> None:
                "datasets": {name: entry for name, entry in earlier.items() if name not in args.datasets}}
     for dataset in args.datasets:
         print(f"== PASS on {dataset}")
-        entry = one_dataset(dataset, out, json_path.parent, prgan, args.epochs, args.reuse_run)
+        entry = one_dataset(dataset, out, json_path.parent, prgan, args.epochs, args.reuse_run,
+                            args.audit_seeds)
         results["datasets"][dataset] = {**entry,
                                         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         json_path.write_text(json.dumps(results, indent=2, default=str) + "\n")   # partial results survive
