@@ -42,7 +42,8 @@ BASELINES = ("ngp", "ap", "laplace")
 DEPTH_MARGINS = (0.2, 0.5)
 
 
-def run_dataset(name: str, data_path, out: Path, quick: bool, margins=None, baselines=BASELINES) -> dict:
+def run_dataset(name: str, data_path, out: Path, quick: bool, margins=None, baselines=BASELINES,
+                reuse_run: bool = False) -> dict:
     threshold = runs.DEFAULT_TASKS[name][2]
     config = prgan.default_config(name, threshold)
     if margins:   # fewer sweep points for the 180x180 depth models, which are slow to train on 2 cores
@@ -51,8 +52,10 @@ def run_dataset(name: str, data_path, out: Path, quick: bool, margins=None, base
         config = prgan.PRGANConfig(epochs=2, classifier_epochs=2, margin_fractions=(0.2,), utility_threshold=threshold)
     options = {}
     started = time.time()
-    run_dir = runs.train_run("prgan", name, data_path=data_path, out=out / f"prgan-{name}",
-                             dataset_options=options, config=config)
+    run_dir = out / f"prgan-{name}"
+    if not (reuse_run and (run_dir / runs.RUN_FILE).is_file()):   # a finished run: keep its training
+        run_dir = runs.train_run("prgan", name, data_path=data_path, out=run_dir, dataset_options=options,
+                                 config=config)
     run = runs.read_run(run_dir)
     bundle = export_run(run_dir, "onnx", out / "bundles" / f"prgan-{name}")
     device = audit_path(bundle, seeds=AUDIT_SEEDS)   # every attacker family, 95% intervals
@@ -76,7 +79,7 @@ def run_dataset(name: str, data_path, out: Path, quick: bool, margins=None, base
 
 
 def cached_or_run(name: str, data_path, out: Path, quick: bool, reuse: bool, margins=None,
-                  baselines=BASELINES) -> dict:
+                  baselines=BASELINES, reuse_run: bool = False) -> dict:
     """Each dataset's figures are saved as soon as they exist, so a long UJIIndoorLoc run that is
     interrupted does not cost the digits figures (--reuse picks them up again)."""
     cache = out / f"results-{name}.json"
@@ -88,7 +91,8 @@ def cached_or_run(name: str, data_path, out: Path, quick: bool, reuse: bool, mar
         found = next((r for r in earlier if r["dataset"] == name), None)
         if found:
             return found
-    result = {**run_dataset(name, data_path, out, quick, margins, baselines), "code_version": code_version()}
+    result = {**run_dataset(name, data_path, out, quick, margins, baselines, reuse_run),
+              "code_version": code_version()}
     out.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(result, indent=2, default=str))
     return result
@@ -457,6 +461,9 @@ def main() -> None:
                              "those on the page now (docs/results.json)")
     parser.add_argument("--rerun", nargs="+", default=[], metavar="DATASET",
                         help="with --reuse: datasets to compute afresh all the same")
+    parser.add_argument("--reuse-runs", action="store_true",
+                        help="keep a finished PR-GAN run in --out/prgan-<dataset> (its training and run figures) "
+                             "and redo the export, the audit and the baselines")
     args = parser.parse_args()
     out, docs = Path(args.out), Path(args.docs)
     docs.mkdir(parents=True, exist_ok=True)
@@ -466,7 +473,8 @@ def main() -> None:
         results = [cached_or_run(name, args.uji if name == "ujiindoorloc" else None, out, args.quick,
                                  args.reuse and name not in args.rerun,
                                  args.depth_margins if name == "synthetic-depth" else None,
-                                 args.depth_baselines if name == "synthetic-depth" else BASELINES)
+                                 args.depth_baselines if name == "synthetic-depth" else BASELINES,
+                                 args.reuse_runs)
                    for name in args.datasets]
         (docs / "results.json").write_text(json.dumps(results, indent=2, default=str))
     plot(results, docs / "results.png")
