@@ -236,7 +236,7 @@ from sensorveil.runtime.stream import Stream
 bundle, clip = sys.argv[1], sys.argv[2]
 privatizer = Privatizer.load(bundle, output="sample", seed=0)
 stream = Stream(privatizer, open_source(clip), frames=90)
-people = changed_inside = changed_outside = 0
+people = changed_inside = outside_not_scene = raw_outside = 0
 directions = []
 assert privatizer.conditioned_on == "direction"
 for result in stream:
@@ -246,13 +246,17 @@ for result in stream:
     for x0, y0, x1, y1 in stream.preprocessor.last_windows:
         inside[max(y0, 0):y1, max(x0, 0):x1] = True
     diff = (out != image).any(axis=2)
+    scene = stream.preprocessor.empty_scene(image)     # around the substitutes: the empty scene, not the frame
     people += len(result.sample)
     directions += stream.preprocessor.last_directions.tolist()
     changed_inside += int(diff[inside].sum())
-    changed_outside += int(diff[~inside].sum())
-print(stream.preprocessed, people, changed_inside, changed_outside)
+    outside_not_scene += int((out != scene).any(axis=2)[~inside].sum())
+    learning = stream.preprocessor.detector.seen <= stream.preprocessor.detector.warmup
+    raw_outside += int(learning and (out != 128).any())    # while the scene is learnt: plain grey
+print(stream.preprocessed, people, changed_inside, outside_not_scene, raw_outside)
 assert "person-crops" in stream.preprocessed and people > 20
-assert changed_inside > 1000 and changed_outside == 0
+assert changed_inside > 1000 and outside_not_scene == 0
+assert raw_outside == 0                                 # the first frames do not go out as the camera saw them
 assert len(directions) == people and {0, 1} <= set(directions)   # the tracker saw people walk both ways
 assert "torch" not in [m.split(".")[0] for m in sys.modules if sys.modules[m] is not None]
 """
