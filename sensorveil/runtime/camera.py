@@ -296,8 +296,9 @@ def paste_people(frame, crops, windows, background=None, boxes=None):
             patch = cv2.resize(np.asarray(crop, dtype=np.uint8), (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
             paste_window(out, patch, x0, y0)
         return out
-    for x0, y0, x1, y1 in windows:
-        paste_window(out, cut(background, (x0, y0, x1, y1)), x0, y0)
+    if frame is not background:      # released on the empty scene itself: nobody to erase
+        for x0, y0, x1, y1 in windows:
+            paste_window(out, cut(background, (x0, y0, x1, y1)), x0, y0)
     for k, (crop, (x0, y0, x1, y1)) in enumerate(zip(crops, windows)):
         crop = np.asarray(crop, dtype=np.uint8)
         bounds = person_bounds(crop) if boxes is not None else None
@@ -374,14 +375,12 @@ class PersonCrops(object):
 
     def restore(self, privatized, context):
         image, boxes, windows, _, tracks = context
-        if self.paste == "window":
-            if len(windows) == 0:
-                return image.copy()
-            return paste_people(image, np.clip(np.rint(privatized), 0, 255).astype(np.uint8), windows)
-        scene = self.empty_scene(image)
+        scene = image if self.paste == "window" else self.empty_scene(image)
         if len(windows) == 0:
-            return scene
+            return scene.copy()
         crops = np.clip(np.rint(privatized), 0, 255).astype(np.uint8)
+        if self.paste == "window":
+            return paste_people(image, crops, windows)
         crops = np.stack([self.held.setdefault(int(t), crop) for t, crop in zip(tracks, crops)])
         for gone in set(self.held) - set(self.tracker.tracks):
             del self.held[gone]
