@@ -159,6 +159,20 @@ def test_video_file_camera_path_matches_opencv_area_resize(depth_bundle, vtest):
     assert np.abs(sample.astype(np.float32) - expected).max() <= 1.5 * 4500 / 255
 
 
+def test_video_files_decode_on_one_thread_frame_for_frame_as_opencv_does(vtest):
+    """The reader thread decodes with one FFmpeg thread (sources.DECODER_THREADS), so the decoder keeps
+    off the model's cores; the frames are the same as OpenCV's default capture gives."""
+    if not hasattr(cv2, "CAP_PROP_N_THREADS"):
+        pytest.skip(f"OpenCV {cv2.__version__} cannot set the decoder's threads (4.6+)")
+    plain = cv2.VideoCapture(str(vtest))
+    with open_source(str(vtest), prefetch=False) as source:
+        assert source.capture.get(cv2.CAP_PROP_N_THREADS) == 1
+        for _ in range(40):
+            ok, expected = plain.read()
+            assert ok and np.array_equal(source.read().data, expected)
+    plain.release()
+
+
 @pytest.mark.parametrize("shape", [(360, 480, 3), (480, 640, 3), (200, 331), (181, 190, 4)])
 def test_opencv_and_numpy_fits_agree_within_one_source_level(shape):
     """When shrinking (the only case FitToBundle gives to OpenCV), the OpenCV fast path (8-bit
