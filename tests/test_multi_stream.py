@@ -5,6 +5,7 @@ import json
 
 from sensorveil.benchmarks.multi_stream import stream_counts
 from sensorveil.cli import main
+from sensorveil.runtime.stream import stream_threads
 
 
 def test_stream_counts_double_up_to_the_asked_number():
@@ -20,6 +21,8 @@ def test_benchmark_streams_prints_one_row_per_stream_count(depth_bundle, tmp_pat
     assert max(len(line) for line in printed.splitlines()) <= 100
     result = json.loads(out.read_text())
     assert [row["streams"] for row in result["rows"]] == [1, 2, 3]
+    # a depth bundle's rounds are read ahead, beside a model on every core but the reader's
+    assert result["read_ahead"] is True and result["model_threads"] == stream_threads()
     for row in result["rows"]:
         assert row["rounds"] == 12 and row["aggregate_fps"] > 0
         assert row["latency_p95_ms"] >= row["latency_p50_ms"] > 0
