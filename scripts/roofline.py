@@ -11,6 +11,8 @@ its similarity head over the bank) every setting a user can choose on the CPU:
   (QDQ) bundle, exported with --skip-int8-privacy-check: these runs are trained just enough to export, so
   their privacy means nothing, and the audit of a 180x180 depth model (fp32 and int8, 3 seeds) took over an
   hour on 2 cores. A deployed int8 bundle is exported with the audit (docs/results.md);
+* onnxruntime THROUGHPUT: one single-threaded session per core, each on its own frames at once (several
+  streams, or one stream pipelined), frames per second over wall time;
 * OpenVINO (CPU plugin): the LATENCY hint per thread count, and the THROUGHPUT hint with as many
   asynchronous requests as it asks for (frames per second from many requests in flight, so its
   "latency" is wall time per frame, not one frame's).
@@ -118,7 +120,37 @@ def onnxruntime_rows(path: Path, precision: str, x: np.ndarray, thread_counts: l
                          "threads": threads, **timed(lambda b: session.run(None, {name: b}), x, iters)})
         if precision == "fp32":
             rows.append(saved_optimized_row(path, x, threads, iters))
+    sessions = max(thread_counts)
+    if sessions > 1:
+        rows.append(concurrent_sessions_row(path, precision, x, sessions, iters))
     return rows
+
+
+def concurrent_sessions_row(path: Path, precision: str, x: np.ndarray, sessions: int, iters: int) -> dict:
+    """One single-threaded session per core, each running its own frames at the same time (a board
+    serving several streams, or pipelining one): onnxruntime's counterpart of OpenVINO's THROUGHPUT
+    hint. A 180x180 frame is too little work to split across cores without them waiting on each other
+    (the rows at 2 threads fall well short of twice 1 thread); whole frames side by side keep every core busy.
+    onnxruntime releases the GIL inside run(), so Python threads run the sessions in parallel."""
+    import threading
+    runners = []
+    for _ in range(sessions):
+        session = ort_session(path, "all", 1)
+        name = session.get_inputs()[0].name
+        runners.append(lambda b, session=session, name=name: session.run(None, {name: b}))
+    each = max(1, iters // sessions)
+    for run in runners:                       # warm-up, one session at a time
+        for _ in range(max(20, each // 10)):
+            run(x)
+    threads = [threading.Thread(target=lambda run=run: [run(x) for _ in range(each)]) for run in runners]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    per_frame_ms = (time.perf_counter() - started) * 1e3 / (each * sessions)
+    return {"backend": "onnxruntime", "precision": precision, "setting": f"THROUGHPUT: {sessions} sessions x 1 thread",
+            "threads": sessions, "p50_ms": None, "mean_ms": per_frame_ms, "fps": 1e3 / per_frame_ms}
 
 
 def saved_optimized_row(path: Path, x: np.ndarray, threads: int, iters: int) -> dict:
@@ -218,6 +250,11 @@ def findings(result: dict) -> "list[str]":
         top = max(r["threads"] for r in model["rows"] if r["backend"] == "onnxruntime")
         best, extended = rows.get(("onnxruntime", "fp32", "level all", top)), rows.get(("onnxruntime", "fp32", "level extended", top))
         int8 = rows.get(("onnxruntime", "int8", "level all", top))
+        throughput = rows.get(("onnxruntime", "fp32", f"THROUGHPUT: {top} sessions x 1 thread", top))
+        if best and throughput:
+            lines.append(f"- {model['model']}: {top} single-threaded sessions side by side reach "
+                         f"{throughput['share_of_peak']:.0%} of the {top}-thread peak ({throughput['fps']:,.0f} FPS), "
+                         f"one session on {top} threads {best['share_of_peak']:.0%} ({best['fps']:,.0f} FPS, batch 1)")
         if best and extended:
             lines.append(f"- {model['model']}: level all is {best['fps'] / extended['fps']:.2f}x level extended at {top} threads "
                          "(its NCHWc convolution layout)" + (f"; int8 QDQ runs at {int8['fps'] / best['fps']:.2f}x fp32" if int8 else ""))
