@@ -63,9 +63,10 @@ def privatize_round(privatizer: Privatizer, preprocessors: list, prepared: list)
 
 def measure_streams(privatizer: Privatizer, source: str, streams: int, rounds: int, warmup: int = 5) -> dict:
     """One row: ``streams`` sources through one runtime for ``rounds`` timed rounds."""
-    opened = [open_source(source) for _ in range(streams)]
-    preprocessors = [None] * streams
     ahead = can_prepare_ahead(privatizer.manifest)
+    # reading ahead, the reader thread decodes itself; serial rounds let each source decode ahead
+    opened = [open_source(source, prefetch=not ahead) for _ in range(streams)]
+    preprocessors = [None] * streams
     reader = None
     try:
         for each in opened:
