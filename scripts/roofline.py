@@ -47,6 +47,7 @@ from sensorveil.benchmarks.bench import sensor_sample  # noqa: E402
 from sensorveil.runtime import Privatizer, open_bundle  # noqa: E402
 
 OPT_LEVELS = ("disabled", "basic", "extended", "all")
+PEAK_GOAL = 0.6   # issue 11: the depth model at 60% or more of the matmul peak
 
 
 def sensorveil_cli(*argv: str) -> None:
@@ -298,6 +299,8 @@ def plot(result: dict, path: Path) -> None:
         ax.barh(range(len(rows)), [100 * r["share_of_peak"] for r in rows], color="tab:blue")
         ax.set_yticks(range(len(rows)), labels, fontsize=7)
         ax.invert_yaxis()
+        ax.axvline(100 * PEAK_GOAL, color="tab:green", linestyle="--", label=f"goal: {PEAK_GOAL:.0%} of the peak")
+        ax.legend(loc="lower right", fontsize=7)
         ax.set_xlabel("% of numpy fp32 matmul peak (same threads)")
         ax.set_title(model["model"], fontsize=10)
     fig.tight_layout()
