@@ -51,8 +51,9 @@ MAX_FRAME_PIXELS = 4096 * 4096
 READS_PAST_DAMAGE = 5
 # FFmpeg decodes with one thread per core by default. The stream already decodes in its own reader
 # thread beside the model, so extra decoder threads only take the model's cores: on walkway.avi one
-# decoder thread decodes faster (0.35 against 0.45 core-ms per frame; docs/stream_plumbing.md) and
-# leaves the other core to the model. Cameras use their own capture backend and are not affected.
+# decoder thread also spent less CPU per frame (0.35 against 0.45 core-ms on the 2-core development
+# host) and left the other core to the model (docs/stream_plumbing.md). Cameras use their own capture
+# backend and are not affected.
 DECODER_THREADS = 1
 
 
