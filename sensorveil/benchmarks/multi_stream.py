@@ -64,13 +64,12 @@ def privatize_round(privatizer: Privatizer, preprocessors: list, prepared: list)
 def measure_streams(privatizer: Privatizer, source: str, streams: int, rounds: int, warmup: int = 5) -> dict:
     """One row: ``streams`` sources through one runtime for ``rounds`` timed rounds."""
     ahead = can_prepare_ahead(privatizer.manifest)
-    # reading ahead, the reader thread decodes itself; serial rounds let each source decode ahead
+    # reading ahead, the reader thread decodes itself; serial rounds let each source decode ahead.
+    # open_source opens each source: opening again would start a second capture of the same file
     opened = [open_source(source, prefetch=not ahead) for _ in range(streams)]
     preprocessors = [None] * streams
     reader = None
     try:
-        for each in opened:
-            each.open()
         produce = partial(read_round, opened, preprocessors, privatizer.input_spec)
         reader = ReadAhead(produce, name="sensorveil streams read-ahead") if ahead else None
         next_round = reader.take if reader else produce
