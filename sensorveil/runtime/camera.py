@@ -27,6 +27,10 @@ CROP_MARGIN = 0.15              # each side of a person's box grows by this shar
 # least grey-level gap between a pasted substitute and the scene behind it: on walkway.avi the downstream
 # counter saw the same people in 56% / 64% / 76% of frames at 40 / 70 / 100 (one seeded draw each)
 PERSON_CONTRAST = 100
+# least (x, y) pixels between two pasted substitutes: more than the downstream counter's closing
+# kernel (5x9) bridges (4 px across, 8 down), so people the detector found apart stay apart
+PERSON_GAP = (4, 8)
+WARMUP_BLOCK = 48          # px per block of the coarse scene released while the background is learnt
 BGR_TO_GRAY = np.array([0.114, 0.587, 0.299], dtype=np.float32)
 
 
@@ -260,6 +264,14 @@ def stand_out(person, scene, margin=PERSON_CONTRAST):
     return np.clip(moved, 1, 255).astype(np.uint8)
 
 
+def coarse(image, block):
+    """``image`` averaged over ``block`` x ``block`` px blocks and smoothly scaled back to its size."""
+    cv2 = opencv()
+    height, width = image.shape[:2]
+    small = cv2.resize(image, (max(width // block, 1), max(height // block, 1)), interpolation=cv2.INTER_AREA)
+    return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
+
+
 def paste_window(out, patch, x0, y0, mask=None):
     """``patch`` written into ``out`` with its top-left corner at (x0, y0), clipped to the frame; only
     where ``mask`` is true when one is given."""
@@ -299,22 +311,56 @@ def paste_people(frame, crops, windows, background=None, boxes=None):
     if frame is not background:      # released on the empty scene itself: nobody to erase
         for x0, y0, x1, y1 in windows:
             paste_window(out, cut(background, (x0, y0, x1, y1)), x0, y0)
-    for k, (crop, (x0, y0, x1, y1)) in enumerate(zip(crops, windows)):
-        crop = np.asarray(crop, dtype=np.uint8)
-        bounds = person_bounds(crop) if boxes is not None else None
-        if bounds is None:      # the person over the whole window, as the crop has it
-            target = (x0, y0, x1 - x0, y1 - y0)
-        else:
-            crop = crop[bounds[0]:bounds[1], bounds[2]:bounds[3]]
-            target = tuple(int(v) for v in boxes[k])
-        x, y, w, h = target
-        patch = cv2.resize(crop, (max(w, 1), max(h, 1)), interpolation=cv2.INTER_LINEAR)
-        if bounds is not None:
-            patch = stand_out(patch, to_gray(cut(background, (x, y, x + patch.shape[1], y + patch.shape[0]))))
-        person = cv2.resize((crop > 0).astype(np.uint8), (max(w, 1), max(h, 1)),
-                            interpolation=cv2.INTER_NEAREST).astype(bool)
+    placed = [place_person(np.asarray(crop, dtype=np.uint8), window, None if boxes is None else boxes[k], background)
+              for k, (crop, window) in enumerate(zip(crops, windows))]
+    for (x, y, patch, person) in keep_apart(placed):
         paste_window(out, patch, x, y, person)
     return out
+
+
+def place_person(crop, window, box, background):
+    """(x, y, patch, mask) of one cut-out pasted at its place: the person stretched to fill ``box`` and
+    made to stand out from the scene behind it, or, without a box (or a cut-out holding nobody), the
+    whole crop over its window."""
+    cv2 = opencv()
+    x0, y0, x1, y1 = window
+    bounds = person_bounds(crop) if box is not None else None
+    if bounds is None:      # the person over the whole window, as the crop has it
+        x, y, w, h = x0, y0, x1 - x0, y1 - y0
+    else:
+        crop = crop[bounds[0]:bounds[1], bounds[2]:bounds[3]]
+        x, y, w, h = (int(v) for v in box)
+    size = (max(w, 1), max(h, 1))
+    patch = cv2.resize(crop, size, interpolation=cv2.INTER_LINEAR)
+    if bounds is not None:
+        patch = stand_out(patch, to_gray(cut(background, (x, y, x + patch.shape[1], y + patch.shape[0]))))
+    person = cv2.resize((crop > 0).astype(np.uint8), size, interpolation=cv2.INTER_NEAREST).astype(bool)
+    return x, y, patch, person
+
+
+def keep_apart(placed, gap=PERSON_GAP):
+    """The placed people with every pixel closer than ``gap`` (x, y) pixels to another pasted person
+    taken out of both. The detector found them as separate blobs in the camera's frame, but substitutes
+    stretched to their boxes fill what was between two people walking side by side; touching, they
+    would be one blob to a people counter downstream, one person fewer than the camera saw."""
+    if len(placed) < 2:
+        return placed
+    cv2 = opencv()
+    ring = cv2.getStructuringElement(cv2.MORPH_RECT, (2 * gap[0] + 1, 2 * gap[1] + 1))
+    left = min(p[0] for p in placed) - gap[0]
+    top = min(p[1] for p in placed) - gap[1]
+    width = max(p[0] + p[3].shape[1] for p in placed) + gap[0] - left
+    height = max(p[1] + p[3].shape[0] for p in placed) + gap[1] - top
+    owners = np.zeros((height, width), dtype=np.int32)       # how many people's near zone covers a pixel
+    for x, y, _, person in placed:
+        near = np.zeros((height, width), dtype=np.uint8)
+        near[y - top:y - top + person.shape[0], x - left:x - left + person.shape[1]] = person
+        owners += cv2.dilate(near, ring) > 0
+    apart = []
+    for x, y, patch, person in placed:
+        shared = owners[y - top:y - top + person.shape[0], x - left:x - left + person.shape[1]] > 1
+        apart.append((x, y, patch, person & ~shared))
+    return apart
 
 
 def person_crops_from_manifest(camera):
@@ -390,10 +436,14 @@ class PersonCrops(object):
         """What a cut-out bundle releases around its substitutes: the background model's empty scene, not
         the camera's frame, so a person the detector misses (too far, too small, half hidden) is left out
         instead of released as the camera saw them; on walkway.avi 2.6% of the people a downstream
-        counter found in the frame-based release were such raw passers-by. Plain grey while the model
-        is still learning the scene: its picture then still holds the people of the first frames."""
+        counter found in the frame-based release were such raw passers-by. While the model is still
+        learning the scene its picture still holds the people of the first frames, so the frame is
+        released as a few coarse blocks of colour (``WARMUP_BLOCK`` px: nobody is a shape at that
+        scale). Not a flat grey: a people counter downstream learns whatever it is shown first as one
+        of its backgrounds, and grey substitutes on a grey background are invisible to it (on
+        walkway.avi a grey plate lost a person in 37% of frames, the coarse scene in 17%)."""
         if self.detector.seen <= self.detector.warmup:
-            return np.full_like(image, 128)
+            return coarse(image, WARMUP_BLOCK)
         background = self.detector.background()
         if background.shape != image.shape:      # a grey frame against a colour model, or the reverse
             background = to_gray(background) if image.ndim == 2 else np.repeat(background[..., None], 3, 2)
