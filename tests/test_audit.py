@@ -30,7 +30,62 @@ def test_exact_posterior_attacker_reads_the_private_class_off_the_bank_index():
     data = SimpleNamespace(train_rows=np.arange(60), test_rows=np.arange(60, 100),
                            labels=lambda attr: labels, classes=lambda attr: 2)
     revealing = np.eye(2)[labels[:60]]
-    assert exact_posterior_attacker(data, "s", revealing, labels[60:])(0) == 1.0
+    assert (exact_posterior_attacker(data, "s", revealing, labels[60:])(0) == labels[60:]).all()
     uniform = np.full((60, 2), 0.5)
     draws = np.random.default_rng(0).integers(0, 2, 40)
-    assert exact_posterior_attacker(data, "s", uniform, draws)(0) == pytest.approx(0.5)
+    assert (exact_posterior_attacker(data, "s", uniform, draws)(0) == labels[60:]).mean() == pytest.approx(0.5)
+
+
+def shifted_task(rng):
+    """Two useful labels, three private classes, held in other shares by the test rows than by the
+    training rows (a split by time), and data that says nothing but the useful label."""
+    from sensorveil.sdk.evaluation import Task
+    from sensorveil.sdk.priors import maximum_entropy_distribution
+    train_shares = np.array([[0.5, 0.3, 0.2], [0.2, 0.2, 0.6]])
+    test_shares = np.array([[0.1, 0.3, 0.6], [0.3, 0.5, 0.2]])
+    useful = rng.integers(0, 2, 1200)
+    shares = np.where(np.arange(1200)[:, None] < 600, train_shares[useful], test_shares[useful])
+    private = np.array([rng.choice(3, p=p) for p in shares])
+    theta = np.zeros((2, 3))
+    np.add.at(theta, (useful[:600], private[:600]), 1.0)
+    x = np.eye(2, dtype=np.float32)[useful] + rng.normal(0, 0.01, (1200, 2)).astype(np.float32)
+    return Task(x=__import__("torch").as_tensor(x), useful=useful, private=private, n_useful=2, n_private=3,
+                med=maximum_entropy_distribution(theta / theta.sum(1, keepdims=True), 2, 3),
+                attacker_train=np.arange(600), test=np.arange(600, 1200), modality="vector")
+
+
+def test_label_shift_weights_make_random_star_the_best_guess_from_the_useful_label():
+    """Under the weights, no guess from the useful label alone beats Random* (it does on the plain test
+    rows, where the shares moved), and the weighted rows hold the training part's shares."""
+    from itertools import product
+
+    from sensorveil.sdk.audit import label_shift_weights, score
+    task = shifted_task(np.random.default_rng(0))
+    weights = label_shift_weights(task)
+    useful, private = task.useful[task.test], task.private[task.test]
+    assert weights.mean() == pytest.approx(1.0)
+    star = task.med.argmax(1)[useful]
+    every_rule = [np.array(rule)[useful] for rule in product(range(3), repeat=2)]
+    assert max(score(g, private, weights) for g in every_rule) == pytest.approx(score(star, private, weights))
+    assert max(score(g, private) for g in every_rule) > score(star, private) + 0.2     # unweighted: no floor
+    for u in range(2):
+        rows = useful == u
+        weighted = np.bincount(private[rows], weights=weights[rows], minlength=3) / weights[rows].sum()
+        trained = np.bincount(task.private[task.attacker_train][task.useful[task.attacker_train] == u], minlength=3)
+        np.testing.assert_allclose(weighted, trained / trained.sum())
+
+
+def test_audit_scores_a_useful_label_only_release_at_random_star_under_the_weights():
+    """Attackers on a release that carries the useful label and nothing else: weighted, they sit at
+    Random* and the goal is met; the plain scores beside them are kept."""
+    import torch
+
+    from sensorveil.sdk.audit import Release, audit, label_shift_weights
+    task = shifted_task(np.random.default_rng(1))
+    release = Release(task=task, train=task.x[task.attacker_train], test=task.x[task.test],
+                      test_weights=label_shift_weights(task))
+    result = audit(release, seeds=2, attacker_epochs=3, families=("trees", "logistic"))
+    assert result["goal"]["strongest_within_5_points_of_random_star"]
+    assert result["private"]["logistic"]["mean"] == pytest.approx(result["random_star"], abs=0.03)
+    assert result["n_effective"] < len(task.test) and "unweighted" in result
+    assert isinstance(result["unweighted"]["private"]["trees"]["mean"], float) and torch is not None

@@ -13,6 +13,14 @@ scored on the released test split (the probing attack of PASS section 5.1). Fami
 
 The interval of a family's mean accuracy over R seeds on n test rows combines the seed-to-seed
 spread and the test sample's binomial error: mean +- 1.96 sqrt(s^2 / R + p (1 - p) / n).
+
+A split by time (the camera clip) can hold the private classes in other shares than the training
+part, and Random* (the best guess from the useful label under the training part's prior) is then no
+floor: an attacker that spreads its guesses can beat it on a release that says nothing but the
+useful label. A release with ``test_weights`` (:func:`label_shift_weights`) is scored on the test
+rows reweighted to the training part's P(private | useful), the standard label-shift correction, so
+Random* is again the best any guess from the useful label can do; the plain scores are kept beside
+("unweighted"), and the binomial error uses the weights' effective sample size.
 """
 from __future__ import annotations
 
@@ -23,9 +31,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sensorveil.sdk.evaluation import Task, baselines, pooled_features, tree_attacker_accuracy
+from sensorveil.sdk.evaluation import Task, baselines, pooled_features, tree_attacker_predictions
 from sensorveil.sdk.networks import make_classifier
-from sensorveil.sdk.training import accuracy, train_classifier
+from sensorveil.sdk.training import predict, train_classifier
 
 FAMILIES = ("neural", "trees", "logistic", "trees+useful")
 GOAL_MARGIN = 0.05      # the product's goal: the strongest attacker within 5 points of Random*
@@ -37,8 +45,32 @@ class Release:
     task: Task
     train: torch.Tensor
     test: torch.Tensor
-    extra_attackers: dict = field(default_factory=dict)   # name -> callable(seed) -> accuracy
+    extra_attackers: dict = field(default_factory=dict)   # name -> callable(seed) -> test predictions
     fixed: dict | None = None      # the defender's fixed classifiers (PR-GAN's D_y, D_z), if it has any
+    test_weights: np.ndarray | None = None    # per test row (label_shift_weights); None: plain accuracy
+
+
+def label_shift_weights(task: Task) -> np.ndarray:
+    """Per test row, P_train(z | u) / P_test(z | u) from the two splits' counts, mean 1: the test rows
+    reweighted so each useful label's private classes come in the training part's shares. Rows of a
+    (u, z) the training part never shows weigh 0."""
+    def shares(rows):
+        counts = np.zeros((task.n_useful, task.n_private))
+        np.add.at(counts, (task.useful[rows], task.private[rows]), 1.0)
+        return counts / np.maximum(counts.sum(1, keepdims=True), 1.0)
+    useful, private = task.useful[task.test], task.private[task.test]
+    weights = shares(task.attacker_train)[useful, private] / shares(task.test)[useful, private]
+    return weights * len(weights) / weights.sum()
+
+
+def effective_rows(weights: np.ndarray | None, n: int) -> float:
+    """Kish's effective sample size of weighted rows (n without weights)."""
+    return float(n) if weights is None else float(weights.sum() ** 2 / (weights ** 2).sum())
+
+
+def score(guesses: np.ndarray, truth: np.ndarray, weights: np.ndarray | None = None) -> float:
+    hits = (np.asarray(guesses) == np.asarray(truth)).astype(np.float64)
+    return float(hits.mean() if weights is None else (hits * weights).sum() / weights.sum())
 
 
 def interval(accuracies: list, n_test: int) -> dict:
@@ -56,8 +88,8 @@ def flat_features(x: np.ndarray) -> np.ndarray:
     return pooled_features(x)
 
 
-def attack(family: str, release: Release, labels: np.ndarray, classes: int, epochs: int, seed: int) -> float:
-    """One attacker of ``family`` trained on the released training split, scored on the test split."""
+def attack(family: str, release: Release, labels: np.ndarray, classes: int, epochs: int, seed: int) -> np.ndarray:
+    """One attacker of ``family`` trained on the released training split: its guesses on the test split."""
     task = release.task
     train_y, test_y = labels[task.attacker_train], labels[task.test]
     if family == "neural":
@@ -65,18 +97,18 @@ def attack(family: str, release: Release, labels: np.ndarray, classes: int, epoc
         torch.manual_seed(seed)
         train_classifier(net, release.train, train_y, epochs=epochs, desc=f"audit neural (seed {seed})",
                          seed=seed)
-        return accuracy(net, release.test, test_y)
+        return predict(net, release.test)
     train_x, test_x = flat_features(release.train.numpy()), flat_features(release.test.numpy())
     if family == "trees":
-        return tree_attacker_accuracy(train_x, train_y, test_x, test_y, seed)
+        return tree_attacker_predictions(train_x, train_y, test_x, seed)
     if family == "trees+useful":
         useful = np.eye(task.n_useful, dtype=np.float32)
-        return tree_attacker_accuracy(np.hstack([train_x, useful[task.useful[task.attacker_train]]]), train_y,
-                                      np.hstack([test_x, useful[task.useful[task.test]]]), test_y, seed)
+        return tree_attacker_predictions(np.hstack([train_x, useful[task.useful[task.attacker_train]]]), train_y,
+                                         np.hstack([test_x, useful[task.useful[task.test]]]), seed)
     if family == "logistic":
         from sklearn.linear_model import LogisticRegression
         model = LogisticRegression(max_iter=300, random_state=seed)
-        return float((model.fit(train_x, train_y).predict(test_x) == test_y).mean())
+        return model.fit(train_x, train_y).predict(test_x)
     raise ValueError(f"unknown attacker family {family!r}; expected one of {FAMILIES}")
 
 
@@ -86,21 +118,33 @@ def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=
     if seeds < 1:
         raise ValueError(f"the audit needs at least 1 seed, got {seeds}")
     task = release.task
-    n_test = len(task.test)
-    private = {family: interval([attack(family, release, task.private, task.n_private, attacker_epochs, seed)
-                                 for seed in range(seeds)], n_test) for family in families}
+    private_test, useful_test = task.private[task.test], task.useful[task.test]
+    guesses = {family: [attack(family, release, task.private, task.n_private, attacker_epochs, seed)
+                        for seed in range(seeds)] for family in families}
     for name, run_attacker in release.extra_attackers.items():
-        private[name] = interval([run_attacker(seed) for seed in range(seeds)], n_test)
-    useful = interval([attack("neural", release, task.useful, task.n_useful, attacker_epochs, 100 + seed)
-                       for seed in range(seeds)], n_test)
+        guesses[name] = [run_attacker(seed) for seed in range(seeds)]
+    useful_guesses = [attack("neural", release, task.useful, task.n_useful, attacker_epochs, 100 + seed)
+                      for seed in range(seeds)]
     reference = baselines(task)
-    strongest = max(private, key=lambda name: private[name]["mean"])
-    return {"seeds": seeds, "attacker_epochs": attacker_epochs, "n_attacker_train": int(len(task.attacker_train)),
-            "n_test": n_test, "private": private, "useful": useful, "random_star": reference["random_star"],
-            "majority_private": reference["majority_private"], "strongest_attacker": strongest,
-            "goal": {"strongest_within_5_points_of_random_star":
-                     private[strongest]["mean"] <= reference["random_star"] + GOAL_MARGIN,
-                     "margin": GOAL_MARGIN}}
+    best_from_useful = task.med.argmax(axis=1)[useful_test]       # Random*'s guess
+
+    def scored(weights):
+        n = effective_rows(weights, len(task.test))
+        private = {name: interval([score(g, private_test, weights) for g in runs], n) for name, runs in guesses.items()}
+        return {"private": private, "useful": interval([score(g, useful_test, weights) for g in useful_guesses], n),
+                "random_star": score(best_from_useful, private_test, weights), "n_effective": n}
+    result = scored(release.test_weights)
+    strongest = max(result["private"], key=lambda name: result["private"][name]["mean"])
+    out = {"seeds": seeds, "attacker_epochs": attacker_epochs, "n_attacker_train": int(len(task.attacker_train)),
+           "n_test": len(task.test), **result, "majority_private": reference["majority_private"],
+           "strongest_attacker": strongest,
+           "goal": {"strongest_within_5_points_of_random_star":
+                    result["private"][strongest]["mean"] <= result["random_star"] + GOAL_MARGIN,
+                    "margin": GOAL_MARGIN}}
+    if release.test_weights is not None:
+        out["scoring"] = "test rows reweighted to the training part's P(private | useful) (label shift)"
+        out["unweighted"] = scored(None)
+    return out
 
 
 def format_audit(result: dict, title: str) -> str:
