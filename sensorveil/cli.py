@@ -31,6 +31,10 @@ def _print_mapping(title: str, data: dict) -> None:
 
 # -- verbs -------------------------------------------------------------------------------
 def cmd_quickstart(args) -> int:
+    if args.camera:
+        from sensorveil.quickstart import camera_quickstart
+        camera_quickstart(Path(args.out), Path(args.camera))
+        return 0
     from sensorveil.quickstart import quickstart
     quickstart(Path(args.out), epochs=args.epochs)
     return 0
@@ -388,6 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = verbs.add_parser("quickstart", help="train PR-GAN on digits, attack it, export, run and benchmark it")
     p.add_argument("--out", default="sensorveil-out", help="where runs, bundles and reports go")
     p.add_argument("--epochs", type=positive_int, default=None, help="generator epochs (default: the config's)")
+    p.add_argument("--camera", metavar="CLIP", default=None,
+                   help="instead: PASS on the people of a still camera clip (e.g. ../shared/media/walkway.avi), "
+                        "audited and previewed raw beside privatized")
     p.set_defaults(func=cmd_quickstart)
 
     p = verbs.add_parser("train", help="train a privatizing mechanism on a dataset")

@@ -120,3 +120,59 @@ def print_summary(summary: dict, out: Path) -> None:
     print(f"  examples  {summary['examples']}")
     print(f"  details   {out / 'reports'} (benchmark tables), {out / 'summary.json'}; "
           f"{summary['seconds']:.0f} s in all")
+
+
+# The camera path of issue 14 in one call: PASS on people crops of a still camera clip, its walking
+# direction kept (the tracker measures it on the device; the draw stays among bank people walking the
+# same way), exported, audited as the device runs it, and previewed raw beside privatized.
+CAMERA_SETTINGS = {"condition": "direction"}
+
+
+def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS) -> dict:
+    """Train PASS on ``clip`` (e.g. ../shared/media/walkway.avi), export its ONNX bundle, audit it
+    (scripts/camera_results.py adds PR-GAN, the count check and the pipeline's cost), and write the
+    headless preview: OUT/camera-preview.mp4 and its contact sheet."""
+    from sensorveil.export import export_run
+    from sensorveil.runtime.preview import preview
+    from sensorveil.runtime.sources import open_source
+    from sensorveil.runtime.stream import load_for_stream
+    from sensorveil.sdk.assess import audit_path
+    from sensorveil.sdk.audit import write_report as write_audit
+    from sensorveil.sdk.runs import train_run
+
+    out, clip = Path(out), Path(clip)
+    if not clip.is_file():
+        raise FileNotFoundError(f"camera clip not found: {clip}; expected a still camera filming people walking, "
+                                "e.g. ../shared/media/walkway.avi")
+    started = time.time()
+    print(f"[1/3] training pass on people crops of {clip.name} (private: appearance, useful: walking direction)")
+    run_dir = train_run("pass", "walkway", data_path=str(clip), out=out / "runs" / "pass-walkway",
+                        settings=dict(CAMERA_SETTINGS))
+    bundle = export_run(run_dir, "onnx", out / "bundles" / "pass-walkway")
+    print(f"[2/3] auditing the bundle through the torch-free runtime ({seeds} seeds per attacker)")
+    audit = audit_path(bundle, seeds=seeds)
+    report = write_audit(audit, "audit of the pass walkway bundle", out / "reports" / "audit-pass-walkway.md")
+    print(f"[3/3] previewing raw beside privatized over {clip.name}")
+    with open_source(str(clip)) as source:
+        shown = preview(load_for_stream(bundle), source, out=out / "camera-preview.mp4", headless=True)
+    summary = {"seconds": round(time.time() - started, 1), "bundle": str(bundle), "audit_report": str(report),
+               "mechanisms": {"pass": {**summarize({"audit": audit, "report": str(report), "bundle": str(bundle),
+                                                    "fps": shown.get("fps", 0.0)})}},
+               "video": str(shown["video"]), "contact_sheet": str(shown["contact_sheet"])}
+    (out / "camera-summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    print_camera_summary(summary)
+    return summary
+
+
+def print_camera_summary(summary: dict) -> None:
+    row = summary["mechanisms"]["pass"]
+    figure = row["attacker_accuracy"]
+    print(f"\n== sensorveil quickstart --camera: people made substitutes, walking direction kept ==")
+    print(f"  best attacker on appearance  {figure['mean']:5.1%} [{figure['low']:5.1%}, {figure['high']:5.1%}] "
+          f"({row['strongest_attacker']}); Random* {row['random_star']:.1%}: "
+          + ("protects" if row["goal_met"] else "LEAKS"))
+    print(f"  direction kept               {row['utility']['mean']:5.1%} [{row['utility']['low']:5.1%}, "
+          f"{row['utility']['high']:5.1%}]")
+    print(f"  whole pipeline               {row['fps']:.1f} FPS (decode, detect, privatize, paste back)")
+    print(f"  preview   {summary['video']} (raw | privatized), {summary['contact_sheet']}")
+    print(f"  bundle    {summary['bundle']}; audit {summary['audit_report']}; {summary['seconds']:.0f} s in all")

@@ -304,3 +304,7 @@ def test_camera_bundle_runs_torch_free_on_walkway(tmp_path):
                           env={**__import__("os").environ, "PYTHONPATH": str(root)}, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+    from sensorveil.sdk.assess import audit_path      # the clip's split is by time: scored with label-shift weights
+    audited = audit_path(bundle, seeds=1, attacker_epochs=1)
+    assert audited["n_effective"] < audited["n_test"] and "unweighted" in audited
+    assert audited["random_star"] != audited["unweighted"]["random_star"]

@@ -103,6 +103,8 @@ def test_errors_exit_2_with_one_line_that_says_what_was_expected(tmp_path, capsy
     assert "expected a run directory" in err and "Traceback" not in err
     assert main(["train", "prgan", "--dataset", "mnist-please"]) == 2
     assert "expected" in capsys.readouterr().err
+    assert main(["quickstart", "--camera", str(tmp_path / "no-such-clip.avi"), "--out", str(tmp_path / "q")]) == 2
+    assert "camera clip not found" in capsys.readouterr().err
 
 
 def test_console_script_help_lists_the_contract_verbs():

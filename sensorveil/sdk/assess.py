@@ -59,7 +59,8 @@ def audit_path(path, backend: str = "auto", seeds: int = 3, attacker_epochs: int
     attacker family over ``seeds`` seeds with 95% intervals, the utility probe, Random*; plus the
     paper-protocol figures of the fixed classifiers when the mechanism has them. The flat keys
     (probing_acc_private, tree_acc_private, ...) are the family means, as `evaluate` always wrote."""
-    from sensorveil.sdk.audit import audit
+    from sensorveil.sdk.audit import audit, label_shift_weights
+    from sensorveil.sdk.datasets import SPLIT_BY_TIME
     from sensorveil.sdk.training import accuracy
     path = Path(path)
     is_bundle = (path / MANIFEST_NAME).is_file()
@@ -76,6 +77,8 @@ def audit_path(path, backend: str = "auto", seeds: int = 3, attacker_epochs: int
         privatizer = Privatizer.load(path, backend=backend, **mechanism.audit_load_options)
         heading["backend"] = privatizer.backend_name
     release = mechanism.release(run_dir, run, privatizer)
+    if run.get("dataset", {}).get("name") in SPLIT_BY_TIME:     # class shares move with time: Random* needs it
+        release.test_weights = label_shift_weights(release.task)
     result = {**heading, **audit(release, seeds=seeds, attacker_epochs=attacker_epochs)}
     if release.fixed:
         task, fixed = release.task, release.fixed

@@ -155,10 +155,17 @@ def format_audit(result: dict, title: str) -> str:
     for name, figure in result["private"].items():
         marker = "  <- strongest" if name == result["strongest_attacker"] else ""
         lines.append(f"  {name:34s} {cell(figure)}{marker}")
+    if "unweighted" in result:
+        plain = result["unweighted"]
+        best = max(plain["private"], key=lambda name: plain["private"][name]["mean"])
+        lines += [f"  {'plain test rows, strongest':34s} {cell(plain['private'][best])}  ({best})",
+                  f"  {'plain test rows, Random*':34s} {plain['random_star']:6.1%}  (no floor there)"]
     lines += [f"  {'Random* (useful label + prior)':34s} {result['random_star']:6.1%}",
               f"  {'utility probe (useful attribute)':34s} {cell(result['useful'])}",
               f"  {result['seeds']} seeds x {result['attacker_epochs']} attacker epochs, "
-              f"{result['n_attacker_train']} training / {result['n_test']} test rows",
+              f"{result['n_attacker_train']} training / {result['n_test']} test rows"
+              + (f" (reweighted for the split by time: {result['n_effective']:.0f} effective)"
+                 if "unweighted" in result else ""),
               "  goal (strongest attacker <= Random* + 5 points): "
               + ("met" if result["goal"]["strongest_within_5_points_of_random_star"] else "NOT met")]
     return "\n".join(lines)
