@@ -152,11 +152,11 @@ def test_cut_out_paste_clears_every_window_before_pasting_any():
 
 
 def test_cut_out_paste_keeps_people_side_by_side_apart_for_a_downstream_counter():
-    """Two people walking side by side, their boxes touching: stretched to their boxes the substitutes
+    """Two people walking side by side, their boxes 3 px apart: stretched to their boxes the substitutes
     would be one blob; pasted, they stay two after the counter's own clean-up (closing 5x9)."""
     frame = np.full((120, 160), 100, np.uint8)
     background = np.full_like(frame, 50)
-    boxes = np.array([[50, 30, 12, 40], [62, 34, 12, 40]])
+    boxes = np.array([[50, 30, 12, 40], [65, 34, 12, 40]])       # 3 px apart: a 5x9 closing bridges it
     windows = crop_windows(boxes, frame.shape)
     cut_outs = np.zeros((2,) + CROP_SHAPE, np.uint8)
     cut_outs[:, 10:60, 5:20] = 200
@@ -164,18 +164,35 @@ def test_cut_out_paste_keeps_people_side_by_side_apart_for_a_downstream_counter(
     person = (out == 200).astype(np.uint8)
     closed = cv2.morphologyEx(person, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 9)))
     assert cv2.connectedComponents(closed)[0] - 1 == 2
-    assert person[:, 50:62].sum() > 0.6 * 12 * 40 and person[:, 62:74].sum() > 0.6 * 12 * 40
+    assert person[:, 50:62].sum() > 0.6 * 12 * 40 and person[:, 65:77].sum() > 0.6 * 12 * 40
     alone = paste_people(frame, cut_outs[:1], windows[:1], background, boxes=boxes[:1])
     assert ((alone == 200).sum()) == 12 * 40                  # a person with nobody near keeps every pixel
+
+
+def test_cut_out_paste_thickens_thin_limbs_so_a_counters_opening_keeps_them():
+    frame = np.full((120, 160), 100, np.uint8)
+    background = np.full_like(frame, 50)
+    box = np.array([[50, 30, 9, 40]])
+    cut_out = np.zeros((1,) + CROP_SHAPE, np.uint8)
+    cut_out[0, 10:60, 5:20] = 200                             # a body
+    cut_out[0, 60:110, 12:14] = 200                           # and a leg a pixel wide once pasted
+    out = paste_people(frame, cut_out, crop_windows(box, frame.shape), background, boxes=box)
+    person = (out >= 150).astype(np.uint8)                  # pasted: at least 100 above the scene
+    opened = cv2.morphologyEx(person, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3)))
+    rows = np.flatnonzero(opened.any(1))
+    assert rows[-1] - rows[0] + 1 >= 0.9 * 40                 # the leg survives: the person keeps its height
 
 
 def test_stand_out_moves_the_person_away_from_the_scene_on_its_own_side():
     scene = np.array([[120, 120, 120, 240, 10]], np.uint8)
     person = np.array([[130, 100, 120, 250, 5]], np.uint8)
     out = stand_out(person, scene, margin=60)
-    # lighter stays lighter, darker stays darker, a tie goes to the side with room, no room: the other side
-    assert out.tolist() == [[180, 60, 180, 180, 70]]
-    assert (np.abs(out.astype(int) - scene) >= 60).all() and (stand_out(scene, scene, 0) == scene).all()
+    # lighter stays lighter, darker stays darker (and below 0.45 of the scene: no shadow to a background
+    # model), a tie goes to the side with room, no room: the other side
+    assert out.tolist() == [[180, 54, 180, 108, 70]]
+    assert (np.abs(out.astype(int) - scene) >= 60).all()
+    darker = out < scene
+    assert (out[darker] <= 0.45 * scene[darker]).all()
 
 
 def test_clean_cut_out_keeps_one_solid_person():
