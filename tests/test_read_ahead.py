@@ -95,3 +95,6 @@ def test_the_benchmark_puts_the_stream_beside_the_model_alone(depth_bundle):
     assert report["prepared_ahead"] and report["model_threads"] == stream_threads()
     assert report["model_alone_fps"] > 0
     assert report["stream_vs_model"] == pytest.approx(report["fps"] / report["model_alone_fps"])
+    # CPU time per frame, every thread counted: a reader thread's work makes it more than wall per frame
+    assert report["cpu_ms_per_frame"] > 0
+    assert report["cpu_cores_busy"] == pytest.approx(report["cpu_ms_per_frame"] * report["fps"] / 1e3)

@@ -138,12 +138,14 @@ class Stream:
         self.samples_ms = {stage: deque(maxlen=TIMING_WINDOW) for stage in STAGES + ("units",)}
         self.timed_frames = 0
         self.timed_wall_s = 0.0
+        self.timed_cpu_s = 0.0         # the process's CPU time (every thread) over the timed frames
         self._last_index: "int | None" = None
         self._unreadable_since_last = 0
         self.unreadable = 0            # frames the source could not read or decode (also in bad)
 
     def __iter__(self) -> Iterator[Result]:
         timed_since = time.perf_counter() if self.warmup == 0 else None
+        cpu_since = time.process_time()
         try:
             while self.max_frames is None or self.counters.frames_out < self.max_frames:
                 result = self._next()
@@ -156,8 +158,9 @@ class Stream:
                         self.samples_ms[stage].append(value)
                     self.timed_frames += 1
                     self.timed_wall_s = time.perf_counter() - timed_since
+                    self.timed_cpu_s = time.process_time() - cpu_since
                 elif self.counters.frames_out >= self.warmup:
-                    timed_since = time.perf_counter()
+                    timed_since, cpu_since = time.perf_counter(), time.process_time()
                 yield result
         finally:   # also when the consumer stops early: the reader must not outlive the source
             self.close()
@@ -306,6 +309,8 @@ class Stream:
         if timed and self.timed_wall_s > 0:
             # end to end: everything the loop did, consumer included, over the timed frames
             report["fps"] = timed / self.timed_wall_s
+            report["cpu_ms_per_frame"] = 1e3 * self.timed_cpu_s / timed
+            report["cpu_cores_busy"] = self.timed_cpu_s / self.timed_wall_s
             report.update(runtime_overhead(stages))
         return report
 
