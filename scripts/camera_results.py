@@ -190,11 +190,13 @@ def interval_text(figure: dict) -> str:
 def how_it_pastes(audit_figures: dict) -> str:
     """One sentence on what the bundle's pipeline puts where the person was."""
     if audit_figures.get("paste") == "cut-out":
+        from sensorveil.runtime.camera import PERSON_GAP as gap
         text = ("a substitute person cut out of a bank crop (its largest blob, gaps closed) is stretched to the "
                 "detected person's box and pasted onto the background model's empty scene, which is the whole frame "
                 "released (nothing of the camera's frame, so a person the detector misses is left out; coarse 48 px "
-                "blocks of colour while the scene is learnt), people side by side kept 4 px apart (8 px above and "
-                "below) so a counter downstream does not merge them, one draw per tracked person")
+                f"blocks of colour while the scene is learnt), people side by side kept {gap[0]} px apart ({gap[1]} px "
+                "above and below) and thickened by a pixel, darker parts below 0.45 of the scene (no shadow to a "
+                "background model), so a counter downstream sees each of them, one draw per tracked person")
         if audit_figures.get("conditioned_on"):
             text += (f", drawn among bank people of the same {audit_figures['conditioned_on']} as the tracker "
                      "measured it (past frames only); the attackers are given the whole bank crop, background "
@@ -299,7 +301,12 @@ def render(result: dict, command: str) -> str:
                          f"privatized video, {c['unprivatized_people']:,} lie outside every window the pipeline "
                          f"privatized (people its detector missed), in {c['frames_with_unprivatized']} of "
                          f"{c['frames']} frames.")
-    lines += ["", f"![raw and privatized frames of the test part]({Path(result['contact_sheet']).name})", ""]
+    lines += ["", f"![raw and privatized frames of the test part]({Path(result['contact_sheet']).name})", "",
+              "What the released scene still holds (seen on the contact sheet, not measured): the background model "
+              "learns whatever stands still, so a person who stops long enough for the detector to lose them shows "
+              "in PASS's empty scene as a faint grey silhouette without detail, and the people of the clip's first "
+              "frames linger there as faint ghosts until the model forgets them. PR-GAN releases the camera's frame "
+              "outside each person's window, so a person its detector misses goes out raw.", ""]
     return "\n".join(lines)
 
 
@@ -313,7 +320,15 @@ def main(argv=None) -> int:
     parser.add_argument("--attacker-epochs", type=int, default=20)
     parser.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS), choices=list(MECHANISMS))
     parser.add_argument("--retrain", action="store_true")
+    parser.add_argument("--render-only", action="store_true",
+                        help="re-draw docs/camera_results.md from docs/camera_results.json (no run)")
     args = parser.parse_args(argv)
+    docs = Path(args.docs)
+    if args.render_only:
+        result = json.loads((docs / "camera_results.json").read_text())
+        (docs / "camera_results.md").write_text(render(result, result["command"]))
+        print((docs / "camera_results.md").read_text())
+        return 0
     clip = Path(args.clip)
     if not clip.is_file():
         parser.error(f"clip not found: {clip} (set --clip or SENSORVEIL_SHARED)")
@@ -343,7 +358,6 @@ def main(argv=None) -> int:
         pipeline = pipeline_on_clip(bundle, clip, sheet_frames)
         sheets[name] = pipeline.pop("_sheet")
         result["mechanisms"][name] = {"audit": audit_figures, "pipeline": pipeline}
-    docs = Path(args.docs)
     result["contact_sheet"] = str(contact_sheet(sheets, docs / "camera_contact_sheet.png"))
     result["seconds"] = time.time() - started
     command = "PYTHONPATH=. python scripts/camera_results.py" + (
