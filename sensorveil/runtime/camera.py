@@ -348,7 +348,6 @@ def place_person(crop, window, box, background):
     return x, y, patch, person.astype(bool)
 
 
-
 def keep_apart(placed, gap=PERSON_GAP):
     """The placed people with every pixel closer than ``gap`` (x, y) pixels to another pasted person
     taken out of both. The detector found them as separate blobs in the camera's frame, but substitutes
