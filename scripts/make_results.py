@@ -292,6 +292,11 @@ def tappfl_section() -> list[str]:
     return lines + [""]
 
 
+def count_share_text(pipeline: dict) -> str:
+    draws = pipeline.get("count_over_draws")
+    return interval_text(draws["same_share"]) if draws else pct(pipeline["count_same_share"])
+
+
 def camera_section() -> list[str]:
     """PASS and PR-GAN on people crops of walkway.avi, from docs/camera_results.json (scripts/camera_results.py,
     whose page has every attacker family, the pipeline's cost and the contact sheet)."""
@@ -317,7 +322,7 @@ def camera_section() -> list[str]:
                      f"| {interval_text(raw) if raw else 'n/a'} | {pct(audit['privatized']['random_star'])} "
                      f"| {'met' if audit['privatized']['goal']['strongest_within_5_points_of_random_star'] else 'NOT met'} "
                      f"| {interval_text(audit['privatized']['useful'])} | {pct(audit['direction_nag'])} "
-                     f"| {pct(pipeline['count_same_share'])} | {pipeline['fps']:.1f} |")
+                     f"| {count_share_text(pipeline)} | {pipeline['fps']:.1f} |")
         only = audit.get("direction_only")
         if only:
             best = only["strongest_attacker"]
