@@ -101,10 +101,13 @@ def summarize(result: dict) -> dict:
             "bundle": result["bundle"], "audit_report": result["report"]}
 
 
+def figure(f: dict) -> str:
+    """An audit figure as 'mean [low, high]' in percent."""
+    return f"{f['mean']:5.1%} [{f['low']:5.1%}, {f['high']:5.1%}]"
+
+
 def print_summary(summary: dict, out: Path) -> None:
     """One table a person can read at 100 columns; details are in the reports it names."""
-    def figure(f):
-        return f"{f['mean']:5.1%} [{f['low']:5.1%}, {f['high']:5.1%}]"
     print("\n== sensorveil quickstart: digits, hide lt5 (digit < 5), keep parity ==")
     print(f"{'mechanism':9s}  {'best attacker on lt5 [95%]':27s}  {'Random*':7s}  {'parity kept [95%]':25s}  {'FPS':>6s}")
     for name, row in summary["mechanisms"].items():
@@ -156,8 +159,8 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS) -> dict:
     with open_source(str(clip)) as source:
         shown = preview(load_for_stream(bundle), source, out=out / "camera-preview.mp4", headless=True)
     summary = {"seconds": round(time.time() - started, 1), "bundle": str(bundle), "audit_report": str(report),
-               "mechanisms": {"pass": {**summarize({"audit": audit, "report": str(report), "bundle": str(bundle),
-                                                    "fps": shown.get("fps", 0.0)})}},
+               "mechanisms": {"pass": summarize({"audit": audit, "report": str(report), "bundle": str(bundle),
+                                                 "fps": shown.get("fps", 0.0)})},
                "video": str(shown["video"]), "contact_sheet": str(shown["contact_sheet"])}
     (out / "camera-summary.json").write_text(json.dumps(summary, indent=2, default=str))
     print_camera_summary(summary)
@@ -166,13 +169,10 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS) -> dict:
 
 def print_camera_summary(summary: dict) -> None:
     row = summary["mechanisms"]["pass"]
-    figure = row["attacker_accuracy"]
-    print(f"\n== sensorveil quickstart --camera: people made substitutes, walking direction kept ==")
-    print(f"  best attacker on appearance  {figure['mean']:5.1%} [{figure['low']:5.1%}, {figure['high']:5.1%}] "
-          f"({row['strongest_attacker']}); Random* {row['random_star']:.1%}: "
-          + ("protects" if row["goal_met"] else "LEAKS"))
-    print(f"  direction kept               {row['utility']['mean']:5.1%} [{row['utility']['low']:5.1%}, "
-          f"{row['utility']['high']:5.1%}]")
+    print("\n== sensorveil quickstart --camera: people made substitutes, walking direction kept ==")
+    print(f"  best attacker on appearance  {figure(row['attacker_accuracy'])} ({row['strongest_attacker']}); "
+          f"Random* {row['random_star']:.1%}: " + ("protects" if row["goal_met"] else "LEAKS"))
+    print(f"  direction kept               {figure(row['utility'])}")
     print(f"  whole pipeline               {row['fps']:.1f} FPS (decode, detect, privatize, paste back)")
     print(f"  preview   {summary['video']} (raw | privatized), {summary['contact_sheet']}")
     print(f"  bundle    {summary['bundle']}; audit {summary['audit_report']}; {summary['seconds']:.0f} s in all")
