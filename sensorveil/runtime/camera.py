@@ -62,21 +62,31 @@ class MotionPeopleDetector(object):
 
     ``detect(frame)`` -> int array (N, 4) of boxes (x, y, w, h) in frame pixels, left to right.
     The background model learns from every frame it sees; the first ``warmup`` frames only teach it.
+    ``background``: "mog2" (the pipeline's) or "knn" (OpenCV's other model, e.g. for a downstream
+    counter that is not the pipeline's own kind).
     """
 
+    BACKGROUNDS = ("mog2", "knn")
+
     def __init__(self, min_height=24, max_height=200, min_aspect=1.2, max_aspect=5.0, min_fill=0.25,
-                 history=300, var_threshold=25.0, warmup=20):
+                 history=300, var_threshold=25.0, warmup=20, background="mog2"):
         self.min_height, self.max_height = int(min_height), int(max_height)
         self.min_aspect, self.max_aspect = float(min_aspect), float(max_aspect)
         self.min_fill = float(min_fill)
         self.history, self.var_threshold, self.warmup = int(history), float(var_threshold), int(warmup)
+        if background not in self.BACKGROUNDS:
+            raise InputError("background model {!r}; expected one of {}".format(background, list(self.BACKGROUNDS)))
+        self.background_kind = background
         self.cv2 = opencv()
         self.reset()
 
     def reset(self):
         cv2 = self.cv2
-        self.model = cv2.createBackgroundSubtractorMOG2(history=self.history, varThreshold=self.var_threshold,
-                                                        detectShadows=True)
+        if self.background_kind == "knn":    # OpenCV's other model (var_threshold is MOG2's): a second opinion
+            self.model = cv2.createBackgroundSubtractorKNN(history=self.history, detectShadows=True)
+        else:
+            self.model = cv2.createBackgroundSubtractorMOG2(history=self.history, varThreshold=self.var_threshold,
+                                                            detectShadows=True)
         self.seen = 0
         self.kernel_open = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
         self.kernel_close = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 9))
@@ -393,10 +403,9 @@ class PersonCrops(object):
     ``paste``: "window" pastes each privatized crop over its whole window (a perturbation mechanism's
     output is the person's crop, background included); "cut-out" is for substitution bundles whose
     substitutes are people cut out of their crops (0 = not the person): the frame released is the
-    background model's empty scene with the substitutes pasted on it (nothing of the camera's frame),
-    one substitute per tracked person
-    for as long as the tracker follows them (a new draw every frame would flicker between strangers,
-    and would show an observer many draws of P(X'|X) for the same person instead of one)."""
+    background model's empty scene with the substitutes pasted on it (nothing of the camera's frame).
+    ``keys`` gives the tracker's person ids, so a substitution bundle keeps one substitute per tracked
+    person (runtime.stages.substitution.HeldDraws)."""
 
     name = "person-crops"
     batched = True            # prepare() returns a batch of samples (one per person, maybe none)
@@ -405,13 +414,13 @@ class PersonCrops(object):
         if paste not in PASTE_MODES:
             raise InputError("camera paste mode {!r}; expected one of {}".format(paste, list(PASTE_MODES)))
         self.paste = paste
-        self.held = {}            # track id -> the substitute it keeps (cut-out mode)
         self.crop_shape = tuple(int(v) for v in crop_shape)
         self.detector = detector if detector is not None else MotionPeopleDetector()
         self.margin = float(margin)
         self.tracker, self.direction = Tracker(), WalkingDirection()
-        self.last_windows = np.zeros((0, 4), dtype=np.int64)   # the windows of the latest frame
-        self.last_directions = np.zeros(0, dtype=np.int64)     # and its people's walking directions
+        self.last_boxes = np.zeros((0, 4), dtype=np.int64)     # the people found in the latest frame
+        self.last_windows = np.zeros((0, 4), dtype=np.int64)   # their windows
+        self.last_directions = np.zeros(0, dtype=np.int64)     # and their walking directions
 
     def prepare(self, frame):
         image = frame if isinstance(frame, np.ndarray) else frame.data
@@ -421,7 +430,7 @@ class PersonCrops(object):
         tracks = self.tracker.update(boxes)
         directions = self.direction.update(tracks, boxes)
         windows = crop_windows(boxes, image.shape, self.crop_shape, self.margin)
-        self.last_windows, self.last_directions = windows, directions
+        self.last_boxes, self.last_windows, self.last_directions = boxes, windows, directions
         return crop_people(image, windows, self.crop_shape), (image, boxes, windows, directions, tracks)
 
     @staticmethod
@@ -429,17 +438,19 @@ class PersonCrops(object):
         """What the pipeline knows of each crop: its person's walking direction (for conditioned bundles)."""
         return context[3]
 
+    @staticmethod
+    def keys(context):
+        """Who each crop is: its tracked person's id (a substitution bundle holds one substitute per id)."""
+        return [int(track) for track in context[4]]
+
     def restore(self, privatized, context):
-        image, boxes, windows, _, tracks = context
+        image, boxes, windows = context[:3]
         scene = image if self.paste == "window" else self.empty_scene(image)
         if len(windows) == 0:
             return scene.copy()
         crops = np.clip(np.rint(privatized), 0, 255).astype(np.uint8)
         if self.paste == "window":
             return paste_people(image, crops, windows)
-        crops = np.stack([self.held.setdefault(int(t), crop) for t, crop in zip(tracks, crops)])
-        for gone in set(self.held) - set(self.tracker.tracks):
-            del self.held[gone]
         return paste_people(scene, crops, windows, scene, boxes=boxes)
 
     def empty_scene(self, image):

@@ -93,16 +93,20 @@ class Privatizer:
         units (the normalization is inside the graph; the frame goes in in the sensor's dtype)."""
         return self.stages[0].takes
 
-    def __call__(self, x, known=None) -> np.ndarray:
+    def __call__(self, x, known=None, keys=None) -> np.ndarray:
         """``known``: optional, one int per sample, what the device already knows about it (a camera
         tracker's walking direction, -1 where unknown); a conditioned bundle (``conditioned_on``) draws
-        only among substitutes that share it. Other bundles ignore it."""
+        only among substitutes that share it. ``keys``: optional, one hashable per sample, who it is
+        (a camera tracker's person id); a substitution bundle keeps one substitute per key across calls.
+        Other bundles ignore both."""
         batch, single = check_sensor_input(x, self.input_spec)
         known = self.check_known(known, len(batch))
+        keys = self.check_keys(keys, len(batch))
         if len(batch) > MAX_CHUNK:     # bounded memory: a huge batch goes through in chunks
-            return np.concatenate([self(batch[i:i + MAX_CHUNK], None if known is None else known[i:i + MAX_CHUNK])
+            part = lambda values, i: None if values is None else values[i:i + MAX_CHUNK]  # noqa: E731
+            return np.concatenate([self(batch[i:i + MAX_CHUNK], part(known, i), part(keys, i))
                                    for i in range(0, len(batch), MAX_CHUNK)])
-        y = self.run_pipeline(self.graph_input(batch), known)
+        y = self.run_pipeline(self.graph_input(batch), known, keys)
         if self.emits == MODEL_UNITS:
             y = to_sensor_units(y, self.output_spec)
         return y[0] if single else y
@@ -138,10 +142,20 @@ class Privatizer:
                              "unknown)".format(values.dtype, values.shape, batch_size))
         return values.astype(np.int64)
 
-    def run_pipeline(self, model_batch: np.ndarray, known=None) -> np.ndarray:
+    @staticmethod
+    def check_keys(keys, batch_size: int) -> "list | None":
+        if keys is None:
+            return None
+        keys = [keys] if np.ndim(keys) == 0 else list(keys)
+        if len(keys) != batch_size:
+            raise InputError("keys holds {} values for a batch of {}; expected one per sample".format(
+                len(keys), batch_size))
+        return keys
+
+    def run_pipeline(self, model_batch: np.ndarray, known=None, keys=None) -> np.ndarray:
         """Every stage in order, from a batch in model units."""
         for stage in self.stages:
-            model_batch = stage(model_batch, self.rng, known) if getattr(stage, "uses_known", False) \
+            model_batch = stage(model_batch, self.rng, known, keys) if getattr(stage, "uses_known", False) \
                 else stage(model_batch, self.rng)
         return model_batch
 

@@ -317,6 +317,12 @@ def validate_substitution_stage(where, path, stage, manifest):
         need_object(where, path + ".condition", condition)
         need_str(where, path + ".condition.attribute", condition.get("attribute"))
         need_listed(where, path + ".condition.bank_labels", condition.get("bank_labels"), files)
+    if stage.get("sequence") is not None:              # held camera substitutes walk on through the bank
+        sequence = stage["sequence"]
+        need_object(where, path + ".sequence", sequence)
+        need_listed(where, path + ".sequence.next", sequence.get("next"), files)
+        optional(sequence, "frames_per_step", need_integer, where, path + ".sequence.frames_per_step",
+                 sequence.get("frames_per_step"), 1, 1 << 16)
 
 
 def validate_attriguard_stage(where, path, stage, manifest):

@@ -230,7 +230,8 @@ class Stream:
         else:
             try:   # a pipeline of several stages validates inside the call: a bad frame is counted here
                 known = preprocessor.known(context) if hasattr(preprocessor, "known") else None
-                privatized = self.privatizer(sample, known=known)
+                keys = preprocessor.keys(context) if hasattr(preprocessor, "keys") else None
+                privatized = self.privatizer(sample, known=known, keys=keys)
             except InputError as error:
                 self._bad(error)
                 return False

@@ -555,7 +555,8 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
         description=(f"people crops {h}x{w} from {Path(path).name} (motion detector + IoU tracker, every "
                      f"{stride} frames; {len(kept_tracks)} tracks in {clusters} appearance clusters)"),
         class_names=names, prior_fn=prior, foreground=np.ascontiguousarray(foreground),
-        camera={"frame": "person-crops", "detector": "motion", "crop_shape": [h, w], "margin": CROP_MARGIN})
+        camera={"frame": "person-crops", "detector": "motion", "crop_shape": [h, w], "margin": CROP_MARGIN,
+                "crop_every": int(stride)})
 
 
 # --------------------------------------------------------------------------

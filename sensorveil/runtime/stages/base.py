@@ -52,7 +52,8 @@ class Stage(object):
     # output modes a caller may choose with Privatizer.load(..., output=...); the first is the default
     output_modes = ("sample",)
     # a stage that also takes ``known`` (what the device knows of each sample, e.g. a tracker's walking
-    # direction) as a third argument; others are called with (batch, rng) only, as before it existed
+    # direction) and ``keys`` (who each sample is, e.g. a tracker's person ids) as third and fourth
+    # arguments; others are called with (batch, rng) only, as before they existed
     uses_known = False
 
     def __init__(self, spec, context):

@@ -16,6 +16,12 @@ each substitute among the bank entries that share what the device already knows 
 (``known``: e.g. the walking direction a camera's tracker measured), P(X'|X) renormalized over them:
 the published value then holds by construction, and PASS's learned distribution only chooses among
 people who walk the same way. A row whose value is unknown (-1) draws from the whole bank.
+
+Keys (``Privatizer(x, keys=...)``, e.g. a camera tracker's person ids) hold the draw: a key seen again
+keeps its substitute instead of drawing anew (a new draw every frame would flicker between strangers,
+and would show an observer many draws of P(X'|X) for the same person instead of one). Where the bundle
+carries its bank people's sequences (manifest ``sequence``: each bank position's next crop of the same
+person), a held substitute walks on through them, as the bank person walked in the training clip.
 """
 import numpy as np
 
@@ -61,6 +67,46 @@ def restrict_to_known(probabilities: np.ndarray, bank_labels: np.ndarray, known)
     return np.where(usable[:, None] & ~same, 0.0, probabilities)
 
 
+# calls a key may be absent before its held substitute is forgotten: longer than a tracker keeps a lost
+# person (camera.Tracker's max_missed, 5 frames), so a person it bridges keeps their substitute
+FORGET_AFTER = 30
+
+
+class HeldDraws(object):
+    """One substitute per key for as long as the key keeps coming back. ``following``: bank position ->
+    the position of the same bank person's next crop (None: the substitute stays the one drawn);
+    the held substitute moves on to it every ``frames_per_step`` calls (the bank's crops were taken
+    every that many frames). A key whose known value was unknown (-1) at its draw draws again once it
+    is known, so a conditioned bundle's substitute walks the way the tracker measured: at most two
+    draws per person."""
+
+    def __init__(self, following=None, frames_per_step=1, forget_after=FORGET_AFTER):
+        self.following = following
+        self.frames_per_step = max(int(frames_per_step), 1)
+        self.forget_after = int(forget_after)
+        self.entries = {}      # key -> [bank position, known value at the draw, calls held, last call seen]
+        self.calls = 0
+
+    def __call__(self, drawn, keys, known=None):
+        """``drawn``: this call's fresh draws, one per key; returns the positions to emit."""
+        self.calls += 1
+        positions = np.empty_like(drawn)
+        for k, key in enumerate(keys):
+            value = -1 if known is None else int(known[k])
+            entry = self.entries.get(key)
+            if entry is None or entry[1] < 0 <= value:
+                entry = self.entries[key] = [int(drawn[k]), value, 0, self.calls]
+            else:
+                entry[2] += 1
+                entry[3] = self.calls
+                if self.following is not None and entry[2] % self.frames_per_step == 0:
+                    entry[0] = int(self.following[entry[0]])
+            positions[k] = entry[0]
+        for key in [key for key, entry in self.entries.items() if self.calls - entry[3] > self.forget_after]:
+            del self.entries[key]
+        return positions
+
+
 class SubstitutionStage(Stage):
     """``{"kind": "substitution", "bank_size", "bank_indices", "bank_samples", "output_default"}``:
     the previous stage's P(X'|X) in, the drawn substitute (or its bank position) out."""
@@ -101,6 +147,17 @@ class SubstitutionStage(Stage):
             if self.bank_labels.shape != (self.bank_size,):
                 raise BundleError(f"{root}: {condition['bank_labels']} has shape {self.bank_labels.shape}; "
                                   f"expected ({self.bank_size},)")
+        self.held = HeldDraws(*self.sequence(spec.get("sequence")))
+
+    def sequence(self, sequence) -> tuple:
+        """(following, frames_per_step) of the manifest's ``sequence`` entry, or (None, 1) without one."""
+        if not sequence:
+            return None, 1
+        following = self.context.array(sequence["next"]).astype(np.int64)
+        if following.shape != (self.bank_size,) or following.min() < 0 or following.max() >= self.bank_size:
+            raise BundleError(f"{self.context.bundle.root}: {sequence['next']} must hold {self.bank_size} bank "
+                              f"positions (0..{self.bank_size - 1}), one per bank entry")
+        return following, int(sequence.get("frames_per_step", 1))
 
     def probabilities(self, model_output: np.ndarray) -> np.ndarray:
         """P(X'|X) from the model's output: the softmax of eq. 2's logits ("model_output": "logits"),
@@ -120,9 +177,12 @@ class SubstitutionStage(Stage):
             return probabilities
         return restrict_to_known(probabilities, self.bank_labels, known)
 
-    def __call__(self, model_output: np.ndarray, rng: np.random.Generator, known=None) -> np.ndarray:
-        """Model output (batch, bank) -> what leaves the device, per the output mode."""
+    def __call__(self, model_output: np.ndarray, rng: np.random.Generator, known=None, keys=None) -> np.ndarray:
+        """Model output (batch, bank) -> what leaves the device, per the output mode; with ``keys``, a
+        key seen before keeps (or walks on through) its substitute (:class:`HeldDraws`)."""
         positions = draw_indices(self.conditioned(self.probabilities(model_output), known), rng)
+        if keys is not None:
+            positions = self.held(positions, keys, known)
         if self.output == "index":
             return positions.astype(self.index_dtype)
         return self.samples[positions]

@@ -41,6 +41,7 @@ WEIGHTS_FILE = "embedding.pt"
 BANK_FILE = "bank_indices.npy"           # bank position -> row of the recorded dataset
 CONDITION_FILE = "bank_condition.npy"    # bank position -> its value of the condition attribute
 SAMPLES_FILE = "substitutes.npy"         # bank position -> substitute sample, sensor units
+SEQUENCE_FILE = "bank_next.npy"          # bank position -> the same person's next crop in the bank
 SPLIT_ATTRIBUTE = "trial_split"          # a dataset's own train (0) / test (1) split, if it has one
 # Epochs per dataset that keep one training run to a few minutes on a 2-core CPU.
 DEFAULT_EPOCHS = {"digits": 150, "ujiindoorloc": 10, "synthetic-depth": 40, "motionsense": 30,
@@ -479,7 +480,27 @@ def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path
         np.save(out_dir / CONDITION_FILE, dataset.attributes[sub["condition"]][bank_rows].astype(np.int64),
                 allow_pickle=False)
         draw["condition"] = {"attribute": sub["condition"], "bank_labels": CONDITION_FILE}
+    if draw["cut_out"] and "track" in dataset.attributes:    # camera people: let held substitutes walk
+        grouping = [dataset.attributes["track"][bank_rows]]
+        if sub.get("condition"):
+            grouping.append(dataset.attributes[sub["condition"]][bank_rows])
+        np.save(out_dir / SEQUENCE_FILE, bank_sequences(bank_rows, *grouping), allow_pickle=False)
+        draw["sequence"] = {"next": SEQUENCE_FILE, "frames_per_step": int((dataset.camera or {}).get("crop_every", 1))}
     return entry, [{"kind": "model", "graph": "model"}, draw]
+
+
+def bank_sequences(bank_rows: np.ndarray, *groups: np.ndarray) -> np.ndarray:
+    """Bank position -> the position of the same person's next crop: the next bank entry, in dataset
+    order (a clip's crops are stored in frame order), that shares every one of ``groups`` (the track,
+    and the condition value, so a walker keeps walking the way it was drawn for); a sequence's last
+    entry leads back to its first."""
+    following = np.arange(len(bank_rows))
+    keys = np.stack(groups, axis=1) if groups else np.zeros((len(bank_rows), 1), np.int64)
+    for key in np.unique(keys, axis=0):
+        members = np.flatnonzero((keys == key).all(axis=1))
+        members = members[np.argsort(bank_rows[members], kind="stable")]
+        following[members] = np.roll(members, -1)
+    return following
 
 
 # -- evaluation (section 5.1, appendix F.2) ---------------------------------------------------
