@@ -103,20 +103,41 @@ def direction_only_audit(run_dir, run: dict, privatizer, seeds: int, epochs: int
     return audit(release, seeds=seeds, attacker_epochs=epochs)
 
 
+# the downstream people counters the count is checked with: the pipeline's own kind, and another
+COUNTERS = {"mog2": "MOG2, the pipeline's own detector", "knn": "KNN, OpenCV's other background model"}
+FLOOR_CHANGE = "the raw clip re-encoded as JPEG quality 90"
+
+
+def count_figures(counted_raw, counted_private) -> dict:
+    """Same-count share and privatized-minus-raw mean (95% interval) of two per-frame count series."""
+    counted_raw, counted_private = np.asarray(counted_raw), np.asarray(counted_private)
+    diff = counted_private - counted_raw
+    return {"same_share": float((diff == 0).mean()), "mean_abs_diff": float(np.abs(diff).mean()),
+            "mean_diff": float(diff.mean()), "mean_diff_ci95": 1.96 * float(diff.std(ddof=1)) / math.sqrt(len(diff)),
+            "raw_mean": float(counted_raw.mean()), "private_mean": float(counted_private.mean()),
+            "raw_people": int(counted_raw.sum()), "private_people": int(counted_private.sum())}
+
+
+def counters():
+    from sensorveil.runtime.camera import MotionPeopleDetector
+    return {name: (MotionPeopleDetector(background=name), MotionPeopleDetector(background=name)) for name in COUNTERS}
+
+
 def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | None = None) -> dict:
     """The whole camera pipeline over the clip, torch-free code only: decode, detect, privatize every
-    crop, paste back. Counts per frame: the pipeline's detections, and a fresh detector run on the raw
-    and on the privatized video (what a people counter downstream would see)."""
+    crop, paste back. Counts per frame: the pipeline's detections, and each counter of ``COUNTERS`` run
+    afresh on the raw and on the privatized video (what a people counter downstream would see)."""
     from sensorveil.runtime import Privatizer
-    from sensorveil.runtime.camera import MotionPeopleDetector
+    from sensorveil.runtime.camera import iou
     from sensorveil.runtime.sources import open_source
     from sensorveil.runtime.stream import Stream
     privatizer = Privatizer.load(bundle, output="sample", seed=seed)
     stream = Stream(privatizer, open_source(str(clip), prefetch=False))
-    on_raw, on_private = MotionPeopleDetector(), MotionPeopleDetector()
-    detected, counted_raw, counted_private, unprivatized, kept = [], [], [], [], {}
-    cpu, wall, frames = time.process_time(), time.perf_counter(), 0
+    pairs = counters()
+    counted = {name: ([], []) for name in pairs}
+    detected, unprivatized, undetected, kept = [], [], {name: 0 for name in pairs}, {}
     pipeline_cpu = pipeline_wall = 0.0
+    frames = 0
     iterator = iter(stream)
     while True:
         c0, w0 = time.process_time(), time.perf_counter()
@@ -127,43 +148,71 @@ def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | N
             break
         frames += 1
         detected.append(len(result.sample))
-        counted_raw.append(len(on_raw.detect(result.frame.data)))
-        found = on_private.detect(result.output)
-        counted_private.append(len(found))
-        unprivatized.append(outside_windows(found, stream.preprocessor.last_windows, result.output.shape[:2]))
+        for name, (on_raw, on_private) in pairs.items():
+            raw_boxes, found = on_raw.detect(result.frame.data), on_private.detect(result.output)
+            counted[name][0].append(len(raw_boxes))
+            counted[name][1].append(len(found))
+            # the counter's people in the raw frame that the pipeline's detector did not find: the release
+            # leaves them out (cut-out) or sends them as they are (window), so no paste can count them
+            if len(raw_boxes):
+                pipeline_boxes = stream.preprocessor.last_boxes
+                undetected[name] += int((iou(raw_boxes, pipeline_boxes).max(1) < 0.3).sum()) if len(pipeline_boxes) \
+                    else len(raw_boxes)
+            if name == "mog2":
+                unprivatized.append(outside_windows(found, stream.preprocessor.last_windows, result.output.shape[:2]))
         if result.frame.index in sheet_frames:
             kept[result.frame.index] = (result.frame.data.copy(), result.output.copy())
-    detected, counted_raw, counted_private = (np.asarray(v) for v in (detected, counted_raw, counted_private))
-    diff = counted_private - counted_raw
+    detected = np.asarray(detected)
     report = stream.report()
+    counts = {name: {**count_figures(*counted[name]), "undetected_people": undetected[name]} for name in pairs}
     return {"frames": frames, "fps": frames / pipeline_wall, "cpu_ms_per_frame": 1e3 * pipeline_cpu / frames,
             "wall_ms_per_frame": 1e3 * pipeline_wall / frames,
             "stage_ms_median": {k: v.get("p50") if isinstance(v, dict) else v
                                 for k, v in report.get("stages_ms", {}).items()},
             "people_per_frame_mean": float(detected.mean()), "crops_privatized": int(detected.sum()),
-            "count_same_share": float((diff == 0).mean()), "count_mean_abs_diff": float(np.abs(diff).mean()),
-            "count_mean_diff": float(diff.mean()),
-            "count_mean_diff_ci95": 1.96 * float(diff.std(ddof=1)) / math.sqrt(len(diff)),
-            "count_raw_mean": float(counted_raw.mean()), "count_private_mean": float(counted_private.mean()),
-            "unprivatized_people": int(sum(unprivatized)), "counted_private_people": int(counted_private.sum()),
+            "counts": counts,
+            "unprivatized_people": int(sum(unprivatized)), "counted_private_people": counts["mog2"]["private_people"],
             "frames_with_unprivatized": int(sum(n > 0 for n in unprivatized)),
             "_sheet": kept}
 
 
+def count_floor(clip: Path) -> dict:
+    """How far each counter's count moves under a change nobody would call privacy: ``FLOOR_CHANGE``,
+    counted against the raw clip the same way as the privatized video is."""
+    import cv2
+    pairs = counters()
+    counted = {name: ([], []) for name in pairs}
+    capture = cv2.VideoCapture(str(clip))
+    while True:
+        ok, frame = capture.read()
+        if not ok:
+            break
+        changed = cv2.imdecode(cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, 90])[1], cv2.IMREAD_COLOR)
+        for name, (on_raw, on_changed) in pairs.items():
+            counted[name][0].append(len(on_raw.detect(frame)))
+            counted[name][1].append(len(on_changed.detect(changed)))
+    capture.release()
+    return {"change": FLOOR_CHANGE, "counts": {name: count_figures(*counted[name]) for name in pairs}}
+
+
 def count_over_draws(bundle: Path, clip: Path, seeds: int) -> dict:
     """The count check repeated over ``seeds`` seeded runs of the bundle (a substitution bundle draws
-    other substitutes each run, and how a counter sees them varies): the share of frames with the same
-    count and the mean difference, each as mean and 95% interval (seed spread + frames' binomial error)."""
+    other substitutes each run, and how a counter sees them varies): per counter, the share of frames
+    with the same count and the mean difference, each as mean and 95% interval (seed spread + frames'
+    binomial error)."""
     from sensorveil.sdk.audit import interval
     runs = [pipeline_on_clip(bundle, clip, [], seed=seed) for seed in range(seeds)]
-    for run in runs:
-        run.pop("_sheet")
-    diffs = [run["count_mean_diff"] for run in runs]
-    spread = float(np.var(diffs, ddof=1)) / len(diffs) if len(diffs) > 1 else 0.0
-    within = float(np.mean([run["count_mean_diff_ci95"] for run in runs])) / 1.96
-    return {"seeds": seeds, "frames": runs[0]["frames"],
-            "same_share": interval([run["count_same_share"] for run in runs], runs[0]["frames"]),
-            "mean_diff": float(np.mean(diffs)), "mean_diff_ci95": 1.96 * math.sqrt(spread + within ** 2)}
+    figures = {}
+    for name in COUNTERS:
+        counts = [run["counts"][name] for run in runs]
+        diffs = [c["mean_diff"] for c in counts]
+        spread = float(np.var(diffs, ddof=1)) / len(diffs) if len(diffs) > 1 else 0.0
+        within = float(np.mean([c["mean_diff_ci95"] for c in counts])) / 1.96
+        figures[name] = {"same_share": interval([c["same_share"] for c in counts], runs[0]["frames"]),
+                         "mean_diff": float(np.mean(diffs)), "mean_diff_ci95": 1.96 * math.sqrt(spread + within ** 2),
+                         "undetected_people": float(np.mean([c["undetected_people"] for c in counts])),
+                         "raw_people": counts[0]["raw_people"]}
+    return {"seeds": seeds, "frames": runs[0]["frames"], "counts": figures}
 
 
 def outside_windows(boxes, windows, shape) -> int:
@@ -212,7 +261,9 @@ def how_it_pastes(audit_figures: dict) -> str:
                 "released (nothing of the camera's frame, so a person the detector misses is left out; coarse 48 px "
                 f"blocks of colour while the scene is learnt), people side by side kept {gap[0]} px apart ({gap[1]} px "
                 "above and below) and thickened by a pixel, darker parts below 0.45 of the scene (no shadow to a "
-                "background model), so a counter downstream sees each of them, one draw per tracked person")
+                "background model), so a counter downstream sees each of them, one draw per tracked person (drawn again "
+                "once the tracker knows its direction), walking on through that bank person's own crops of the "
+                "training part as they were filmed")
         if audit_figures.get("conditioned_on"):
             text += (f", drawn among bank people of the same {audit_figures['conditioned_on']} as the tracker "
                      "measured it (past frames only); the attackers are given the whole bank crop, background "
@@ -221,12 +272,36 @@ def how_it_pastes(audit_figures: dict) -> str:
     return "the privatized crop replaces the person's whole window (background included)."
 
 
-def count_text(pipeline: dict) -> str:
+def count_text(pipeline: dict, counter: str = "mog2") -> str:
     """Same-count share and mean difference: over seeded draws with intervals where the run has them."""
     draws = pipeline.get("count_over_draws")
     if not draws:
-        return f"{pct(pipeline['count_same_share'])} / {pipeline['count_mean_diff']:+.2f} +- {pipeline['count_mean_diff_ci95']:.2f}"
-    return f"{interval_text(draws['same_share'])} / {draws['mean_diff']:+.2f} +- {draws['mean_diff_ci95']:.2f}"
+        c = pipeline["counts"][counter]
+        return f"{pct(c['same_share'])} / {c['mean_diff']:+.2f} +- {c['mean_diff_ci95']:.2f}"
+    c = draws["counts"][counter]
+    return f"{interval_text(c['same_share'])} / {c['mean_diff']:+.2f} +- {c['mean_diff_ci95']:.2f}"
+
+
+def floor_text(floor: dict, counter: str) -> str:
+    c = floor["counts"][counter]
+    return f"{pct(c['same_share'])} / {c['mean_diff']:+.2f} +- {c['mean_diff_ci95']:.2f}"
+
+
+def count_lines(result: dict) -> list:
+    """The count table: each counter on each mechanism's release, beside the same counter under a change
+    nobody would call privacy (the floor), and the people the pipeline's detector never found."""
+    floor = result.get("count_floor")
+    names = list(result["mechanisms"])
+    lines = ["| counter | " + " | ".join(f"{name}: same / mean diff" for name in names)
+             + (f" | {floor['change']}: same / mean diff" if floor else "") + " | raw people the pipeline's "
+             "detector did not find |", "|---|" + "---|" * (len(names) + bool(floor) + 1)]
+    for counter, what in COUNTERS.items():
+        undetected = [m["pipeline"].get("count_over_draws", m["pipeline"])["counts"][counter] for m in
+                      result["mechanisms"].values()][0]
+        lines.append(f"| {what} | " + " | ".join(count_text(m["pipeline"], counter) for m in result["mechanisms"].values())
+                     + (f" | {floor_text(floor, counter)}" if floor else "")
+                     + f" | {undetected['undetected_people']:,.0f} of {undetected['raw_people']:,} |")
+    return lines
 
 
 def family_cells(private: dict, raw: dict) -> str:
@@ -315,11 +390,16 @@ def render(result: dict, command: str) -> str:
         c = m["pipeline"]
         lines.append(f"| {name} | {c['frames']} | {c['people_per_frame_mean']:.2f} | {c['fps']:.1f} | "
                      f"{c['cpu_ms_per_frame']:.1f} | {c['wall_ms_per_frame']:.1f} |")
-    lines += ["", "Count per frame: a fresh copy of the same detector run on the raw video and on the privatized "
-              "video; \"same\" is the share of frames where both count the same people, the diff is privatized "
-              "minus raw (mean, 95% interval); in the table, over the audit's number of seeded runs of the "
-              "pipeline (each draws other substitutes), the interval combining their spread and the frames' "
-              "binomial error (frames of a clip are not independent, so it is a lower bound on the spread).", ""]
+    lines += ["", "## People count per frame", "",
+              "Each counter (the same person rules on a background model: OpenCV MOG2, the pipeline's own, or KNN) "
+              "is run afresh on the raw video and on the privatized video; \"same\" is the share of frames where both "
+              "count the same people, the diff is privatized minus raw per frame (mean, 95% interval), over the audit's "
+              "number of seeded runs of the pipeline (each draws other substitutes), the interval combining their "
+              "spread and the frames' binomial error (frames of a clip are not independent, so it is a lower bound on "
+              f"the spread). Beside them the floor: the same counter on {FLOOR_CHANGE}, a change nobody would call "
+              "privacy, against the raw clip. Last column: people each counter finds in the raw video with no "
+              "detection of the pipeline's over them (IoU < 0.3), per run, of all the people it finds there.", "",
+              *count_lines(result), ""]
     for name, m in result["mechanisms"].items():
         c = m["pipeline"]
         if "unprivatized_people" in c:      # results written before this figure existed lack it
@@ -386,6 +466,8 @@ def main(argv=None) -> int:
         print(f"counting people on {args.seeds} seeded runs of {bundle} ...", flush=True)
         pipeline["count_over_draws"] = count_over_draws(bundle, clip, args.seeds)
         result["mechanisms"][name] = {"audit": audit_figures, "pipeline": pipeline}
+    print(f"counting people on {clip.name} re-encoded ({FLOOR_CHANGE}) ...", flush=True)
+    result["count_floor"] = count_floor(clip)
     result["contact_sheet"] = str(contact_sheet(sheets, docs / "camera_contact_sheet.png"))
     result["seconds"] = time.time() - started
     command = "PYTHONPATH=. python scripts/camera_results.py" + (

@@ -292,9 +292,11 @@ def tappfl_section() -> list[str]:
     return lines + [""]
 
 
-def count_share_text(pipeline: dict) -> str:
-    draws = pipeline.get("count_over_draws")
-    return interval_text(draws["same_share"]) if draws else pct(pipeline["count_same_share"])
+def count_share_text(pipeline: dict, counter: str = "mog2") -> str:
+    """The share of frames a counter counts alike in the raw and the privatized video."""
+    figures = pipeline.get("count_over_draws", pipeline)["counts"][counter]
+    share = figures["same_share"]
+    return interval_text(share) if isinstance(share, dict) else pct(share)
 
 
 def camera_section() -> list[str]:
@@ -312,7 +314,7 @@ def camera_section() -> list[str]:
              "the test rows reweighted to the training part's P(appearance | direction), where Random* is the best "
              "guess from the direction alone (the plain figures are on the camera page).", "",
              "| mechanism | strongest attacker | on raw crops | Random* | within 5 pts | direction probe | direction NAG "
-             "| count same | FPS (whole pipeline) |", "|---|---|---|---:|---|---|---:|---:|---:|"]
+             "| count same (MOG2 / KNN counter) | FPS (whole pipeline) |", "|---|---|---|---:|---|---|---:|---:|---:|"]
     references = []
     for name, entry in results["mechanisms"].items():
         audit, pipeline = entry["audit"], entry["pipeline"]
@@ -322,7 +324,7 @@ def camera_section() -> list[str]:
                      f"| {interval_text(raw) if raw else 'n/a'} | {pct(audit['privatized']['random_star'])} "
                      f"| {'met' if audit['privatized']['goal']['strongest_within_5_points_of_random_star'] else 'NOT met'} "
                      f"| {interval_text(audit['privatized']['useful'])} | {pct(audit['direction_nag'])} "
-                     f"| {count_share_text(pipeline)} | {pipeline['fps']:.1f} |")
+                     f"| {count_share_text(pipeline)} / {count_share_text(pipeline, 'knn')} | {pipeline['fps']:.1f} |")
         only = audit.get("direction_only")
         if only:
             best = only["strongest_attacker"]
@@ -331,6 +333,11 @@ def camera_section() -> list[str]:
                               f"{interval_text(only['private'][best])} against Random* {pct(only['random_star'])}")
     if references:   # the floor's check: with nothing but the direction, attackers should sit at Random*
         lines += ["", "Check of the floor: " + "; ".join(references) + "."]
+    floor = results.get("count_floor")
+    if floor:        # how far the counters move under a change nobody would call privacy
+        lines += ["", f"Count floor: on {floor['change']}, against the raw clip, the same counters count alike in "
+                  + " / ".join(pct(floor["counts"][c]["same_share"]) for c in ("mog2", "knn"))
+                  + " of frames (MOG2 / KNN)."]
     return lines + [""]
 
 
