@@ -401,9 +401,16 @@ def render(result: dict, command: str) -> str:
               "detection of the pipeline's over them (IoU < 0.3), per run, of all the people it finds there.", "",
               *count_lines(result), ""]
     for name, m in result["mechanisms"].items():
+        draws = m["pipeline"].get("count_over_draws")
+        if draws:      # how much of each counter's shortfall the pipeline's detector explains
+            lines.append(f"- {name}: " + "; ".join(
+                f"{counter.upper()} counts {-c['mean_diff'] * draws['frames']:,.0f} people fewer in the release than "
+                f"in the raw video, which holds {c['undetected_people']:,.0f} people the pipeline's detector never found"
+                for counter, c in draws["counts"].items()) + ".")
+    for name, m in result["mechanisms"].items():
         c = m["pipeline"]
         if "unprivatized_people" in c:      # results written before this figure existed lack it
-            lines.append(f"- {name}: of the {c['counted_private_people']:,} people that counter finds in the "
+            lines.append(f"- {name}: of the {c['counted_private_people']:,} people the MOG2 counter finds in the "
                          f"privatized video, {c['unprivatized_people']:,} lie outside every window the pipeline "
                          f"privatized (people its detector missed), in {c['frames_with_unprivatized']} of "
                          f"{c['frames']} frames.")
