@@ -352,6 +352,8 @@ def test_camera_bundle_runs_torch_free_on_walkway(tmp_path):
     first = privatizer(crops, known=[1, 1, 0], keys=[7, 8, 9])
     held = [privatizer(crops, known=[1, 1, 0], keys=[7, 8, 9]) for _ in range(8)]
     assert all((h == first).all() for h in held[:-1]) and (held[-1] == following[first]).all()
+    with pytest.raises(Exception, match="keys holds 2 values for a batch of 3"):
+        privatizer(crops, keys=[7, 8])
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-c", TORCH_FREE_PIPELINE, str(bundle), walkway()], cwd=root,
                           env={**__import__("os").environ, "PYTHONPATH": str(root)}, capture_output=True, text=True,
