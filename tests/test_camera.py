@@ -96,6 +96,37 @@ def test_detector_on_opencvs_other_background_model_finds_the_same_people():
         MotionPeopleDetector(background="gmm")
 
 
+def walk_in_and_stand(stand_frames):
+    """Grey frames of a still scene: empty for 25 frames, then a dark 12x36 person walks in from the left
+    (2 px a frame for 30 frames) and stands still for ``stand_frames`` frames."""
+    rng = np.random.default_rng(0)
+    frames = []
+    for k in range(25 + 30 + stand_frames):
+        frame = np.clip(120 + rng.normal(0, 2, (120, 160)), 0, 255).astype(np.uint8)
+        if k >= 25:
+            x = 10 + 2 * min(k - 25, 30)
+            frame[60:96, x:x + 12] = 20
+        frames.append(frame)
+    return frames
+
+
+def test_a_person_who_walks_in_and_stands_still_stays_found_and_out_of_the_released_scene():
+    """A plain background model learns a person who stops into the scene within seconds: the pipeline
+    would lose them, and the empty scene it releases would show them. PersonCrops keeps the model from
+    learning people it has seen walk in (each for at most max_protect frames)."""
+    frames = walk_in_and_stand(200)
+    plain, pipeline = MotionPeopleDetector(), PersonCrops(paste="cut-out")
+    for frame in frames:
+        found_plain, (crops, context) = plain.detect(frame), pipeline.prepare(frame)
+    assert len(found_plain) == 0 and np.abs(plain.background()[60:96, 70:82] - 120.0).mean() > 40   # learnt
+    assert len(crops) == 1 and abs(int(context[1][0][0]) - 70) <= 3                                # still found
+    assert np.abs(pipeline.empty_scene(frames[-1])[60:96, 70:82] - 120.0).mean() < 5     # not in the scene
+    capped = PersonCrops(max_protect=50)
+    for frame in frames:
+        crops, _ = capped.prepare(frame)
+    assert len(crops) == 0            # past max_protect the model learns what stays for good
+
+
 def test_crops_go_back_where_they_came_from():
     rng = np.random.default_rng(0)
     frame = rng.integers(0, 256, (240, 320, 3), dtype=np.uint8)

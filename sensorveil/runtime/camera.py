@@ -35,6 +35,15 @@ SHADOW_RATIO = 0.45
 # 91.3 / 93.3 / 92.6% of frames at (4, 8) / (6, 8) / (8, 8)
 PERSON_GAP = (6, 8)
 WARMUP_BLOCK = 48          # px per block of the coarse scene released while the background is learnt
+# a tracked person who has walked this many of their own heights is a person, not a ghost of the first
+# frames (those never move): the background model stops learning where they are, so one who stands still
+# stays found instead of fading into the empty scene the release is made of (where they showed as a
+# silhouette); on walkway.avi a man who stands for the last 10 s of the clip is the case
+WALKED_IN = 0.5
+PROTECT_MARGIN = 4         # px around a protected person's box the model does not learn either
+# frames a tracked person may stay protected: past it the model learns them after all, so a thing that
+# moved in and stays for good (a parked trolley of a person's shape) becomes scene; 30 s at 25 FPS
+MAX_PROTECT = 750
 BGR_TO_GRAY = np.array([0.114, 0.587, 0.299], dtype=np.float32)
 
 
@@ -88,13 +97,24 @@ class MotionPeopleDetector(object):
             self.model = cv2.createBackgroundSubtractorMOG2(history=self.history, varThreshold=self.var_threshold,
                                                             detectShadows=True)
         self.seen = 0
+        self.protected, self.scene = np.zeros((0, 4), dtype=np.int64), None
         self.kernel_open = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
         self.kernel_close = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 9))
+
+    def protect(self, boxes):
+        """Boxes (x, y, w, h) of people the model must not learn into the scene on the next frame
+        (PersonCrops passes the people it has seen walk in)."""
+        self.protected = np.asarray(boxes, dtype=np.int64).reshape(-1, 4)
 
     def mask(self, frame):
         """The foreground mask (uint8 0/255), shadows (MOG2's 127) dropped, cleaned."""
         cv2 = self.cv2
-        fg = self.model.apply(frame)
+        if len(self.protected) and self.seen >= self.warmup:
+            fg = self.model.apply(frame, learningRate=0)     # found against the scene as it was ...
+            self.model.apply(self.without_protected(frame))  # ... which then learns all but the people
+        else:
+            fg = self.model.apply(frame)
+        self.scene = None                                    # the model has learnt: its scene is new
         self.seen += 1
         fg = np.where(fg > 200, 255, 0).astype(np.uint8)
         fg = cv2.morphologyEx(fg, cv2.MORPH_OPEN, self.kernel_open)
@@ -102,8 +122,22 @@ class MotionPeopleDetector(object):
         return self.foreground
 
     def background(self):
-        """The background model's picture of the empty scene (what is behind the people)."""
-        return self.model.getBackgroundImage()
+        """The background model's picture of the empty scene (what is behind the people), drawn once per
+        frame learnt (it costs as much as learning a frame)."""
+        if self.scene is None:
+            self.scene = self.model.getBackgroundImage()
+        return self.scene
+
+    def without_protected(self, frame):
+        """A copy of ``frame`` with the protected boxes (grown by ``PROTECT_MARGIN``) taken from the scene."""
+        scene, out = self.background(), frame.copy()
+        if scene.shape != frame.shape:      # a grey model of a colour frame, or the reverse
+            scene = to_gray(scene) if frame.ndim == 2 else np.repeat(scene[..., None], 3, 2)
+        m = PROTECT_MARGIN
+        for x, y, w, h in self.protected:
+            rows, cols = slice(max(y - m, 0), max(y + h + m, 0)), slice(max(x - m, 0), max(x + w + m, 0))
+            out[rows, cols] = scene[rows, cols]
+        return out
 
     def detect(self, frame):
         fg = self.mask(frame)
@@ -410,7 +444,8 @@ class PersonCrops(object):
     name = "person-crops"
     batched = True            # prepare() returns a batch of samples (one per person, maybe none)
 
-    def __init__(self, crop_shape=CROP_SHAPE, detector=None, margin=CROP_MARGIN, paste="window"):
+    def __init__(self, crop_shape=CROP_SHAPE, detector=None, margin=CROP_MARGIN, paste="window",
+                 max_protect=MAX_PROTECT):
         if paste not in PASTE_MODES:
             raise InputError("camera paste mode {!r}; expected one of {}".format(paste, list(PASTE_MODES)))
         self.paste = paste
@@ -418,6 +453,9 @@ class PersonCrops(object):
         self.detector = detector if detector is not None else MotionPeopleDetector()
         self.margin = float(margin)
         self.tracker, self.direction = Tracker(), WalkingDirection()
+        self.max_protect = int(max_protect)
+        # track id -> [first box centre, farthest distance from it in box heights, frames protected]
+        self.walked = {}
         self.last_boxes = np.zeros((0, 4), dtype=np.int64)     # the people found in the latest frame
         self.last_windows = np.zeros((0, 4), dtype=np.int64)   # their windows
         self.last_directions = np.zeros(0, dtype=np.int64)     # and their walking directions
@@ -428,10 +466,28 @@ class PersonCrops(object):
             raise InputError("camera frame of {} {}; expected uint8 HxW or HxWx3".format(image.dtype, image.shape))
         boxes = self.detector.detect(image)
         tracks = self.tracker.update(boxes)
+        self.detector.protect(self.walked_in(boxes, tracks))
         directions = self.direction.update(tracks, boxes)
         windows = crop_windows(boxes, image.shape, self.crop_shape, self.margin)
         self.last_boxes, self.last_windows, self.last_directions = boxes, windows, directions
         return crop_people(image, windows, self.crop_shape), (image, boxes, windows, directions, tracks)
+
+    def walked_in(self, boxes, tracks):
+        """The boxes of people who have walked at least ``WALKED_IN`` of their heights since first seen:
+        people, whom the detector's model must not learn as scene when they stop (a ghost of the first
+        frames, where someone stood while the model started, never moves); each for at most
+        ``max_protect`` frames, after which what stays for good becomes scene."""
+        keep = []
+        for box, track in zip(np.asarray(boxes, dtype=np.float64).reshape(-1, 4), tracks):
+            centre = box[:2] + box[2:] / 2.0
+            state = self.walked.setdefault(int(track), [centre, 0.0, 0])
+            state[1] = max(state[1], float(np.hypot(*(centre - state[0]))) / max(box[3], 1.0))
+            if state[1] >= WALKED_IN and state[2] < self.max_protect:
+                state[2] += 1
+                keep.append(box)
+        for gone in set(self.walked) - set(self.tracker.tracks):
+            del self.walked[gone]
+        return np.asarray(keep, dtype=np.int64).reshape(-1, 4)
 
     @staticmethod
     def known(context):
