@@ -103,8 +103,11 @@ def direction_only_audit(run_dir, run: dict, privatizer, seeds: int, epochs: int
     return audit(release, seeds=seeds, attacker_epochs=epochs)
 
 
-# the downstream people counters the count is checked with: the pipeline's own kind, and another
-COUNTERS = {"mog2": "MOG2, the pipeline's own detector", "knn": "KNN, OpenCV's other background model"}
+# the downstream people counters the count is checked with: the pipeline's own detector and tracker, the
+# same detector without the tracker (its background model learns people who stop), and another model
+COUNTERS = {"pipeline": "the pipeline's own (MOG2 + tracker: people who walked in stay found when they stop)",
+            "mog2": "plain MOG2 (no tracker: people who stop fade into its scene)",
+            "knn": "KNN, OpenCV's other background model"}
 FLOOR_CHANGE = "the raw clip re-encoded as JPEG quality 90"
 
 
@@ -118,9 +121,18 @@ def count_figures(counted_raw, counted_private) -> dict:
             "raw_people": int(counted_raw.sum()), "private_people": int(counted_private.sum())}
 
 
-def counters():
-    from sensorveil.runtime.camera import MotionPeopleDetector
-    return {name: (MotionPeopleDetector(background=name), MotionPeopleDetector(background=name)) for name in COUNTERS}
+def counter(name: str):
+    """A fresh counter of ``COUNTERS``: a frame in, the boxes (x, y, w, h) of the people it finds out."""
+    from sensorveil.runtime.camera import MotionPeopleDetector, PersonCrops
+    if name == "pipeline":
+        people = PersonCrops()
+        return lambda frame: people.prepare(frame)[1][1]
+    return MotionPeopleDetector(background=name).detect
+
+
+def counters() -> dict:
+    """Two fresh copies of each counter: one for the raw video, one for the video compared with it."""
+    return {name: (counter(name), counter(name)) for name in COUNTERS}
 
 
 def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | None = None) -> dict:
@@ -149,7 +161,7 @@ def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | N
         frames += 1
         detected.append(len(result.sample))
         for name, (on_raw, on_private) in pairs.items():
-            raw_boxes, found = on_raw.detect(result.frame.data), on_private.detect(result.output)
+            raw_boxes, found = on_raw(result.frame.data), on_private(result.output)
             counted[name][0].append(len(raw_boxes))
             counted[name][1].append(len(found))
             # the counter's people in the raw frame that the pipeline's detector did not find: the release
@@ -158,7 +170,7 @@ def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | N
                 pipeline_boxes = stream.preprocessor.last_boxes
                 undetected[name] += int((iou(raw_boxes, pipeline_boxes).max(1) < 0.3).sum()) if len(pipeline_boxes) \
                     else len(raw_boxes)
-            if name == "mog2":
+            if name == "pipeline":
                 unprivatized.append(outside_windows(found, stream.preprocessor.last_windows, result.output.shape[:2]))
         if result.frame.index in sheet_frames:
             kept[result.frame.index] = (result.frame.data.copy(), result.output.copy())
@@ -171,7 +183,7 @@ def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | N
                                 for k, v in report.get("stages_ms", {}).items()},
             "people_per_frame_mean": float(detected.mean()), "crops_privatized": int(detected.sum()),
             "counts": counts,
-            "unprivatized_people": int(sum(unprivatized)), "counted_private_people": counts["mog2"]["private_people"],
+            "unprivatized_people": int(sum(unprivatized)), "counted_private_people": counts["pipeline"]["private_people"],
             "frames_with_unprivatized": int(sum(n > 0 for n in unprivatized)),
             "_sheet": kept}
 
@@ -189,8 +201,8 @@ def count_floor(clip: Path) -> dict:
             break
         changed = cv2.imdecode(cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, 90])[1], cv2.IMREAD_COLOR)
         for name, (on_raw, on_changed) in pairs.items():
-            counted[name][0].append(len(on_raw.detect(frame)))
-            counted[name][1].append(len(on_changed.detect(changed)))
+            counted[name][0].append(len(on_raw(frame)))
+            counted[name][1].append(len(on_changed(changed)))
     capture.release()
     return {"change": FLOOR_CHANGE, "counts": {name: count_figures(*counted[name]) for name in pairs}}
 
@@ -272,7 +284,7 @@ def how_it_pastes(audit_figures: dict) -> str:
     return "the privatized crop replaces the person's whole window (background included)."
 
 
-def count_text(pipeline: dict, counter: str = "mog2") -> str:
+def count_text(pipeline: dict, counter: str = "pipeline") -> str:
     """Same-count share and mean difference: over seeded draws with intervals where the run has them."""
     draws = pipeline.get("count_over_draws")
     if not draws:
@@ -324,6 +336,7 @@ def effective_text(result: dict) -> str:
 
 
 def render(result: dict, command: str) -> str:
+    from sensorveil.runtime.camera import MAX_PROTECT
     lines = ["# The camera mechanism on walkway.avi", "",
              f"Written by `{command}` ({result['seconds']:.0f} s on this machine); do not edit by hand.", "",
              "People are found by a still-camera background model (OpenCV MOG2, person-shaped foreground blobs) and "
@@ -391,8 +404,8 @@ def render(result: dict, command: str) -> str:
         lines.append(f"| {name} | {c['frames']} | {c['people_per_frame_mean']:.2f} | {c['fps']:.1f} | "
                      f"{c['cpu_ms_per_frame']:.1f} | {c['wall_ms_per_frame']:.1f} |")
     lines += ["", "## People count per frame", "",
-              "Each counter (the same person rules on a background model: OpenCV MOG2, the pipeline's own, or KNN) "
-              "is run afresh on the raw video and on the privatized video; \"same\" is the share of frames where both "
+              "Each counter (the same person rules on a background model: the pipeline's own detector and tracker, "
+              "its MOG2 detector alone, or OpenCV's KNN model) is run afresh on the raw video and on the privatized video; \"same\" is the share of frames where both "
               "count the same people, the diff is privatized minus raw per frame (mean, 95% interval), over the audit's "
               "number of seeded runs of the pipeline (each draws other substitutes), the interval combining their "
               "spread and the frames' binomial error (frames of a clip are not independent, so it is a lower bound on "
@@ -410,16 +423,18 @@ def render(result: dict, command: str) -> str:
     for name, m in result["mechanisms"].items():
         c = m["pipeline"]
         if "unprivatized_people" in c:      # results written before this figure existed lack it
-            lines.append(f"- {name}: of the {c['counted_private_people']:,} people the MOG2 counter finds in the "
+            lines.append(f"- {name}: of the {c['counted_private_people']:,} people the pipeline's own counter finds in the "
                          f"privatized video, {c['unprivatized_people']:,} lie outside every window the pipeline "
                          f"privatized (people its detector missed), in {c['frames_with_unprivatized']} of "
                          f"{c['frames']} frames.")
     lines += ["", f"![raw and privatized frames of the test part]({Path(result['contact_sheet']).name})", "",
               "What the released scene still holds (seen on the contact sheet, not measured): the background model "
-              "learns whatever stands still, so a person who stops long enough for the detector to lose them shows "
-              "in PASS's empty scene as a faint grey silhouette without detail, and the people of the clip's first "
-              "frames linger there as faint ghosts until the model forgets them. PR-GAN releases the camera's frame "
-              "outside each person's window, so a person its detector misses goes out raw.", ""]
+              "does not learn a person the tracker has seen walk in, for up to "
+              f"{MAX_PROTECT} frames, so one who stops stays a substitute; one who stands longer, or whom the "
+              "detector never found walking (a person already standing in the first frames), is learnt into "
+              "PASS's empty scene and shows there as a faint grey silhouette without detail, and the people of "
+              "the clip's first frames linger there as faint ghosts until the model forgets them. PR-GAN releases "
+              "the camera's frame outside each person's window, so a person its detector misses goes out raw.", ""]
     return "\n".join(lines)
 
 

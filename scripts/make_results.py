@@ -292,7 +292,7 @@ def tappfl_section() -> list[str]:
     return lines + [""]
 
 
-def count_share_text(pipeline: dict, counter: str = "mog2") -> str:
+def count_share_text(pipeline: dict, counter: str = "pipeline") -> str:
     """The share of frames a counter counts alike in the raw and the privatized video."""
     figures = pipeline.get("count_over_draws", pipeline)["counts"][counter]
     share = figures["same_share"]
@@ -314,7 +314,7 @@ def camera_section() -> list[str]:
              "the test rows reweighted to the training part's P(appearance | direction), where Random* is the best "
              "guess from the direction alone (the plain figures are on the camera page).", "",
              "| mechanism | strongest attacker | on raw crops | Random* | within 5 pts | direction probe | direction NAG "
-             "| count same (MOG2 / KNN counter) | FPS (whole pipeline) |", "|---|---|---|---:|---|---|---:|---:|---:|"]
+             "| count same (pipeline's / KNN counter) | FPS (whole pipeline) |", "|---|---|---|---:|---|---|---:|---:|---:|"]
     references = []
     for name, entry in results["mechanisms"].items():
         audit, pipeline = entry["audit"], entry["pipeline"]
@@ -336,8 +336,8 @@ def camera_section() -> list[str]:
     floor = results.get("count_floor")
     if floor:        # how far the counters move under a change nobody would call privacy
         lines += ["", f"Count floor: on {floor['change']}, against the raw clip, the same counters count alike in "
-                  + " / ".join(pct(floor["counts"][c]["same_share"]) for c in ("mog2", "knn"))
-                  + " of frames (MOG2 / KNN)."]
+                  + " / ".join(pct(floor["counts"][c]["same_share"]) for c in ("pipeline", "knn"))
+                  + " of frames (the pipeline's / KNN)."]
     return lines + [""]
 
 
