@@ -108,6 +108,7 @@ def direction_only_audit(run_dir, run: dict, privatizer, seeds: int, epochs: int
 COUNTERS = {"pipeline": "the pipeline's own (MOG2 + tracker: people who walked in stay found when they stop)",
             "mog2": "plain MOG2 (no tracker: people who stop fade into its scene)",
             "knn": "KNN, OpenCV's other background model"}
+COUNTER_NAMES = {"pipeline": "the pipeline's own counter", "mog2": "plain MOG2", "knn": "KNN"}
 FLOOR_CHANGE = "the raw clip re-encoded as JPEG quality 90"
 
 
@@ -335,6 +336,16 @@ def effective_text(result: dict) -> str:
     return ", ".join(f"{a['n_effective']:.0f} of {a['n_test']}" for a in audits[:1] if "n_effective" in a) or "n/a"
 
 
+def own_runs(result: dict) -> str:
+    """Each mechanism's same-count shares of the pipeline's own counter, run by run."""
+    cells = []
+    for name, m in result["mechanisms"].items():
+        share = m["pipeline"].get("count_over_draws", {}).get("counts", {}).get("pipeline", {}).get("same_share")
+        if isinstance(share, dict):
+            cells.append(f"{name} " + " / ".join(pct(v) for v in share["runs"]))
+    return "; ".join(cells) or "n/a"
+
+
 def render(result: dict, command: str) -> str:
     from sensorveil.runtime.camera import MAX_PROTECT
     lines = ["# The camera mechanism on walkway.avi", "",
@@ -417,8 +428,9 @@ def render(result: dict, command: str) -> str:
         draws = m["pipeline"].get("count_over_draws")
         if draws:      # how much of each counter's shortfall the pipeline's detector explains
             lines.append(f"- {name}: " + "; ".join(
-                f"{counter.upper()} counts {-c['mean_diff'] * draws['frames']:,.0f} people fewer in the release than "
-                f"in the raw video, which holds {c['undetected_people']:,.0f} people the pipeline's detector never found"
+                f"{COUNTER_NAMES[counter]} counts {abs(c['mean_diff']) * draws['frames']:,.0f} people "
+                f"{'fewer' if c['mean_diff'] <= 0 else 'more'} in the release than in the raw video, where it finds "
+                f"{c['undetected_people']:,.0f} people the pipeline's detector never found"
                 for counter, c in draws["counts"].items()) + ".")
     for name, m in result["mechanisms"].items():
         c = m["pipeline"]
@@ -433,7 +445,9 @@ def render(result: dict, command: str) -> str:
               f"{MAX_PROTECT} frames, so one who stops stays a substitute; one who stands longer, or whom the "
               "detector never found walking (a person already standing in the first frames), is learnt into "
               "PASS's empty scene and shows there as a faint grey silhouette without detail, and the people of "
-              "the clip's first frames linger there as faint ghosts until the model forgets them. PR-GAN releases "
+              "the clip's first frames linger there as faint ghosts until the model forgets them (a counter of the "
+              "pipeline's own kind run on the release can take a fading ghost for a person that moved and keep it, "
+              f"one reason its same-count share varies between seeded runs: {own_runs(result)}). PR-GAN releases "
               "the camera's frame outside each person's window, so a person its detector misses goes out raw.", ""]
     return "\n".join(lines)
 
