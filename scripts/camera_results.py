@@ -285,19 +285,19 @@ def how_it_pastes(audit_figures: dict) -> str:
     return "the privatized crop replaces the person's whole window (background included)."
 
 
+def difference_text(c: dict) -> str:
+    """A counter's same-count share (with its interval over seeded runs, where it has one) / mean diff."""
+    share = interval_text(c["same_share"]) if isinstance(c["same_share"], dict) else pct(c["same_share"])
+    return f"{share} / {c['mean_diff']:+.2f} +- {c['mean_diff_ci95']:.2f}"
+
+
 def count_text(pipeline: dict, counter: str = "pipeline") -> str:
     """Same-count share and mean difference: over seeded draws with intervals where the run has them."""
-    draws = pipeline.get("count_over_draws")
-    if not draws:
-        c = pipeline["counts"][counter]
-        return f"{pct(c['same_share'])} / {c['mean_diff']:+.2f} +- {c['mean_diff_ci95']:.2f}"
-    c = draws["counts"][counter]
-    return f"{interval_text(c['same_share'])} / {c['mean_diff']:+.2f} +- {c['mean_diff_ci95']:.2f}"
+    return difference_text(pipeline.get("count_over_draws", pipeline)["counts"][counter])
 
 
 def floor_text(floor: dict, counter: str) -> str:
-    c = floor["counts"][counter]
-    return f"{pct(c['same_share'])} / {c['mean_diff']:+.2f} +- {c['mean_diff_ci95']:.2f}"
+    return difference_text(floor["counts"][counter])
 
 
 def count_lines(result: dict) -> list:

@@ -66,6 +66,13 @@ def to_gray(frame):
     return np.clip(frame[..., :3] @ BGR_TO_GRAY + 0.5, 0, 255).astype(np.uint8)
 
 
+def channels_like(image, frame):
+    """``image`` grey or BGR as ``frame`` is (a background model of colour frames fed a grey one, or the reverse)."""
+    if image.shape == frame.shape:
+        return image
+    return to_gray(image) if frame.ndim == 2 else np.repeat(image[..., None], 3, 2)
+
+
 class MotionPeopleDetector(object):
     """People as moving foreground blobs of a person's size and upright shape, on a still camera.
 
@@ -130,9 +137,7 @@ class MotionPeopleDetector(object):
 
     def without_protected(self, frame):
         """A copy of ``frame`` with the protected boxes (grown by ``PROTECT_MARGIN``) taken from the scene."""
-        scene, out = self.background(), frame.copy()
-        if scene.shape != frame.shape:      # a grey model of a colour frame, or the reverse
-            scene = to_gray(scene) if frame.ndim == 2 else np.repeat(scene[..., None], 3, 2)
+        scene, out = channels_like(self.background(), frame), frame.copy()
         m = PROTECT_MARGIN
         for x, y, w, h in self.protected:
             rows, cols = slice(max(y - m, 0), max(y + h + m, 0)), slice(max(x - m, 0), max(x + w + m, 0))
@@ -521,7 +526,4 @@ class PersonCrops(object):
         walkway.avi a grey plate lost a person in 37% of frames, the coarse scene in 17%)."""
         if self.detector.seen <= self.detector.warmup:
             return coarse(image, WARMUP_BLOCK)
-        background = self.detector.background()
-        if background.shape != image.shape:      # a grey frame against a colour model, or the reverse
-            background = to_gray(background) if image.ndim == 2 else np.repeat(background[..., None], 3, 2)
-        return background
+        return channels_like(self.detector.background(), image)
