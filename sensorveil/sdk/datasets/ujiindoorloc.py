@@ -1,0 +1,183 @@
+"""UJIIndoorLoc: WiFi fingerprints, binarised heard / not heard (PR-GAN section 6.1)."""
+from __future__ import annotations
+
+import functools
+import io
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from sensorveil.sdk.datasets.base import SensorDataset, _reindex, _stratified_take
+
+UJI_CSVS = ("trainingData.csv", "validationData.csv")
+UJI_NUM_WAPS = 520
+UJI_NOT_HEARD = 100  # RSSI code for "access point not detected"
+UJI_FLOORS_PER_BUILDING = (4, 4, 5)
+# Fixed building-floor index so labels never depend on which rows were loaded.
+UJI_FLOOR_OFFSET = tuple(int(v) for v in np.cumsum((0,) + UJI_FLOORS_PER_BUILDING[:-1]))
+UJI_NUM_FLOORS = sum(UJI_FLOORS_PER_BUILDING)  # 13
+UJI_REGIONS_PER_FLOOR = 8
+_UJI_META = ("LONGITUDE", "LATITUDE", "FLOOR", "BUILDINGID", "SPACEID", "USERID", "PHONEID")
+
+
+def _read_uji_csvs(path: Path) -> dict[str, bytes]:
+    """Raw bytes of both CSVs from a zip (any subfolder) or a folder."""
+    expected = f"a .zip or folder containing {' and '.join(UJI_CSVS)}"
+    if not path.exists():
+        raise FileNotFoundError(f"UJIIndoorLoc path not found: {path} (expected {expected})")
+    if path.is_dir():
+        files = {n: sorted(path.rglob(n)) for n in UJI_CSVS}
+        _require_all(files, path, expected)
+        return {n: files[n][0].read_bytes() for n in UJI_CSVS}
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"UJIIndoorLoc path {path} is not a zip file; expected {expected}")
+    with zipfile.ZipFile(path) as zf:
+        members = {n: sorted(m for m in zf.namelist() if m.rsplit("/", 1)[-1] == n) for n in UJI_CSVS}
+        _require_all(members, path, expected)
+        return {n: zf.read(members[n][0]) for n in UJI_CSVS}
+
+
+def _require_all(found: dict[str, list], path: Path, expected: str) -> None:
+    missing = [n for n, hits in found.items() if not hits]
+    if missing:
+        raise ValueError(f"UJIIndoorLoc source {path} lacks {missing}; expected {expected}")
+
+
+def _parse_uji_csv(raw: bytes, label: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    header = raw.split(b"\n", 1)[0].decode().strip().split(",")
+    waps = [f"WAP{i:03d}" for i in range(1, UJI_NUM_WAPS + 1)]
+    missing = [c for c in waps + list(_UJI_META) if c not in header]
+    if missing:
+        raise ValueError(f"{label} lacks columns {missing[:5]}{'...' if len(missing) > 5 else ''}; "
+                         f"expected WAP001..WAP520 and {list(_UJI_META)}")
+    table = np.loadtxt(io.BytesIO(raw), delimiter=",", skiprows=1, dtype=np.float64, ndmin=2)
+    col = {c: i for i, c in enumerate(header)}
+    heard = (table[:, [col[w] for w in waps]] != UJI_NOT_HEARD).astype(np.uint8)
+    meta = {c: table[:, col[c]] for c in _UJI_META}
+    return heard, meta
+
+
+def _uji_floor_index(building: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    b, f = building.astype(np.int64), floor.astype(np.int64)
+    valid = (b >= 0) & (b < len(UJI_FLOORS_PER_BUILDING))
+    valid &= (f >= 0) & (f < np.asarray(UJI_FLOORS_PER_BUILDING)[np.clip(b, 0, 2)])
+    if not valid.all():
+        raise ValueError("UJIIndoorLoc rows with unknown (BUILDINGID, FLOOR); expected buildings 0-2 "
+                         f"with {UJI_FLOORS_PER_BUILDING} floors")
+    return np.asarray(UJI_FLOOR_OFFSET)[b] + f
+
+
+def _uji_regions(floor: np.ndarray, lon: np.ndarray, lat: np.ndarray, is_train: np.ndarray) -> np.ndarray:
+    """Region 0..103 = floor * 8 + r (see :func:`load_ujiindoorloc`).
+
+    Edges come from the training rows only, so a row's region never depends
+    on the split or subset that is loaded.
+    """
+    region = np.zeros(floor.shape, dtype=np.int64)
+    for f in range(UJI_NUM_FLOORS):
+        rows, train = floor == f, (floor == f) & is_train
+        lon_edges = np.quantile(lon[train], [0.25, 0.5, 0.75])
+        lon_bin = np.searchsorted(lon_edges, lon, side="right")
+        train_bin = lon_bin[train]
+        for b in range(4):
+            lat_median = np.median(lat[train][train_bin == b])
+            in_bin = rows & (lon_bin == b)
+            region[in_bin] = f * UJI_REGIONS_PER_FLOOR + 2 * b + (lat[in_bin] > lat_median)
+    return region
+
+
+@functools.lru_cache(maxsize=4)
+def _load_uji_arrays(path: str) -> dict:
+    """Parse both CSVs once per path; loads are then cheap slicing."""
+    raws = _read_uji_csvs(Path(path))
+    parts = [_parse_uji_csv(raws[n], f"{path}:{n}") for n in UJI_CSVS]
+    heard = np.concatenate([p[0] for p in parts])
+    meta = {c: np.concatenate([p[1][c] for p in parts]) for c in _UJI_META}
+    is_train = np.repeat([True, False], [len(p[0]) for p in parts])
+    floor = _uji_floor_index(meta["BUILDINGID"], meta["FLOOR"])
+    attrs = {
+        "building": meta["BUILDINGID"].astype(np.int64),
+        "floor": floor,
+        "region": _uji_regions(floor, meta["LONGITUDE"], meta["LATITUDE"], is_train),
+    }
+    names = {}
+    for attr, column in (("space", "SPACEID"), ("user", "USERID"), ("phone", "PHONEID")):
+        attrs[attr], names[attr] = _reindex(meta[column])
+    for a in attrs.values():
+        a.setflags(write=False)  # shared by every load through the cache
+    heard.setflags(write=False)
+    return {"x": heard, "attributes": attrs, "is_train": is_train, "names": names}
+
+
+def _uji_prior(useful: str, private: str) -> np.ndarray | None:
+    """Structural priors of the building > floor > region hierarchy (PR-GAN 6.1)."""
+    floor_building = np.repeat(np.arange(len(UJI_FLOORS_PER_BUILDING)), UJI_FLOORS_PER_BUILDING)
+    region_floor = np.repeat(np.arange(UJI_NUM_FLOORS), UJI_REGIONS_PER_FLOOR)
+    on_floor = region_floor[None, :] == np.arange(UJI_NUM_FLOORS)[:, None]  # (13, 104)
+    in_building_f = floor_building[None, :] == np.arange(3)[:, None]  # (3, 13)
+    in_building_r = floor_building[region_floor][None, :] == np.arange(3)[:, None]  # (3, 104)
+    if (useful, private) == ("floor", "region"):
+        return on_floor / UJI_REGIONS_PER_FLOOR  # regions are equal-count by construction
+    if (useful, private) == ("floor", "building"):
+        return in_building_f.T.astype(np.float64)
+    if (useful, private) == ("building", "floor"):
+        return np.where(in_building_f, np.nan, 0.0)  # floor sizes are not public
+    if (useful, private) == ("building", "region"):
+        return np.where(in_building_r, np.nan, 0.0)
+    return None
+
+
+def _uji_names() -> dict[str, list[str]]:
+    floors = [f"B{b}F{f}" for b, n in enumerate(UJI_FLOORS_PER_BUILDING) for f in range(n)]
+    return {
+        "building": [f"B{b}" for b in range(len(UJI_FLOORS_PER_BUILDING))],
+        "floor": floors,
+        "region": [f"{fl}R{r}" for fl in floors for r in range(UJI_REGIONS_PER_FLOOR)],
+    }
+
+
+def load_ujiindoorloc(path: str | None = None, split: str = "both", max_rows: int | None = None) -> SensorDataset:
+    """UJIIndoorLoc WiFi fingerprints as binary "heard / not heard" vectors.
+
+    ``path``: the UJIIndoorLoc zip (CSVs may sit in a subfolder) or a folder
+    with ``trainingData.csv`` and ``validationData.csv``.  ``split``: "train",
+    "validation" or "both" (concatenated, 19,937 + 1,111 = 21,048 rows).
+    ``max_rows``: deterministic subset stratified by region, for fast tests.
+
+    Attributes: ``building`` (3); ``floor``, the 13 building-floors numbered
+    building 0 floors 0-3 -> 0-3, building 1 floors 0-3 -> 4-7, building 2
+    floors 0-4 -> 8-12; ``region`` = floor * 8 + r (104), where within each
+    floor, using the *training* CSV rows of that floor only, LONGITUDE is cut
+    at its 25/50/75 % quantiles into 4 bins (bin = number of edges <= value)
+    and each bin is cut at its LATITUDE median (r = 2 * bin + (lat > median)),
+    giving 8 regions of about equal training counts; validation rows are
+    assigned with the same edges.  ``space``, ``user``, ``phone`` re-index
+    SPACEID, USERID, PHONEID over both CSVs (validation rows have SPACEID and
+    USERID 0, which becomes class 0).
+    """
+    if path is None:
+        raise ValueError("ujiindoorloc needs path=: the UJIIndoorLoc zip or a folder with "
+                         f"{UJI_CSVS}")
+    splits = {"train": (True,), "validation": (False,), "both": (True, False)}
+    if split not in splits:
+        raise ValueError(f"unknown split {split!r}; expected one of {list(splits)}")
+    data = _load_uji_arrays(str(Path(path).resolve()))
+    rows = np.flatnonzero(np.isin(data["is_train"], splits[split]))
+    attrs = data["attributes"]
+    if max_rows is not None and max_rows < len(rows):
+        rows = rows[_stratified_take(attrs["region"][rows], int(max_rows))]
+    names = _uji_names() | data["names"]
+    return SensorDataset(
+        name="ujiindoorloc",
+        x=data["x"][rows],
+        attributes={k: v[rows] for k, v in attrs.items()},
+        num_classes={k: len(v) for k, v in names.items()},
+        modality="vector",
+        sensor_range=(0.0, 1.0),
+        units="access point heard (1) / not heard (0), from RSSI != 100",
+        synthetic=False,
+        description=f"UJIIndoorLoc WiFi fingerprints ({split}), 520 access points binarised",
+        class_names=names,
+        prior_fn=_uji_prior,
+    )
