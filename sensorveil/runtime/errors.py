@@ -15,3 +15,8 @@ class InputError(SensorveilError, ValueError):
 
 class BackendUnavailableError(SensorveilError, RuntimeError):
     """The backend library or the hardware it needs is not present on this machine."""
+
+
+class OutputError(SensorveilError, ValueError):
+    """The mechanism produced something the output spec does not allow (NaN, out of range, not what the
+    manifest says a stage returns): nothing is released; a stream counts the frame as bad."""

@@ -15,11 +15,11 @@ import numpy as np
 
 from sensorveil.runtime.backends import create_backend, resolve_backend
 from sensorveil.runtime.bundle import Bundle, open_bundle
-from sensorveil.runtime.errors import InputError
+from sensorveil.runtime.errors import InputError, OutputError
 from sensorveil.runtime.schema import check_model_io, graphs_of
 from sensorveil.runtime.spec import (TensorSpec, check_sensor_input, from_graph_sensor_output, to_graph_sensor_input,
                                      to_model_units, to_sensor_units)
-from sensorveil.runtime.stages import MODEL_UNITS, SENSOR_UNITS, StageContext, stage_class
+from sensorveil.runtime.stages import BANK_INDEX, MODEL_UNITS, SENSOR_UNITS, StageContext, stage_class
 
 
 MAX_CHUNK = 1024   # samples per pipeline run: model-unit copies and backend buffers stay a few MB
@@ -109,7 +109,23 @@ class Privatizer:
         y = self.run_pipeline(self.graph_input(batch), known, keys)
         if self.emits == MODEL_UNITS:
             y = to_sensor_units(y, self.output_spec)
+        self.check_output(y)
         return y[0] if single else y
+
+    def check_output(self, y: np.ndarray) -> None:
+        """Fail closed on what is about to leave the device: finite, and inside the output's sensor range
+        where it is a sensor reading; otherwise one OutputError and nothing is released."""
+        if self.emits == BANK_INDEX:
+            return
+        if y.dtype.kind == "f" and not np.isfinite(y).all():
+            raise OutputError(f"the mechanism produced {int(np.count_nonzero(~np.isfinite(y)))} NaN/inf value(s); "
+                              "expected finite output, so nothing is released")
+        if self.emits != MODEL_UNITS and self.emits != SENSOR_UNITS or not y.size:
+            return
+        low, high = y.min(), y.max()
+        if low < self.output_spec.low or high > self.output_spec.high:
+            raise OutputError(f"the mechanism produced values {low}..{high}; expected the output's sensor range "
+                              f"[{self.output_spec.low}, {self.output_spec.high}], so nothing is released")
 
     def graph_input(self, batch: np.ndarray) -> np.ndarray:
         """A checked batch in sensor units -> what the first stage takes (model units, or the sensor's
@@ -122,8 +138,11 @@ class Privatizer:
         """A one-model bundle's raw graph output (``run_model``) -> the privatized batch in sensor units:
         what a stream does between timing the backend and handing the frame on."""
         if self.takes == SENSOR_UNITS:
-            return from_graph_sensor_output(model_output, self.output_spec)
-        return to_sensor_units(model_output, self.output_spec)
+            y = from_graph_sensor_output(model_output, self.output_spec)
+        else:
+            y = to_sensor_units(model_output, self.output_spec)
+        self.check_output(y)
+        return y
 
     @property
     def conditioned_on(self) -> "str | None":

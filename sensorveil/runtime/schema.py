@@ -12,11 +12,14 @@ inputs and outputs against what the manifest promises.
 Fields the runtime never reads (metrics, complexity, training, validation, ...) are free-form.
 Runs on the boards' Python (3.6): no annotations import here.
 """
-import math
 import re
 
-from sensorveil.runtime.errors import BundleError
-from sensorveil.runtime.stages import GRAPH_UNITS, REPRESENTATION, SENSOR_UNITS, STAGE_KINDS
+from sensorveil.runtime.manifest_fields import (MAX_NAME_CHARS, MAX_RANK, MAX_SAMPLE_ELEMENTS,  # noqa: F401
+                                                SINGLE_GRAPH, ManifestError, describe, fail, graphs_of,
+                                                is_integer, is_number, need_integer, need_list, need_listed,
+                                                need_number, need_object, need_shape, need_str, need_text,
+                                                optional, pipeline_of, subpath)
+from sensorveil.runtime.stages import STAGE_KINDS, stage_class
 
 # 2: a mechanism is a pipeline of stages over named graphs (artifacts[backend]["graphs"]).
 # 1: one model per backend (artifacts[backend]["file"]); read as the equivalent schema-2 pipeline.
@@ -26,117 +29,24 @@ MANIFEST_NAME = "manifest.json"
 SIGNATURE_NAME = "manifest.sig"     # signs the manifest, so the manifest cannot list it (runtime/trust.py)
 REQUIRED_KEYS = ("schema_version", "mechanism", "input", "output", "artifacts", "files")
 REQUIRED_SPEC_KEYS = ("name", "sample_shape", "model_shape", "dtype", "sensor_range", "normalization")
-SINGLE_GRAPH = "model"      # the graph name of a one-model bundle (and of every schema-1 bundle)
 
 # Sensor readings are numbers; names are spelled as numpy spells them, so np.dtype() cannot surprise.
 NUMERIC_DTYPES = ("uint8", "uint16", "uint32", "int8", "int16", "int32", "float16", "float32", "float64")
 PRECISIONS = ("fp32", "fp16", "int8")
 # Bounds that no real bundle comes near and that keep every product far below int64's range.
-MAX_RANK = 8
-MAX_SAMPLE_ELEMENTS = 1 << 28       # 268 M values per sample: a 16-megapixel RGB frame is 48 M
 MAX_FILES = 1024
 MAX_FILE_BYTES = 1 << 34            # 16 GiB
 MAX_STAGES = 32
-MAX_NAME_CHARS = 255
 MAX_PATH_CHARS = 1024
 SHA256_HEX = re.compile(r"\A[0-9a-f]{64}\Z")
-
-
-class ManifestError(BundleError):
-    """A manifest field is missing, of the wrong type or out of range; the message names its path."""
-
-
-# -- describing values and failing ------------------------------------------------------------
-def describe(value):
-    """A short description of a bad value; containers are never expanded (they may be huge or deep)."""
-    if isinstance(value, bool) or value is None:
-        return repr(value)
-    if isinstance(value, dict):
-        return "an object of {} key(s)".format(len(value))
-    if isinstance(value, list):
-        return "a list of {} item(s)".format(len(value))
-    if isinstance(value, str):
-        return repr(value) if len(value) <= 60 else repr(value[:57]) + "..."
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def fail(where, path, value, expected):
-    raise ManifestError("{}: manifest field {} is {}; expected {}".format(where, path, describe(value), expected))
-
-
-def subpath(path, key):
-    return "{}.{}".format(path, key) if re.match(r"\A[A-Za-z_][A-Za-z0-9_]*\Z", key) else "{}[{!r}]".format(path, key)
-
-
-# -- field kinds --------------------------------------------------------------------------------
-def is_integer(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def is_number(value):
-    return (is_integer(value) or isinstance(value, float)) and math.isfinite(value)
-
-
-def need_object(where, path, value, keys=None):
-    if not isinstance(value, dict):
-        fail(where, path, value, "an object" + (" with keys {}".format(list(keys)) if keys else ""))
-    if keys:
-        absent = [key for key in keys if key not in value]
-        if absent:
-            raise ManifestError("{}: manifest '{}' lacks {}; expected {}".format(where, path, absent, list(keys)))
-    return value
-
-
-def need_list(where, path, value, least, most, what):
-    if not isinstance(value, list) or not least <= len(value) <= most:
-        fail(where, path, value, "a list of {} to {} {}".format(least, most, what))
-    return value
-
-
-def need_text(where, path, value, choices=None):
-    if not isinstance(value, str) or not 0 < len(value) <= MAX_NAME_CHARS:
-        fail(where, path, value, "a non-empty string of at most {} characters".format(MAX_NAME_CHARS))
-    if choices is not None and value not in choices:
-        fail(where, path, value, "one of {}".format(list(choices)))
-    return value
-
-
-def need_integer(where, path, value, least, most):
-    if not is_integer(value) or not least <= value <= most:
-        fail(where, path, value, "an integer from {} to {}".format(least, most))
-    return value
-
-
-def need_number(where, path, value, positive=False):
-    if not is_number(value) or (positive and value <= 0):
-        fail(where, path, value, "a finite {}number".format("positive " if positive else ""))
-    return float(value)
-
-
-def optional(container, key, check, *args):
-    """Check ``container[key]`` with ``check`` when the key is present (null is a value like any other:
-    the stages read ``spec.get(key, default)``, which returns a null, not the default)."""
-    if key in container:
-        check(*args)
+FLOAT32_MAX = 3.4028234663852886e38
+FLOAT32_TINY = 1.1754943508222875e-38     # the smallest normal float32
+# model units of a real bundle span about 1 (0..1, -1..1, a few standard deviations); these bounds are
+# orders of magnitude wider and still keep float32 arithmetic far from overflow and underflow
+MODEL_SPAN = (1e-4, 1e4)
 
 
 # -- shapes and specs ---------------------------------------------------------------------------
-def need_shape(where, path, value, allow_batch=False):
-    """Positive dimensions (the first may be null, a free batch axis); returns the per-sample element count."""
-    need_list(where, path, value, 1, MAX_RANK + int(allow_batch), "positive integers")
-    dims = value[1:] if allow_batch else value
-    if allow_batch and not (value[0] is None or is_integer(value[0]) and value[0] > 0):
-        fail(where, path + "[0]", value[0], "null (any batch size) or a positive integer")
-    count = 1
-    for index, dim in enumerate(dims):
-        need_integer(where, "{}[{}]".format(path, index + int(allow_batch)), dim, 1, MAX_SAMPLE_ELEMENTS)
-        count *= dim
-        if count > MAX_SAMPLE_ELEMENTS:
-            fail(where, path, value, "at most {} values per sample".format(MAX_SAMPLE_ELEMENTS))
-    return count
-
-
 def validate_spec(where, path, spec):
     """One tensor spec (manifest 'input' or 'output'): what the runtime clips, scales and casts by."""
     need_object(where, path, spec, REQUIRED_SPEC_KEYS)
@@ -154,15 +64,31 @@ def validate_spec(where, path, spec):
     high = need_number(where, path + ".sensor_range[1]", sensor_range[1])
     if not low < high:
         fail(where, path + ".sensor_range", sensor_range, "[low, high] with low < high")
+    for index, value in enumerate((low, high)):
+        if abs(value) > FLOAT32_MAX:
+            fail(where, "{}.sensor_range[{}]".format(path, index), value, "a value float32 can hold")
     norm = need_object(where, path + ".normalization", spec["normalization"], ("offset", "scale"))
-    need_number(where, path + ".normalization.offset", norm["offset"])
-    need_number(where, path + ".normalization.scale", norm["scale"], positive=True)
+    offset = need_number(where, path + ".normalization.offset", norm["offset"])
+    scale = need_number(where, path + ".normalization.scale", norm["scale"], positive=True)
+    validate_normalization(where, path + ".normalization", low, high, offset, scale)
     optional(spec, "units", need_str, where, path + ".units", spec.get("units"))
 
 
-def need_str(where, path, value):
-    if not isinstance(value, str):
-        fail(where, path, value, "a string")
+def validate_normalization(where, path, low, high, offset, scale):
+    """The runtime computes (x - offset) / scale and y * scale + offset in float32: scale and its
+    reciprocal must be normal float32 numbers, and the sensor range must map to model units of a sane
+    span; otherwise the output is all NaN, all zero or constant, which would pass for a privatized frame."""
+    if not FLOAT32_TINY <= scale <= FLOAT32_MAX or not FLOAT32_TINY <= 1.0 / scale <= FLOAT32_MAX:
+        fail(where, path + ".scale", scale, "a scale whose value and reciprocal float32 can hold "
+             "({:.3g} to {:.3g})".format(1 / FLOAT32_MAX, FLOAT32_MAX))
+    if abs(offset) > FLOAT32_MAX:
+        fail(where, path + ".offset", offset, "an offset float32 can hold")
+    ends = [(end - offset) / scale for end in (low, high)]
+    span = ends[1] - ends[0]
+    if not (MODEL_SPAN[0] <= span <= MODEL_SPAN[1] and max(abs(end) for end in ends) <= MODEL_SPAN[1]):
+        fail(where, path, {"offset": offset, "scale": scale}, "a normalization that maps the sensor range "
+             "[{:g}, {:g}] to model units spanning {:g} to {:g} (it maps it to [{:.3g}, {:.3g}])".format(
+                 low, high, MODEL_SPAN[0], MODEL_SPAN[1], ends[0], ends[1]))
 
 
 # -- files --------------------------------------------------------------------------------------
@@ -196,21 +122,7 @@ def validate_files(where, files):
         need_integer(where, path + ".size", record["size"], 0, MAX_FILE_BYTES)
 
 
-def need_listed(where, path, value, files):
-    need_text(where, path, value)
-    if value not in files:
-        raise ManifestError("{}: manifest field {} names file {!r}, which is not listed in 'files'; expected a "
-                            "listed (and so verified) file".format(where, path, value))
-
-
 # -- artifacts ----------------------------------------------------------------------------------
-def graphs_of(artifact):
-    """{graph name: {"file": ...}} of one backend's artifact, for either schema."""
-    if "graphs" in artifact:
-        return artifact["graphs"]
-    return {SINGLE_GRAPH: {key: value for key, value in artifact.items() if key == "file"}}
-
-
 def validate_artifacts(where, manifest):
     artifacts, files = manifest["artifacts"], manifest["files"]
     if not isinstance(artifacts, dict) or not artifacts:
@@ -251,114 +163,12 @@ def validate_tensorrt_build(where, path, build, files):
 
 
 # -- mechanism and pipeline ---------------------------------------------------------------------
-def pipeline_of(manifest):
-    """Schema 2 states its pipeline; a schema-1 bundle is one model, followed by PASS's draw for
-    the substitution kind (its bank entry lived under mechanism.substitution)."""
-    if "pipeline" in manifest:
-        return manifest["pipeline"]
-    stages = [{"kind": "model", "graph": SINGLE_GRAPH}]
-    mechanism = manifest["mechanism"]
-    if mechanism.get("kind") == "substitution":
-        stage = {"kind": "substitution"}
-        stage.update(mechanism.get("substitution") or {})
-        stages.append(stage)
-    return stages
-
-
 def validate_mechanism(where, mechanism):
     need_object(where, "mechanism", mechanism)
     optional(mechanism, "name", need_text, where, "mechanism.name", mechanism.get("name"))
     optional(mechanism, "kind", need_text, where, "mechanism.kind", mechanism.get("kind"))
     if mechanism.get("substitution") is not None:     # null reads as {} (schema 1's pipeline_of)
         need_object(where, "mechanism.substitution", mechanism["substitution"])
-
-
-def validate_graph_name(where, path, graph, manifest):
-    """A graph a stage runs must be carried by every backend's artifact."""
-    need_text(where, path, graph)
-    for backend, artifact in manifest["artifacts"].items():
-        if graph not in graphs_of(artifact):
-            raise ManifestError("{}: {} runs graph {!r}, which the {!r} artifact does not carry".format(
-                where, path.rsplit(".", 1)[0], graph, backend))
-
-
-def validate_model_stage(where, path, stage, manifest):
-    validate_graph_name(where, path + ".graph", stage.get("graph"), manifest)
-    optional(stage, "units", need_text, where, path + ".units", stage.get("units"), GRAPH_UNITS)
-    if stage.get("units") == SENSOR_UNITS:
-        validate_sensor_units_stage(where, path, stage, manifest)
-
-
-def validate_sensor_units_stage(where, path, stage, manifest):
-    """A graph with the normalization inside takes the bundle's input and returns its output in sensor
-    units, so it must be the whole pipeline, and its output must be a sensor reading (not TAPPFL's
-    representation, which has no sensor units to map back to)."""
-    if len(pipeline_of(manifest)) != 1:
-        fail(where, path + ".units", stage["units"], "'model' (the default): only a one-stage pipeline's model "
-             "can take and return sensor units; the other stages work in model units")
-    if stage.get("emits") == REPRESENTATION:
-        fail(where, path + ".units", stage["units"], "'model' (the default) for a stage that emits a "
-             "representation, which is not in sensor units")
-
-
-def validate_substitution_stage(where, path, stage, manifest):
-    files = manifest["files"]
-    need_integer(where, path + ".bank_size", stage.get("bank_size"), 1, MAX_SAMPLE_ELEMENTS)
-    need_listed(where, path + ".bank_indices", stage.get("bank_indices"), files)
-    if stage.get("bank_samples") is not None:          # null: an index-only bundle without the samples
-        need_listed(where, path + ".bank_samples", stage["bank_samples"], files)
-    optional(stage, "output_default", need_text, where, path + ".output_default", stage.get("output_default"),
-             ("index", "sample"))
-    optional(stage, "model_output", need_str, where, path + ".model_output", stage.get("model_output"))
-    if not isinstance(stage.get("cut_out", False), bool):
-        fail(where, path + ".cut_out", stage["cut_out"], "true or false")
-    if stage.get("condition") is not None:             # a draw restricted by what the device knows
-        condition = stage["condition"]
-        need_object(where, path + ".condition", condition)
-        need_str(where, path + ".condition.attribute", condition.get("attribute"))
-        need_listed(where, path + ".condition.bank_labels", condition.get("bank_labels"), files)
-    if stage.get("sequence") is not None:              # held camera substitutes walk on through the bank
-        sequence = stage["sequence"]
-        need_object(where, path + ".sequence", sequence)
-        need_listed(where, path + ".sequence.next", sequence.get("next"), files)
-        optional(sequence, "frames_per_step", need_integer, where, path + ".sequence.frames_per_step",
-                 sequence.get("frames_per_step"), 1, 1 << 16)
-
-
-def validate_attriguard_stage(where, path, stage, manifest):
-    validate_graph_name(where, path + ".graph", stage.get("graph"), manifest)
-    for key in ("weights", "bias", "target"):
-        need_listed(where, path + "." + key, stage.get(key), manifest["files"])
-    need_number(where, path + ".beta", stage.get("beta"), positive=True)
-    need_text(where, path + ".policy", stage.get("policy"))
-    optional(stage, "tau", need_number, where, path + ".tau", stage.get("tau"))
-    optional(stage, "max_iterations", need_integer, where, path + ".max_iterations", stage.get("max_iterations"),
-             1, 1 << 20)
-
-
-def validate_sanitizer_stage(where, path, stage, manifest):
-    need_text(where, path + ".mechanism", stage.get("mechanism"))
-    need_integer(where, path + ".sensitive_dim", stage.get("sensitive_dim"), 0, MAX_SAMPLE_ELEMENTS)
-    arrays = stage.get("arrays", {})
-    need_object(where, path + ".arrays", arrays)
-    for name, file_name in arrays.items():
-        need_listed(where, subpath(path + ".arrays", name), file_name, manifest["files"])
-    for key in ("clip_norm", "laplace_scale"):
-        optional(stage, key, need_number, where, path + "." + key, stage.get(key))
-
-
-def validate_prgan_med_stage(where, path, stage, manifest):
-    for key in ("classifier", "generator"):
-        validate_graph_name(where, path + "." + key, stage.get(key), manifest)
-    need_listed(where, path + ".med", stage.get("med"), manifest["files"])
-    need_integer(where, path + ".noise_dim", stage.get("noise_dim"), 0, MAX_SAMPLE_ELEMENTS)
-
-
-# what each built-in stage kind reads from its manifest entry (the stage modules in runtime/stages use it);
-# a kind registered in stages.STAGE_KINDS without an entry here checks its own keys with Stage.require
-STAGE_FIELDS = {"model": validate_model_stage, "substitution": validate_substitution_stage,
-                "attriguard": validate_attriguard_stage, "sanitizer": validate_sanitizer_stage,
-                "prgan-med": validate_prgan_med_stage}
 
 
 def validate_pipeline(where, manifest):
@@ -377,8 +187,8 @@ def validate_pipeline(where, manifest):
             raise ManifestError("{}: pipeline stage kind {!r} is not known to this runtime; expected one of {} "
                                 "(upgrade sensorveil on the device)".format(where, stage["kind"][:60],
                                                                             sorted(STAGE_KINDS)))
-        if stage["kind"] in STAGE_FIELDS:
-            STAGE_FIELDS[stage["kind"]](where, path, stage, manifest)
+        # each stage module checks its own entry, including the ranges in which it still protects
+        stage_class(stage["kind"]).validate_fields(where, path, stage, manifest)
 
 
 def validate_camera(where, manifest):

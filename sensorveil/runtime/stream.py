@@ -48,7 +48,7 @@ import numpy as np
 
 from sensorveil.runtime.backends import resolve_backend
 from sensorveil.runtime.bundle import open_bundle
-from sensorveil.runtime.errors import InputError
+from sensorveil.runtime.errors import InputError, OutputError
 from sensorveil.runtime.preprocess import make_preprocessor
 from sensorveil.runtime.privatizer import Privatizer
 from sensorveil.runtime.sinks import Sink, SinkError
@@ -226,13 +226,17 @@ class Stream:
         elif item.model_input is not None:
             model_output = self.privatizer.run_model(item.model_input)
             t_post = clock()
-            privatized = self.privatizer.sensor_output(model_output)[0]
+            try:
+                privatized = self.privatizer.sensor_output(model_output)[0]
+            except OutputError as error:
+                self._bad(error)
+                return False
         else:
             try:   # a pipeline of several stages validates inside the call: a bad frame is counted here
                 known = preprocessor.known(context) if hasattr(preprocessor, "known") else None
                 keys = preprocessor.keys(context) if hasattr(preprocessor, "keys") else None
                 privatized = self.privatizer(sample, known=known, keys=keys)
-            except InputError as error:
+            except (InputError, OutputError) as error:
                 self._bad(error)
                 return False
             t_post = clock()

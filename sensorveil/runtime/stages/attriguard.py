@@ -16,7 +16,8 @@ Runs on the boards' Python 3.6 with numpy 1.19: no annotations import, no datacl
 import numpy as np
 
 from sensorveil.runtime.errors import BundleError
-from sensorveil.runtime.stages.base import MODEL_UNITS, Stage
+from sensorveil.runtime.manifest_fields import fail, need_integer, need_listed, need_number, need_text, optional
+from sensorveil.runtime.stages.base import MODEL_UNITS, Stage, validate_graph_name
 
 POLICIES = ("modify_exist", "add_new", "modify_add")
 CHUNK = 64            # samples per Phase I batch: m rows each, so memory stays bounded for m ~ 100
@@ -156,6 +157,22 @@ def attriguard(x, decide, weights, bias, target, beta, policy="modify_add", tau=
     return out
 
 
+def need_step(where, path, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        fail(where, path, value, "a step in (0, 1]: PANDA moves entries of samples in [0, 1]")
+
+
+def check_arrays(root, weights, bias, target):
+    """LR-D's weights must be finite (its gradient steers the noise) and the target distribution p a
+    distribution: finite, non-negative, with mass; an all-zero or NaN p leaves every sample unnoised."""
+    if not (np.isfinite(weights).all() and np.isfinite(bias).all()):
+        raise BundleError("{}: attriguard weights or bias hold NaN or inf; expected the defender's finite "
+                          "classifier".format(root))
+    if not np.isfinite(target).all() or (target < 0).any() or not target.sum() > 0:
+        raise BundleError("{}: attriguard target {}; expected a distribution over the private values "
+                          "(finite, non-negative, positive sum)".format(root, np.array2string(target, precision=3)))
+
+
 class AttriGuardStage(Stage):
     """``{"kind": "attriguard", "graph", "weights", "bias", "target", "beta", "policy", "tau",
     "max_iterations"}``: model units in (any sample shape, flattened), model units out."""
@@ -163,11 +180,24 @@ class AttriGuardStage(Stage):
     kind = "attriguard"
     emits = MODEL_UNITS
 
+    @classmethod
+    def validate_fields(cls, where, path, stage, manifest):
+        validate_graph_name(where, path + ".graph", stage.get("graph"), manifest)
+        for key in ("weights", "bias", "target"):
+            need_listed(where, path + "." + key, stage.get(key), manifest["files"])
+        need_number(where, path + ".beta", stage.get("beta"), positive=True)
+        need_text(where, path + ".policy", stage.get("policy"), POLICIES)
+        # PANDA's step moves one entry of a sample in [0, 1]: 0 never moves it (the raw input is released)
+        optional(stage, "tau", need_step, where, path + ".tau", stage.get("tau"))
+        optional(stage, "max_iterations", need_integer, where, path + ".max_iterations", stage.get("max_iterations"),
+                 1, 1 << 20)
+
     def __init__(self, spec, context):
         Stage.__init__(self, spec, context)
         self.weights = context.array(self.require("weights")).astype(np.float32)
         self.bias = context.array(self.require("bias")).astype(np.float32)
         self.target = context.array(self.require("target")).astype(np.float64)
+        check_arrays(context.bundle.root, self.weights, self.bias, self.target)
         if self.weights.ndim != 2 or self.bias.shape != (len(self.weights),) or self.target.shape != self.bias.shape:
             raise BundleError("{}: attriguard arrays disagree: weights {}, bias {}, target {}; expected (m, d), "
                               "(m,), (m,)".format(context.bundle.root, self.weights.shape, self.bias.shape,

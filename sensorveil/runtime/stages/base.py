@@ -10,6 +10,7 @@ import io
 import numpy as np
 
 from sensorveil.runtime.errors import BundleError
+from sensorveil.runtime.manifest_fields import ManifestError, graphs_of, need_text
 
 # What a stage's output is, so the Privatizer knows what is left to do after the last stage:
 MODEL_UNITS = "model"            # model units: the Privatizer maps them back to sensor units
@@ -60,6 +61,12 @@ class Stage(object):
         self.spec = spec
         self.context = context
 
+    @classmethod
+    def validate_fields(cls, where, path, stage, manifest):
+        """Check this kind's manifest entry ``stage`` (at ``path``, e.g. ``pipeline[1]``) before any file
+        is read: its types and the ranges in which the stage still protects; one ManifestError naming
+        the field. The default checks nothing: such a stage checks its keys with ``require``."""
+
     def __call__(self, batch, rng):
         """``batch``: the previous stage's output (a batch); ``rng``: the Privatizer's numpy Generator
         (OS entropy unless the caller passed a seed). Returns this stage's output batch."""
@@ -74,3 +81,12 @@ class Stage(object):
         if key not in self.spec:
             raise BundleError("{}: pipeline stage {!r} lacks {!r}".format(self.context.bundle.root, self.kind, key))
         return self.spec[key]
+
+
+def validate_graph_name(where, path, graph, manifest):
+    """A graph a stage runs must be carried by every backend's artifact."""
+    need_text(where, path, graph)
+    for backend, artifact in manifest["artifacts"].items():
+        if graph not in graphs_of(artifact):
+            raise ManifestError("{}: {} runs graph {!r}, which the {!r} artifact does not carry".format(
+                where, path.rsplit(".", 1)[0], graph, backend))

@@ -1,7 +1,9 @@
 """The stage that runs one of the bundle's graphs on the chosen backend."""
 from sensorveil.runtime.errors import BundleError
+from sensorveil.runtime.manifest_fields import fail, need_text, optional, pipeline_of
 from sensorveil.runtime.spec import TensorSpec, from_graph_sensor_output
-from sensorveil.runtime.stages.base import GRAPH_UNITS, MODEL_UNITS, REPRESENTATION, SENSOR_UNITS, Stage
+from sensorveil.runtime.stages.base import (GRAPH_UNITS, MODEL_UNITS, REPRESENTATION, SENSOR_UNITS, Stage,
+                                            validate_graph_name)
 
 
 class ModelStage(Stage):
@@ -14,6 +16,14 @@ class ModelStage(Stage):
 
     kind = "model"
     emits = MODEL_UNITS
+
+    @classmethod
+    def validate_fields(cls, where, path, stage, manifest):
+        validate_graph_name(where, path + ".graph", stage.get("graph"), manifest)
+        optional(stage, "units", need_text, where, path + ".units", stage.get("units"), GRAPH_UNITS)
+        optional(stage, "emits", need_text, where, path + ".emits", stage.get("emits"), (MODEL_UNITS, REPRESENTATION))
+        if stage.get("units") == SENSOR_UNITS:
+            validate_sensor_units_stage(where, path, stage, manifest)
 
     def __init__(self, spec, context):
         Stage.__init__(self, spec, context)
@@ -35,3 +45,15 @@ class ModelStage(Stage):
         if self.emits == SENSOR_UNITS:
             return from_graph_sensor_output(self.run(batch), self.output_spec)
         return self.run(batch)
+
+
+def validate_sensor_units_stage(where, path, stage, manifest):
+    """A graph with the normalization inside takes the bundle's input and returns its output in sensor
+    units, so it must be the whole pipeline, and its output must be a sensor reading (not TAPPFL's
+    representation, which has no sensor units to map back to)."""
+    if len(pipeline_of(manifest)) != 1:
+        fail(where, path + ".units", stage["units"], "'model' (the default): only a one-stage pipeline's model "
+             "can take and return sensor units; the other stages work in model units")
+    if stage.get("emits") == REPRESENTATION:
+        fail(where, path + ".units", stage["units"], "'model' (the default) for a stage that emits a "
+             "representation, which is not in sensor units")

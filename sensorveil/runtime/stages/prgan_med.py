@@ -16,8 +16,9 @@ The sdk trains and evaluates with these same functions. Runs on the boards' Pyth
 import numpy as np
 
 from sensorveil.runtime.errors import BundleError
+from sensorveil.runtime.manifest_fields import MAX_SAMPLE_ELEMENTS, need_integer, need_listed
 from sensorveil.runtime.stages.attriguard import draw
-from sensorveil.runtime.stages.base import MODEL_UNITS, Stage
+from sensorveil.runtime.stages.base import MODEL_UNITS, Stage, validate_graph_name
 
 KIND = "prgan-med"
 
@@ -46,6 +47,13 @@ class PRGANMEDStage(Stage):
 
     kind = KIND
     emits = MODEL_UNITS
+
+    @classmethod
+    def validate_fields(cls, where, path, stage, manifest):
+        for key in ("classifier", "generator"):
+            validate_graph_name(where, path + "." + key, stage.get(key), manifest)
+        need_listed(where, path + ".med", stage.get("med"), manifest["files"])
+        need_integer(where, path + ".noise_dim", stage.get("noise_dim"), 0, MAX_SAMPLE_ELEMENTS)
 
     def __init__(self, spec, context):
         Stage.__init__(self, spec, context)

@@ -11,10 +11,19 @@ numpy only (the mixture is sampled through each component's Cholesky factor), Py
 """
 import numpy as np
 
-from sensorveil.runtime.errors import BundleError
+import math
+
+from sensorveil.runtime.errors import BundleError, InputError
+from sensorveil.runtime.manifest_fields import (MAX_SAMPLE_ELEMENTS, fail, need_integer, need_listed, need_number,
+                                                need_object, need_text, optional, subpath)
 from sensorveil.runtime.stages.base import MODEL_UNITS, Stage
 
 MECHANISMS = ("suppression", "obfuscation", "generalization", "sampling")
+# Obfuscation is epsilon-DP with Laplace(Delta / epsilon), Delta = 2 C sqrt(k) (sensorveil.sdk's Sanitizer
+# writes both). A scale whose epsilon is above this protects nothing worth the name; 10 is far above the
+# budgets the paper uses (section 3.1) and the sdk's default of 1.
+MAX_EPSILON = 10.0
+MAX_CLIP_NORM = 1e6     # latent norms are O(1); a clip far beyond them is no clip and loses float precision
 
 
 def clip_rows(z, norm):
@@ -52,12 +61,61 @@ PARAMETER_ARRAYS = {"obfuscation": (), "generalization": ("centroids",),
                     "sampling": ("mixture_weights", "mixture_means", "mixture_cholesky"), "suppression": ()}
 
 
+def validate_laplace(where, path, stage, sensitive_dim):
+    """The noise must be there and large enough: clip norm C and scale b positive, and the epsilon they
+    give, Delta / b with Delta = 2 C sqrt(k), at most MAX_EPSILON and at most the recorded epsilon."""
+    clip_norm = need_number(where, path + ".clip_norm", stage.get("clip_norm"), positive=True)
+    scale = need_number(where, path + ".laplace_scale", stage.get("laplace_scale"), positive=True)
+    if clip_norm > MAX_CLIP_NORM:
+        fail(where, path + ".clip_norm", clip_norm, "a clip norm from 0 to {:g} (latent norms are O(1))".format(
+            MAX_CLIP_NORM))
+    epsilon = 2 * clip_norm * math.sqrt(sensitive_dim) / scale
+    budget = min(MAX_EPSILON, float(stage.get("epsilon", MAX_EPSILON)))
+    if not epsilon <= budget * (1 + 1e-9):
+        fail(where, path + ".laplace_scale", scale, "at least 2 * clip_norm * sqrt(sensitive_dim) / epsilon = "
+             "{:.6g} for epsilon {:g} (this scale gives epsilon {:.3g})".format(
+                 2 * clip_norm * math.sqrt(sensitive_dim) / budget, budget, epsilon))
+    optional(stage, "epsilon", need_number, where, path + ".epsilon", stage.get("epsilon"), True)
+
+
+def check_parameters(root, mechanism, params, sensitive_dim):
+    """Generalization's centroids and sampling's mixture replace z_S: finite, of z_S's width."""
+    for name, value in params.items():
+        if not isinstance(value, np.ndarray):
+            continue
+        if value.dtype.kind not in "iuf" or not np.isfinite(value).all():
+            raise BundleError("{}: sanitizer array {} holds NaN, inf or non-numbers; expected finite "
+                              "values".format(root, name))
+    width = {"centroids": params.get("centroids"), "mixture_means": params.get("mixture_means")}
+    for name, value in width.items():
+        if value is not None and (value.ndim != 2 or value.shape[1] != sensitive_dim or not len(value)):
+            raise BundleError("{}: sanitizer array {} has shape {}; expected (n, {}) (sensitive_dim)".format(
+                root, name, value.shape, sensitive_dim))
+    weights = params.get("mixture_weights")
+    if weights is not None and ((weights < 0).any() or not weights.sum() > 0):
+        raise BundleError("{}: sanitizer mixture_weights must be non-negative with a positive sum".format(root))
+
+
 class SanitizerStage(Stage):
     """``{"kind": "sanitizer", "mechanism", "sensitive_dim", "arrays": {name: file}, "clip_norm",
     "laplace_scale"}``: latent in, latent out (model units of the decoder's input)."""
 
     kind = "sanitizer"
     emits = MODEL_UNITS
+
+    @classmethod
+    def validate_fields(cls, where, path, stage, manifest):
+        mechanism = need_text(where, path + ".mechanism", stage.get("mechanism"), MECHANISMS)
+        # z_S of no dimensions sanitizes nothing: the whole latent would pass unchanged
+        sensitive_dim = need_integer(where, path + ".sensitive_dim", stage.get("sensitive_dim"), 1, MAX_SAMPLE_ELEMENTS)
+        arrays = stage.get("arrays", {})
+        need_object(where, path + ".arrays", arrays)
+        for name, file_name in arrays.items():
+            need_listed(where, subpath(path + ".arrays", name), file_name, manifest["files"])
+        for key in ("clip_norm", "laplace_scale"):
+            optional(stage, key, need_number, where, path + "." + key, stage.get(key))
+        if mechanism == "obfuscation":
+            validate_laplace(where, path, stage, sensitive_dim)
 
     def __init__(self, spec, context):
         Stage.__init__(self, spec, context)
@@ -73,9 +131,13 @@ class SanitizerStage(Stage):
         if missing:
             raise BundleError("{}: sanitizer mechanism {} needs arrays {}".format(
                 context.bundle.root, self.mechanism, missing))
+        check_parameters(context.bundle.root, self.mechanism, self.params, self.sensitive_dim)
         if self.mechanism == "obfuscation":
             self.params.update(clip_norm=float(self.require("clip_norm")),
                                laplace_scale=float(self.require("laplace_scale")))
 
     def __call__(self, latent, rng):
+        if latent.ndim != 2 or latent.shape[1] <= self.sensitive_dim:
+            raise InputError("the encoder returned a latent of shape {}; expected (batch, more than {}): z_S "
+                             "(sensitive_dim {}) and z_NS".format(latent.shape, self.sensitive_dim, self.sensitive_dim))
         return sanitize_latent(latent, self.sensitive_dim, self.mechanism, self.params, rng)

@@ -25,11 +25,20 @@ person), a held substitute walks on through them, as the bank person walked in t
 """
 import numpy as np
 
-from sensorveil.runtime.errors import BundleError, InputError
+from sensorveil.runtime.errors import BundleError, InputError, OutputError
+from sensorveil.runtime.manifest_fields import (MAX_SAMPLE_ELEMENTS, fail, need_integer, need_listed, need_object,
+                                                need_str, need_text, optional)
 from sensorveil.runtime.stages.base import BANK_INDEX, SENSOR_UNITS, Stage
 
 KIND = "substitution"
 OUTPUT_MODES = ("index", "sample")
+# What the graph before the draw returns (manifest "model_output"): eq. 2's logits, or P(X'|X) itself.
+# Bundles that carry the softmax in the graph describe it in words, always starting "P(X'|X)".
+LOGITS = "logits"
+PROBABILITIES = ("probabilities", "P(X'|X)")
+# a row of P(X'|X) sums to 1 up to float32 rounding and int8 quantization; a graph whose rows are off by
+# more than this returns something else (logits, mislabelled), and drawing from it would not be PASS
+PROBABILITY_SUM_TOLERANCE = 0.05
 
 
 def index_dtype(bank_size: int) -> np.dtype:
@@ -107,6 +116,41 @@ class HeldDraws(object):
         return positions
 
 
+def need_model_output(where, path, value):
+    """"logits", or a statement that the graph returns P(X'|X) itself: a misspelt or unknown value would
+    make the draw read scores as probabilities."""
+    if not isinstance(value, str) or not (value == LOGITS or value.startswith(PROBABILITIES)):
+        fail(where, path, value, "'logits' (eq. 2's scores, softmaxed by the runtime) or 'probabilities' "
+             "(a graph that returns P(X'|X))")
+
+
+def checked_samples(samples: np.ndarray, bank_size: int, output: dict, where: str) -> np.ndarray:
+    """The substitute samples are what leaves the device: one per bank entry, of the output's shape and
+    dtype, finite, inside the output's sensor range; anything else is refused at load."""
+    expected = (bank_size,) + tuple(output["sample_shape"])
+    low, high = output["sensor_range"]
+    if samples.shape != expected or samples.dtype != np.dtype(output["dtype"]):
+        raise BundleError(f"{where} holds {samples.dtype} {samples.shape}; expected {output['dtype']} {expected} "
+                          "(one substitute per bank entry, in the output's sensor units)")
+    if samples.dtype.kind == "f" and not np.isfinite(samples).all():
+        raise BundleError(f"{where} holds NaN or inf; expected finite substitute samples")
+    if samples.size and (samples.min() < low or samples.max() > high):
+        raise BundleError(f"{where} holds values {samples.min()}..{samples.max()}; expected values inside the "
+                          f"output's sensor range [{low}, {high}]")
+    return samples
+
+
+def checked_probabilities(rows: np.ndarray) -> np.ndarray:
+    """A graph said to return P(X'|X) must: finite, non-negative (up to quantization) rows that sum to 1."""
+    sums = rows.sum(axis=1, dtype=np.float64)
+    if not np.isfinite(rows).all() or rows.min() < -PROBABILITY_SUM_TOLERANCE or \
+            np.abs(sums - 1.0).max() > PROBABILITY_SUM_TOLERANCE:
+        raise OutputError("the model's substitution scores are not probabilities (row sums {:.3g}..{:.3g}); the "
+                          "manifest's model_output says P(X'|X), so refusing to draw from them".format(
+                              sums.min(), sums.max()))
+    return rows
+
+
 class SubstitutionStage(Stage):
     """``{"kind": "substitution", "bank_size", "bank_indices", "bank_samples", "output_default"}``:
     the previous stage's P(X'|X) in, the drawn substitute (or its bank position) out."""
@@ -114,6 +158,30 @@ class SubstitutionStage(Stage):
     kind = KIND
     output_modes = OUTPUT_MODES
     uses_known = True
+
+    @classmethod
+    def validate_fields(cls, where, path, stage, manifest):
+        files = manifest["files"]
+        need_integer(where, path + ".bank_size", stage.get("bank_size"), 1, MAX_SAMPLE_ELEMENTS)
+        need_listed(where, path + ".bank_indices", stage.get("bank_indices"), files)
+        if stage.get("bank_samples") is not None:          # null: an index-only bundle without the samples
+            need_listed(where, path + ".bank_samples", stage["bank_samples"], files)
+        optional(stage, "output_default", need_text, where, path + ".output_default", stage.get("output_default"),
+                 OUTPUT_MODES)
+        optional(stage, "model_output", need_model_output, where, path + ".model_output", stage.get("model_output"))
+        if not isinstance(stage.get("cut_out", False), bool):
+            fail(where, path + ".cut_out", stage["cut_out"], "true or false")
+        if stage.get("condition") is not None:             # a draw restricted by what the device knows
+            condition = stage["condition"]
+            need_object(where, path + ".condition", condition)
+            need_str(where, path + ".condition.attribute", condition.get("attribute"))
+            need_listed(where, path + ".condition.bank_labels", condition.get("bank_labels"), files)
+        if stage.get("sequence") is not None:              # held camera substitutes walk on through the bank
+            sequence = stage["sequence"]
+            need_object(where, path + ".sequence", sequence)
+            need_listed(where, path + ".sequence.next", sequence.get("next"), files)
+            optional(sequence, "frames_per_step", need_integer, where, path + ".sequence.frames_per_step",
+                     sequence.get("frames_per_step"), 1, 1 << 16)
 
     def __init__(self, spec, context):
         Stage.__init__(self, spec, context)
@@ -134,10 +202,8 @@ class SubstitutionStage(Stage):
                 raise BundleError(f"{root} carries no substitute samples, so output='sample' is not "
                                   "possible; use output='index' (the server maps indices to its bank) or "
                                   "re-export with the substitute samples included")
-            self.samples = context.array(self.samples_file)
-            if len(self.samples) != self.bank_size:
-                raise BundleError(f"{root}: {self.samples_file} holds {len(self.samples)} samples; "
-                                  f"expected {self.bank_size}")
+            self.samples = checked_samples(context.array(self.samples_file), self.bank_size,
+                                           context.bundle.manifest["output"], f"{root}: {self.samples_file}")
         self.index_dtype = index_dtype(self.bank_size)
         condition = spec.get("condition") or {}
         self.condition = condition.get("attribute")          # None: an unconditioned bundle
@@ -165,8 +231,8 @@ class SubstitutionStage(Stage):
         if model_output.ndim != 2 or model_output.shape[1] != self.bank_size:
             raise BundleError(f"the model returned shape {model_output.shape}; expected (batch, {self.bank_size}) "
                               "substitution scores, so the model and the bank do not belong together")
-        if self.spec.get("model_output") != "logits":
-            return model_output
+        if self.spec.get("model_output") != LOGITS:
+            return checked_probabilities(model_output)
         shifted = model_output.astype(np.float64) - model_output.max(axis=1, keepdims=True)
         weights = np.exp(shifted)
         return weights / weights.sum(axis=1, keepdims=True)

@@ -1,0 +1,160 @@
+"""Fail closed: a value the runtime accepts must still protect. Each reproduction of issue 30's hostile
+probe (values that passed validation yet switched a mechanism off, or made the output garbage) is refused
+at load with one BundleError naming the field, or at the call with an OutputError, never released."""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sensorveil.runtime import BundleError, ManifestError, OutputError, Privatizer
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PASS_BUNDLE = FIXTURES / "schema1-pass-digits-onnx"
+
+
+def copy_bundle(bundle, tmp_path) -> Path:
+    target = tmp_path / "bundle"
+    shutil.copytree(bundle, target)
+    return target
+
+
+def edit_manifest(bundle: Path, change) -> None:
+    path = bundle / "manifest.json"
+    manifest = json.loads(path.read_text())
+    change(manifest)
+    path.write_text(json.dumps(manifest))
+
+
+def replace_array(bundle: Path, name: str, array) -> None:
+    """Write ``array`` as the bundle's ``name`` and re-list it with its new sha256, as an attacker who can
+    edit an unsigned bundle would: only the runtime's own checks stand in the way."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(array), allow_pickle=False)
+    data = buffer.getvalue()
+    (bundle / name).write_bytes(data)
+    edit_manifest(bundle, lambda m: m["files"].__setitem__(
+        name, {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}))
+
+
+def stage_entry(manifest: dict, kind: str) -> dict:
+    return next(stage for stage in manifest["pipeline"] if stage["kind"] == kind)
+
+
+@pytest.fixture(scope="module")
+def obfuscation_bundle(tmp_path_factory) -> Path:
+    from sensorveil.export import export_run
+    from sensorveil.sdk.runs import train_run
+    run = train_run("sanitizer", "digits", out=tmp_path_factory.mktemp("runs") / "sanitizer", attacker_epochs=1,
+                    epochs=2, settings={"mechanism": "obfuscation"})
+    return export_run(run, "onnx", tmp_path_factory.mktemp("bundles") / "sanitizer")
+
+
+@pytest.fixture(scope="module")
+def attriguard_bundle(tmp_path_factory) -> Path:
+    from sensorveil.export import export_run
+    from sensorveil.sdk.runs import train_run
+    run = train_run("attriguard", "digits", out=tmp_path_factory.mktemp("runs") / "attriguard", attacker_epochs=1,
+                    settings={"beta": "1.0"})
+    return export_run(run, "onnx", tmp_path_factory.mktemp("bundles") / "attriguard")
+
+
+# -- Sanitizer: no accepted value may release the raw latent ------------------------------------------
+@pytest.mark.parametrize("change, fragment", [
+    ({"laplace_scale": 0}, "laplace_scale is 0; expected a finite positive number"),
+    ({"laplace_scale": -1}, "laplace_scale is -1; expected a finite positive number"),
+    ({"clip_norm": 1e308, "laplace_scale": 1e-300}, "clip_norm is 1e+308; expected a clip norm"),
+    ({"laplace_scale": 1e-3}, "laplace_scale is 0.001; expected at least"),
+    ({"sensitive_dim": 0}, "sensitive_dim is 0; expected an integer from 1"),
+    ({"mechanism": "none"}, "mechanism is 'none'; expected one of"),
+])
+def test_sanitizer_values_that_switch_privacy_off_are_refused(obfuscation_bundle, tmp_path, change, fragment):
+    bundle = copy_bundle(obfuscation_bundle, tmp_path)
+    edit_manifest(bundle, lambda m: stage_entry(m, "sanitizer").update(change))
+    with pytest.raises(ManifestError, match="pipeline\\[\\d\\]") as error:
+        Privatizer.load(bundle)
+    assert fragment in str(error.value)
+
+
+def test_sanitizer_bundle_as_exported_still_loads_and_noises(obfuscation_bundle):
+    p = Privatizer.load(obfuscation_bundle, seed=0)
+    x = np.full(p.input_spec.sample_shape, 8.0, dtype=np.float32)
+    assert not np.array_equal(p(x), p(x))
+
+
+# -- AttriGuard: tau, target and weights ---------------------------------------------------------------
+@pytest.mark.parametrize("tau", [0, -0.5, 2.0])
+def test_attriguard_step_outside_0_1_is_refused(attriguard_bundle, tmp_path, tau):
+    bundle = copy_bundle(attriguard_bundle, tmp_path)
+    edit_manifest(bundle, lambda m: stage_entry(m, "attriguard").update(tau=tau))
+    with pytest.raises(ManifestError, match=r"tau is .*; expected a step in \(0, 1\]"):
+        Privatizer.load(bundle)
+
+
+@pytest.mark.parametrize("values", ["zeros", "nan", "negative"])
+def test_attriguard_target_that_is_no_distribution_is_refused(attriguard_bundle, tmp_path, values):
+    bundle = copy_bundle(attriguard_bundle, tmp_path)
+    name = stage_entry(json.loads((bundle / "manifest.json").read_text()), "attriguard")["target"]
+    target = np.load(bundle / name)
+    bad = {"zeros": np.zeros_like(target), "nan": np.full_like(target, np.nan),
+           "negative": target - 1.0}[values]
+    replace_array(bundle, name, bad)
+    with pytest.raises(BundleError, match="attriguard target .*expected a distribution"):
+        Privatizer.load(bundle)
+
+
+# -- PASS: the substitutes are what leaves the device ----------------------------------------------------
+@pytest.mark.parametrize("bad, fragment", [
+    (lambda s: s[:, :4], "expected float32 (64, 8, 8)"),
+    (lambda s: s.astype(np.int64), "expected float32 (64, 8, 8)"),
+    (lambda s: s > 8, "expected float32 (64, 8, 8)"),
+    (lambda s: np.where(s > 8, np.nan, s).astype(np.float32), "NaN or inf"),
+    (lambda s: (s * 1e6).astype(np.float32), "inside the output's sensor range"),
+])
+def test_pass_substitutes_of_the_wrong_kind_are_refused(tmp_path, bad, fragment):
+    bundle = copy_bundle(PASS_BUNDLE, tmp_path)
+    replace_array(bundle, "substitutes.npy", bad(np.load(bundle / "substitutes.npy")))
+    with pytest.raises(BundleError) as error:
+        Privatizer.load(bundle)
+    assert fragment in str(error.value)
+
+
+@pytest.mark.parametrize("value", ["logit", "", 7])
+def test_pass_unknown_model_output_is_refused(tmp_path, value):
+    bundle = copy_bundle(PASS_BUNDLE, tmp_path)
+    edit_manifest(bundle, lambda m: m["mechanism"]["substitution"].update(model_output=value))
+    with pytest.raises(ManifestError, match="model_output"):
+        Privatizer.load(bundle)
+
+
+def test_pass_graph_that_returns_no_probabilities_is_not_drawn_from(tmp_path):
+    """A probabilities bundle whose graph is said to return P(X'|X) but returns scores (what removing
+    "model_output": "logits" from a logits bundle does) is refused at the call, not drawn from."""
+    bundle = copy_bundle(PASS_BUNDLE, tmp_path)
+    p = Privatizer.load(bundle)
+    p.graphs["model"].run = lambda batch: np.full((len(batch), 64), 3.0, dtype=np.float32)
+    with pytest.raises(OutputError, match="not probabilities"):
+        p(np.zeros((8, 8), np.float32))
+
+
+# -- numbers the runtime can use --------------------------------------------------------------------------
+@pytest.mark.parametrize("key, value", [("scale", 1e-300), ("scale", 1e-45), ("scale", 1e39),
+                                        ("offset", 1e39), ("offset", -1e39), ("scale", 1e-9)])
+def test_normalization_that_float32_cannot_carry_is_refused(tmp_path, key, value):
+    bundle = copy_bundle(FIXTURES / "schema1-prgan-digits-onnx", tmp_path)
+    edit_manifest(bundle, lambda m: m["input"]["normalization"].update({key: value}))
+    with pytest.raises(ManifestError, match="input.normalization"):
+        Privatizer.load(bundle)
+
+
+def test_output_that_is_not_finite_is_never_released(tmp_path):
+    p = Privatizer.load(FIXTURES / "schema1-prgan-digits-onnx")
+    p.graphs["model"].run = lambda batch: np.full(batch.shape, math.nan, dtype=np.float32)
+    with pytest.raises(OutputError, match="NaN/inf"):
+        p(np.zeros((8, 8), np.float32))
