@@ -1,0 +1,96 @@
+"""PASS's files: the weights and bank of a run directory, read back as the model and its export head,
+and the bank files and pipeline entries a bundle carries."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from sensorveil.sdk.datasets import SensorDataset
+from sensorveil.sdk.mechanisms.pass_parts.model import SubstitutionHead, SubstitutionModel, make_embedding
+
+WEIGHTS_FILE = "embedding.pt"
+BANK_FILE = "bank_indices.npy"           # bank position -> row of the recorded dataset
+CONDITION_FILE = "bank_condition.npy"    # bank position -> its value of the condition attribute
+SAMPLES_FILE = "substitutes.npy"         # bank position -> substitute sample, sensor units
+SEQUENCE_FILE = "bank_next.npy"          # bank position -> the same person's next crop in the bank
+
+
+def load_model(run_dir, run: dict) -> SubstitutionModel:
+    sub = run["substitution"]
+    model = SubstitutionModel(make_embedding(run["modality"], tuple(run["model_shape"]), sub["embedding_dim"]),
+                              sub["bank_size"], sub["embedding_dim"], sub["tau"])
+    model.load_state_dict(torch.load(Path(run_dir) / sub["weights_file"], weights_only=True))
+    return model.eval()
+
+
+def load_head(run_dir, run: dict) -> SubstitutionHead:
+    """The module to export: f with the similarity-and-softmax head folded in."""
+    return SubstitutionHead(load_model(run_dir, run)).eval()
+
+
+def load_bank_rows(run_dir, run: dict) -> np.ndarray:
+    return np.load(Path(run_dir) / run["substitution"]["bank_file"], allow_pickle=False)
+
+
+def substitute_samples(dataset: SensorDataset, bank_rows: np.ndarray) -> np.ndarray:
+    """The bank's samples as the device emits them. Camera crops with a foreground mask become cut-outs:
+    the person's pixels (at least 1), 0 elsewhere, so the device pastes a person, not a rectangle of
+    somebody else's background (runtime camera "cut-out" paste). Each cut-out keeps only its largest
+    blob with small gaps closed (runtime camera.clean_cut_out): pasted with the pieces of neighbours and
+    the holes a detector's mask has, a substitute split or failed a downstream counter's shape rules."""
+    samples = dataset.x[bank_rows]
+    if dataset.foreground is None:
+        return np.ascontiguousarray(samples)
+    from sensorveil.runtime.camera import clean_cut_out
+    cut_outs = np.where(dataset.foreground[bank_rows], np.maximum(samples, 1), 0).astype(np.uint8)
+    return np.stack([clean_cut_out(c) for c in cut_outs]).astype(samples.dtype)
+
+
+def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path, include_samples: bool) -> tuple:
+    """The bank files the runtime needs, the manifest's mechanism entry, and the pipeline: f with its
+    similarity head (P(X'|X)), then the draw (sensorveil.runtime.stages.substitution)."""
+    bank_rows = load_bank_rows(run_dir, run)
+    np.save(out_dir / BANK_FILE, bank_rows, allow_pickle=False)
+    if include_samples:     # the substitute samples in sensor units, for output="sample"
+        np.save(out_dir / SAMPLES_FILE, substitute_samples(dataset, bank_rows), allow_pickle=False)
+    sub = run["substitution"]
+    entry = {"name": run["mechanism"], "kind": "substitution", "useful": run["useful"], "private": run["private"],
+             "hidden": run.get("hidden", []),
+             "parameters": {"tau": sub["tau"], "lambda": sub["lambda"], "mu": sub["mu"],
+                            "constant_C": sub["constant_C"], "embedding_dim": sub["embedding_dim"]}}
+    draw = {"kind": "substitution", "bank_size": int(len(bank_rows)), "bank_indices": BANK_FILE,
+            "bank_samples": SAMPLES_FILE if include_samples else None,
+            "output_default": "sample" if include_samples else "index",
+            "model_output": "logits",
+            "model_output_meaning": "cos(f(x), g(x'))/tau per substitute x', shape (batch, bank_size); "
+                                    "P(X'|X) is their softmax (eq. 2)",
+            "bank_indices_meaning": "bank position -> row of the dataset record",
+            # camera crops: people cut out of their crops, 0 = not the person
+            "cut_out": bool(include_samples and dataset.foreground is not None)}
+    if sub.get("condition"):   # the device restricts the draw to substitutes that share what it knows
+        np.save(out_dir / CONDITION_FILE, dataset.attributes[sub["condition"]][bank_rows].astype(np.int64),
+                allow_pickle=False)
+        draw["condition"] = {"attribute": sub["condition"], "bank_labels": CONDITION_FILE}
+    if draw["cut_out"] and "track" in dataset.attributes:    # camera people: let held substitutes walk
+        grouping = [dataset.attributes["track"][bank_rows]]
+        if sub.get("condition"):
+            grouping.append(dataset.attributes[sub["condition"]][bank_rows])
+        np.save(out_dir / SEQUENCE_FILE, bank_sequences(bank_rows, *grouping), allow_pickle=False)
+        draw["sequence"] = {"next": SEQUENCE_FILE, "frames_per_step": int((dataset.camera or {}).get("crop_every", 1))}
+    return entry, [{"kind": "model", "graph": "model"}, draw]
+
+
+def bank_sequences(bank_rows: np.ndarray, *groups: np.ndarray) -> np.ndarray:
+    """Bank position -> the position of the same person's next crop: the next bank entry, in dataset
+    order (a clip's crops are stored in frame order), that shares every one of ``groups`` (the track,
+    and the condition value, so a walker keeps walking the way it was drawn for); a sequence's last
+    entry leads back to its first."""
+    following = np.arange(len(bank_rows))
+    keys = np.stack(groups, axis=1) if groups else np.zeros((len(bank_rows), 1), np.int64)
+    for key in np.unique(keys, axis=0):
+        members = np.flatnonzero((keys == key).all(axis=1))
+        members = members[np.argsort(bank_rows[members], kind="stable")]
+        following[members] = np.roll(members, -1)
+    return following

@@ -1,0 +1,98 @@
+"""PASS's data: the dataset in model units, the task's attributes, the train / test rows and the
+substitute bank."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from sensorveil.runtime.stages.substitution import restrict_to_known
+from sensorveil.sdk.datasets import SensorDataset
+from sensorveil.sdk.evaluation import make_slices
+from sensorveil.sdk.mechanisms.base import as_list
+from sensorveil.sdk.training import to_model
+
+SPLIT_ATTRIBUTE = "trial_split"          # a dataset's own train (0) / test (1) split, if it has one
+
+
+@dataclass
+class PassData:
+    """The dataset in model units, the task's attributes, the train/test rows and the bank rows."""
+    dataset: SensorDataset
+    useful: list
+    private: list
+    hidden: list
+    x: torch.Tensor = field(repr=False)
+    train_rows: np.ndarray = field(repr=False)
+    test_rows: np.ndarray = field(repr=False)
+    bank_rows: np.ndarray = field(repr=False)
+    condition: str | None = None      # PASSConfig.condition
+
+    def labels(self, attribute: str) -> np.ndarray:
+        return self.dataset.attributes[attribute]
+
+    def known(self, rows: np.ndarray) -> np.ndarray | None:
+        """The condition attribute's value of ``rows``: what the device knows of those samples."""
+        return None if self.condition is None else self.labels(self.condition)[rows]
+
+    def conditioned(self, probs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """P(X'|X) of ``rows`` restricted as the device restricts it (runtime's restrict_to_known)."""
+        if self.condition is None:
+            return probs
+        return restrict_to_known(probs, self.labels(self.condition)[self.bank_rows], self.known(rows))
+
+    def classes(self, attribute: str) -> int:
+        return int(self.dataset.num_classes[attribute])
+
+
+def check_attributes(dataset: SensorDataset, useful: list, private: list, hidden: list) -> None:
+    if not useful or not private:
+        raise ValueError("PASS needs at least one useful and one private attribute (--useful A ... --private B ...)")
+    names = useful + private + hidden
+    unknown = [a for a in names if a not in dataset.attributes or a == SPLIT_ATTRIBUTE]
+    if unknown:
+        raise ValueError(f"dataset {dataset.name!r} has no attribute(s) {unknown}; expected from "
+                         f"{sorted(set(dataset.attributes) - {SPLIT_ATTRIBUTE})}")
+    repeated = sorted({a for a in names if names.count(a) > 1})
+    if repeated:
+        raise ValueError(f"attribute(s) {repeated} given more than one role; each is private, useful or hidden")
+
+
+def split_rows(dataset: SensorDataset, useful: str, private: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(train, test) rows: the dataset's own split when it has one, else PR-GAN's three slices."""
+    if SPLIT_ATTRIBUTE in dataset.attributes:
+        split = dataset.attributes[SPLIT_ATTRIBUTE]
+        return np.flatnonzero(split == 0), np.flatnonzero(split == 1)
+    slices = make_slices(dataset.attributes[useful], dataset.attributes[private],
+                         dataset.num_classes[private], seed)
+    # the rows PR-GAN's probing attacker trains on (evaluation.Task.attacker_train), in the same order
+    train = np.concatenate([slices["classifiers"], slices["generator_train"], slices["generator_val"]])
+    return train, slices["test"]
+
+
+def prepare_data(dataset: SensorDataset, useful, private, hidden=None, substitutes: int = 4096,
+                 seed: int = 0, bank_rows: np.ndarray | None = None, condition: str | None = None) -> PassData:
+    """Splits and the substitute bank (section 5.1: sampled at random from the training split)."""
+    useful, private, hidden = as_list(useful), as_list(private), as_list(hidden)
+    check_attributes(dataset, useful, private, hidden)
+    if condition is not None and condition not in dataset.attributes:
+        raise ValueError(f"condition {condition!r} is not an attribute of {dataset.name!r}; expected one of "
+                         f"{sorted(dataset.attributes)}")
+    if substitutes < 1:
+        raise ValueError(f"--substitutes must be >= 1, got {substitutes}")
+    train, test = split_rows(dataset, useful[0], private[0], seed)
+    if bank_rows is None:
+        size = min(int(substitutes), len(train))
+        bank_rows = np.sort(np.random.default_rng([seed, 4096]).choice(train, size=size, replace=False))
+    return PassData(dataset=dataset, useful=useful, private=private, hidden=hidden, x=to_model(dataset),
+                    train_rows=train, test_rows=test, bank_rows=np.asarray(bank_rows, dtype=np.int64),
+                    condition=condition)
+
+
+def joint_code(data: PassData, attributes: list) -> tuple[np.ndarray, int]:
+    """All useful attributes as one label, for the best guess from what utility reveals."""
+    code, size = np.zeros(len(data.dataset), dtype=np.int64), 1
+    for attr in attributes:
+        code, size = code * data.classes(attr) + data.labels(attr), size * data.classes(attr)
+    return code, size
