@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import math
+import os
 import shutil
 from pathlib import Path
 
@@ -158,3 +159,50 @@ def test_output_that_is_not_finite_is_never_released(tmp_path):
     p.graphs["model"].run = lambda batch: np.full(batch.shape, math.nan, dtype=np.float32)
     with pytest.raises(OutputError, match="NaN/inf"):
         p(np.zeros((8, 8), np.float32))
+
+
+# -- only the bundle's bytes -------------------------------------------------------------------------------
+def relist(bundle: Path, name: str) -> None:
+    data = (bundle / name).read_bytes()
+    edit_manifest(bundle, lambda m: m["files"].__setitem__(
+        name, {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}))
+
+
+def test_onnx_with_external_data_is_refused(tmp_path, monkeypatch):
+    """onnxruntime reads a relative external-data location from the working directory even when the model
+    comes as bytes: the weights there were never hashed or signed."""
+    import onnx
+    from onnx.external_data_helper import convert_model_to_external_data
+    bundle = copy_bundle(FIXTURES / "schema1-prgan-digits-onnx", tmp_path)
+    model = onnx.load(str(bundle / "model.onnx"))
+    convert_model_to_external_data(model, all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    onnx.save_model(model, str(workdir / "model.onnx"))      # writes weights.bin beside it
+    shutil.copy(workdir / "model.onnx", bundle / "model.onnx")
+    relist(bundle, "model.onnx")
+    monkeypatch.chdir(workdir)
+    with pytest.raises(BundleError, match="model.onnx stores tensors as external data"):
+        Privatizer.load(bundle)
+
+
+def test_self_contained_models_pass_the_scan():
+    from sensorveil.runtime.onnx_scan import references_external_data
+    for name in ("schema1-prgan-digits-onnx", "schema1-pass-digits-onnx"):
+        assert not references_external_data((FIXTURES / name / "model.onnx").read_bytes())
+
+
+@pytest.mark.parametrize("name", ["manifest.sig", "model.onnx", "manifest.json"])
+def test_a_fifo_in_the_bundle_is_refused_not_waited_on(tmp_path, name):
+    import subprocess
+    import sys
+    bundle = copy_bundle(FIXTURES / "schema1-prgan-digits-onnx", tmp_path)
+    path = bundle / name
+    if path.exists():
+        path.unlink()
+    os.mkfifo(path)
+    code = ("import sys\nfrom sensorveil.runtime import BundleError, Privatizer\n"
+            "try:\n    Privatizer.load(sys.argv[1])\nexcept BundleError as error:\n    print(error)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(bundle)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "not a regular file" in done.stdout

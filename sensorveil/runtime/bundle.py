@@ -95,9 +95,25 @@ class Bundle:
 
 
 # -- reading --------------------------------------------------------------------------------------
+# O_NONBLOCK: opening a FIFO for reading would otherwise wait forever for a writer; a regular file
+# ignores it. What was opened is then checked to be a regular file before a byte is read.
+OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+
+
+def open_regular(path: str, what: str, follow_links: bool = True):
+    """A binary file object for ``path``, or one BundleError when it is not a regular file (a FIFO, a
+    device, a socket or a folder cannot block or feed a load)."""
+    flags = OPEN_FLAGS | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
+    descriptor = os.open(path, flags)
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise BundleError(f"{path} is not a regular file; expected {what}")
+    return os.fdopen(descriptor, "rb")
+
+
 def read_capped(path: Path, limit: int, what: str) -> bytes:
     """A small file read whole, refusing one larger than ``limit`` instead of filling memory."""
-    with open(str(path), "rb") as handle:
+    with open_regular(str(path), what) as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise BundleError(f"{path} is larger than {limit} bytes; expected {what}")
@@ -108,9 +124,13 @@ def read_manifest(root: Path) -> dict:
     manifest_path = root / MANIFEST_NAME
     if not root.is_dir():
         raise BundleError(f"expected a bundle directory, got {root} (not a directory)")
-    if not manifest_path.is_file():
+    if not os.path.lexists(str(manifest_path)):
         raise BundleError(f"expected {manifest_path} (a bundle directory holds manifest.json)")
-    return parse_manifest(read_capped(manifest_path, MAX_MANIFEST_BYTES, "a manifest of a few KB"), manifest_path)
+    try:
+        data = read_capped(manifest_path, MAX_MANIFEST_BYTES, "a manifest of a few KB")
+    except OSError as error:
+        raise BundleError(f"{manifest_path} cannot be read ({error.strerror or error})") from None
+    return parse_manifest(data, manifest_path)
 
 
 def parse_manifest(data: bytes, where) -> dict:
@@ -143,17 +163,16 @@ def read_verified(root: Path, name: str, record: dict) -> bytes:
     real_root = os.path.realpath(str(root))
     if os.path.commonpath([os.path.realpath(path), real_root]) != real_root:
         raise BundleError(f"{root}: file entry {name!r} points outside the bundle directory")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     try:
-        descriptor = os.open(path, flags)
+        handle = open_regular(path, "a regular file in the bundle", follow_links=False)
     except FileNotFoundError:
         raise BundleError(f"{root}: listed file {name!r} is missing") from None
+    except BundleError:
+        raise BundleError(f"{root}: listed file {name!r} is not a regular file") from None
     except OSError as error:
         reason = "is a symbolic link" if error.errno == errno.ELOOP else f"cannot be read ({error.strerror})"
         raise BundleError(f"{root}: listed file {name!r} {reason}; expected a regular file in the bundle") from None
-    with os.fdopen(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise BundleError(f"{root}: listed file {name!r} is not a regular file")
+    with handle:
         data = handle.read(record["size"] + 1)
     if len(data) != record["size"]:
         raise BundleError(

@@ -3,6 +3,7 @@ import numpy as np
 import onnxruntime as ort
 
 from sensorveil.runtime.bundle import Bundle
+from sensorveil.runtime.onnx_scan import refuse_external_data
 
 # onnxruntime's element type names where numpy spells them differently
 NUMPY_NAMES = {"float": "float32", "double": "float64"}
@@ -34,7 +35,10 @@ class OnnxRuntimeBackend:
         self.model_path = bundle.path(artifact["file"])
         # from the verified bytes, not the path: a model given as bytes also has no folder from which
         # onnxruntime could pick up unhashed external-data files
-        self.session = make_session(bundle.read(artifact["file"]), providers, threads)
+        model = bundle.read(artifact["file"])
+        # bytes alone are not enough: onnxruntime resolves external data against the working directory
+        refuse_external_data(model, bundle.root, artifact["file"])
+        self.session = make_session(model, providers, threads)
         self.input_name = self.session.get_inputs()[0].name
         # float32 for a graph in model units; the sensor's dtype for one with the units inside it
         self.input_dtype = numpy_dtype(self.session.get_inputs()[0].type)

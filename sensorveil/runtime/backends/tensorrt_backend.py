@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import tensorrt as trt
 
+from sensorveil.runtime.onnx_scan import refuse_external_data
 from sensorveil.runtime.bundle import ENGINE_CACHE_DIR, Bundle
 from sensorveil.runtime.errors import BackendUnavailableError
 
@@ -206,6 +207,7 @@ class TensorRTBackend:
         self.engine_file = engine_path(self.cache_dir, self.gpu, self.build, sha, calibration_sha)
         self.built_now = rebuild or not self.engine_file.is_file()
         if self.built_now:
+            refuse_external_data(bundle.read(artifact["file"]), bundle.root, artifact["file"])
             calibration = (np.load(io.BytesIO(bundle.read(self.build["calibration"])), allow_pickle=False)
                            if self.build["precision"] == "int8" else None)
             self.engine_file.write_bytes(build_engine(self.onnx_path, bundle.read(artifact["file"]), self.build,
