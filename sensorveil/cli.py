@@ -133,7 +133,7 @@ def cmd_export(args) -> int:
     out = export_run(args.run_dir, args.format, args.out, precision=args.precision,
                      include_samples=not args.index_only, target=args.target, calibration=args.calibration,
                      int8_check=not args.skip_int8_privacy_check, attacker_epochs=args.int8_attacker_epochs,
-                     sign_key=args.sign, sensor_units=args.units == "sensor")
+                     sign_key=args.sign, sensor_units=args.units == "sensor", serial=args.serial)
     manifest = json.loads((out / "manifest.json").read_text())
     units = [stage for stage in manifest.get("pipeline", []) if "units" in stage]
     if units:
@@ -454,6 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pass: leave the substitute samples out (the device emits bank indices only)")
     p.add_argument("--sign", default=None, metavar="KEY",
                    help="sign the manifest with this Ed25519 private key (PEM; `sensorveil keys generate`)")
+    p.add_argument("--serial", type=positive_int, default=None, metavar="N",
+                   help="with --sign: the bundle's rollback serial (default: the Unix time of signing); devices "
+                   "that pin min_serial refuse bundles below theirs")
     p.add_argument("--units", default="sensor", choices=("sensor", "model"),
                    help="sensor (default): the normalization inside the graph where format and precision allow "
                    "(not int8, not multi-stage pipelines); model: the runtime normalizes in numpy")

@@ -221,3 +221,52 @@ def test_twenty_thousand_aliases_are_refused_without_hashing_them(digits_bundle,
     with pytest.raises(BundleError, match="1024 listed files|not a plain relative path|outside the bundle"):
         open_bundle(bundle)
     assert len(calls) <= 1
+
+
+# -- rollback: a pinned minimum serial ------------------------------------------------------------------
+@pytest.fixture
+def no_serial_policy(monkeypatch):
+    monkeypatch.delenv("SENSORVEIL_MIN_SERIAL", raising=False)
+
+
+def signed_with_serial(bundle, tmp_path, key_file, serial, name):
+    from sensorveil.export.signing import load_private_key, sign_bundle
+    target = tmp_path / name
+    shutil.copytree(bundle, target)
+    sign_bundle(target, load_private_key(key_file), serial=serial)
+    return target
+
+
+def test_signing_writes_a_serial_that_grows(digits_bundle, keys, tmp_path, no_serial_policy):
+    bundle = signed_copy(digits_bundle, tmp_path, keys["publisher"][0])
+    serial = json.loads((bundle / "manifest.json").read_text())["serial"]
+    assert isinstance(serial, int) and serial > 1_700_000_000      # the Unix time of signing
+
+
+def test_an_older_signed_bundle_is_refused_once_a_serial_is_pinned(digits_bundle, keys, tmp_path, no_serial_policy,
+                                                                   monkeypatch):
+    old = signed_with_serial(digits_bundle, tmp_path, keys["publisher"][0], 5, "old")
+    new = signed_with_serial(digits_bundle, tmp_path, keys["publisher"][0], 6, "new")
+    trusted = [keys["publisher"][1]]
+    assert Privatizer.load(old, trusted_keys=trusted, min_serial=5).signature["status"] == "trusted"
+    assert Privatizer.load(new, trusted_keys=trusted, min_serial=6).signature["status"] == "trusted"
+    with pytest.raises(TrustError, match="bundle serial 5 is below 6"):
+        Privatizer.load(old, trusted_keys=trusted, min_serial=6)
+    monkeypatch.setenv("SENSORVEIL_MIN_SERIAL", "6")       # the device's policy: code cannot lower it
+    with pytest.raises(TrustError, match="bundle serial 5 is below 6"):
+        Privatizer.load(old, trusted_keys=trusted, min_serial=1)
+
+
+def test_a_pinned_serial_needs_a_trusted_signature(digits_bundle, keys, tmp_path, no_serial_policy):
+    bundle = signed_with_serial(digits_bundle, tmp_path, keys["publisher"][0], 9, "signed")
+    with pytest.raises(TrustError, match="only a trusted signature can vouch for"):
+        Privatizer.load(bundle, min_serial=1)          # no trusted key: anyone could have written the serial
+    with pytest.raises(TrustError, match="only a trusted signature"):
+        Privatizer.load(digits_bundle, min_serial=1)
+
+
+@pytest.mark.parametrize("value", ["ten", "-1", "0"])
+def test_a_bad_serial_setting_is_an_error_not_ignored(digits_bundle, monkeypatch, value):
+    monkeypatch.setenv("SENSORVEIL_MIN_SERIAL", value)
+    with pytest.raises(TrustError, match="SENSORVEIL_MIN_SERIAL|min_serial"):
+        Privatizer.load(digits_bundle)

@@ -75,7 +75,7 @@ class GraphJob:
 class Exporter:
     def __init__(self, run_dir, out_dir, precision: str = "fp32", include_samples: bool = True,
                  target: str | None = None, calibration: int | None = None, int8_check: bool = True,
-                 attacker_epochs: int | None = None, sign_key=None, sensor_units: bool = True):
+                 attacker_epochs: int | None = None, sign_key=None, sensor_units: bool = True, serial: int | None = None):
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; expected one of {PRECISIONS}")
         self.run_dir = Path(run_dir)
@@ -98,6 +98,7 @@ class Exporter:
         self.int8_check, self.attacker_epochs = int8_check, attacker_epochs
         # --sign KEY: the key is loaded before any work, so a wrong path fails in a second, not after training
         self.sign_key = load_private_key(sign_key) if sign_key else None
+        self.serial = serial      # the signed manifest's rollback serial (None: the Unix time of signing)
         # sensor units inside the graph where the format, precision and pipeline allow (sensor_units.py)
         self.sensor_units = sensor_units
         self.units_plan = UnitsPlan(MODEL_UNITS, "not planned yet")
@@ -222,7 +223,7 @@ class Exporter:
         self._record_validation(records)
         raise_on_failure(records)
         if self.sign_key is not None:      # last: the signature covers the manifest as it is finally written
-            sign_bundle(self.out_dir, self.sign_key)
+            sign_bundle(self.out_dir, self.sign_key, serial=self.serial)
         return self.out_dir
 
     def _with_units(self, pipeline: list) -> list:
@@ -297,11 +298,12 @@ class Exporter:
 
 def export_run(run_dir, fmt: str | None, out_dir, precision: str | None = None, include_samples: bool = True,
                target: str | None = None, calibration: int | None = None, int8_check: bool = True,
-               attacker_epochs: int | None = None, sign_key=None, sensor_units: bool = True) -> Path:
+               attacker_epochs: int | None = None, sign_key=None, sensor_units: bool = True,
+               serial: int | None = None) -> Path:
     """``target`` (a device profile) fills in the format and precision the device runs; ``sign_key``
-    (an Ed25519 private key PEM file) signs the manifest; ``sensor_units=False`` keeps the normalization
+    (an Ed25519 private key PEM file) signs the manifest, with rollback ``serial`` (default: the Unix time); ``sensor_units=False`` keeps the normalization
     in the runtime even where the graph could take it (sensor_units.py says where it cannot)."""
     fmt, precision = plan_for_target(target, fmt, precision)
     return Exporter(run_dir, out_dir, precision, include_samples, target=target, calibration=calibration,
                     int8_check=int8_check, attacker_epochs=attacker_epochs, sign_key=sign_key,
-                    sensor_units=sensor_units).export(fmt)
+                    sensor_units=sensor_units, serial=serial).export(fmt)

@@ -5,11 +5,14 @@ module only makes keys and signatures. ``cryptography`` is imported here, when a
 """
 from __future__ import annotations
 
+import json
 import os
+import time
 from pathlib import Path
 
 from sensorveil.runtime import trust
-from sensorveil.runtime.bundle import read_manifest
+from sensorveil.runtime.bundle import MANIFEST_NAME, read_manifest
+from sensorveil.runtime.manifest_fields import is_integer
 
 PRIVATE_KEY_NAME, PUBLIC_KEY_NAME = "signer.key", "signer.pub"
 
@@ -63,10 +66,19 @@ def load_private_key(path):
     return key
 
 
-def sign_bundle(bundle_dir, private_key) -> Path:
-    """Write manifest.sig for the bundle's manifest as it is now, then check it as a device would."""
+def sign_bundle(bundle_dir, private_key, serial: "int | None" = None) -> Path:
+    """Write manifest.sig for the bundle's manifest as it is now, then check it as a device would.
+    The signed manifest carries a ``serial`` (given, or the one it holds, or the current Unix time, so
+    later exports sign higher serials): a device that pins ``min_serial`` refuses older signed bundles."""
     bundle_dir = Path(bundle_dir)
     manifest = read_manifest(bundle_dir)
+    serial = serial if serial is not None else manifest.get("serial") or int(time.time())
+    if not is_integer(serial) or not trust.MIN_SERIAL <= serial <= trust.MAX_SERIAL:
+        raise trust.TrustError(f"bundle serial {serial!r}; expected an integer from {trust.MIN_SERIAL} to "
+                               f"{trust.MAX_SERIAL}")
+    if manifest.get("serial") != serial:
+        manifest["serial"] = serial
+        (bundle_dir / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2))
     signature = trust.signature_file_bytes(manifest, private_key)
     path = bundle_dir / trust.SIGNATURE_NAME
     path.write_bytes(signature)

@@ -207,9 +207,11 @@ def refuse_unlisted(root: Path, manifest: dict) -> None:
             raise BundleError(f"{root} holds more than {MAX_FILES} files; expected a bundle")
 
 
-def open_bundle(path: "str | Path", trusted_keys=None) -> Bundle:
+def open_bundle(path: "str | Path", trusted_keys=None, min_serial: "int | None" = None) -> Bundle:
     """Read, check the signature of, validate and verify a bundle; one BundleError (or subclass) says why
-    it is refused. ``trusted_keys``: public key files; SENSORVEIL_TRUSTED_KEYS adds to them."""
+    it is refused. ``trusted_keys``: public key files; SENSORVEIL_TRUSTED_KEYS adds to them.
+    ``min_serial``: the lowest signed serial accepted; SENSORVEIL_MIN_SERIAL may raise it (rollback)."""
+    min_serial = trust.configured_min_serial(min_serial)
     root = Path(path)
     if root.is_file() and root.name == MANIFEST_NAME:
         root = root.parent
@@ -217,6 +219,7 @@ def open_bundle(path: "str | Path", trusted_keys=None) -> Bundle:
     # the signature is checked before anything else is read: with keys configured, nothing an
     # unsigned manifest says is acted on
     signature = trust.signature_status(manifest, read_signature(root), trust.configured_key_paths(trusted_keys), root)
+    trust.check_serial(manifest, signature, min_serial, root)
     validate_manifest(manifest, root)
     refuse_unlisted(root, manifest)
     contents = {name: read_verified(root, name, record) for name, record in manifest["files"].items()}

@@ -56,11 +56,13 @@ class Privatizer:
 
     @classmethod
     def load(cls, path: "str | Path", backend: str = "auto", seed: "int | None" = None, output: "str | None" = None,
-             trusted_keys=None, **backend_options) -> "Privatizer":
+             trusted_keys=None, min_serial: "int | None" = None, **backend_options) -> "Privatizer":
         """``trusted_keys``: public key files (``sensorveil keys generate`` writes signer.pub); with any key
-        given here or in SENSORVEIL_TRUSTED_KEYS, an unsigned or wrongly signed bundle is refused."""
-        return cls(open_bundle(path, trusted_keys=trusted_keys), backend=backend, seed=seed, output=output,
-                   **backend_options)
+        given here or in SENSORVEIL_TRUSTED_KEYS, an unsigned or wrongly signed bundle is refused.
+        ``min_serial``: the lowest signed bundle serial this device accepts (SENSORVEIL_MIN_SERIAL may
+        raise it); an older bundle, or one no trusted key vouches for, is refused (no rollback)."""
+        return cls(open_bundle(path, trusted_keys=trusted_keys, min_serial=min_serial), backend=backend, seed=seed,
+                   output=output, **backend_options)
 
     @property
     def manifest(self) -> dict:

@@ -226,6 +226,7 @@ def validate_manifest(manifest, where):
             "{}: manifest schema_version {} is not supported; this runtime reads schema_version {} (upgrade "
             "sensorveil or re-export the bundle)".format(where, describe(version), ", ".join(map(str, READABLE_SCHEMAS))))
     validate_mechanism(where, manifest["mechanism"])
+    optional(manifest, "serial", need_integer, where, "serial", manifest.get("serial"), 1, (1 << 63) - 1)
     for side in ("input", "output"):
         validate_spec(where, side, manifest[side])
     validate_files(where, manifest["files"])

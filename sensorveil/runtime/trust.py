@@ -27,6 +27,12 @@ passed as ``Privatizer.load(..., trusted_keys=[...])`` and/or named in the envir
 files in it). Both add up: the setting is the device's policy, which code cannot switch off. When
 any key is configured, an unsigned bundle or one signed by another key is refused.
 
+Rollback: a signed manifest carries ``serial``, an integer the exporter raises with every export (the
+Unix time of signing unless given). A device pins the lowest serial it accepts with
+``Privatizer.load(..., min_serial=N)`` and/or the environment setting ``SENSORVEIL_MIN_SERIAL`` (the
+higher of the two wins); then a bundle below it, or one whose serial no trusted key vouches for (no
+key configured, unsigned, no serial), is refused: an older, validly signed bundle cannot be replayed.
+
 ``cryptography`` (an audited library; nothing here is hand-rolled) is imported only when a signature
 is checked, so a device that does not check signatures does not need it.
 Runs on the boards' Python (3.6): no annotations import, no dataclasses here.
@@ -43,6 +49,8 @@ SIGNATURE_NAME = "manifest.sig"
 SIGNATURE_SCHEME = "sensorveil-ed25519-v1"
 SIGNED_PREFIX = b"sensorveil bundle manifest, signature scheme v1\n"
 TRUSTED_KEYS_ENV = "SENSORVEIL_TRUSTED_KEYS"
+MIN_SERIAL_ENV = "SENSORVEIL_MIN_SERIAL"
+MIN_SERIAL, MAX_SERIAL = 1, (1 << 63) - 1
 MAX_SIGNATURE_BYTES = 4096      # the file holds ~150 bytes; anything far larger is not one
 MAX_KEY_BYTES = 16384
 # what Privatizer.signature reports: "trusted" (checked against a configured key), "signed" (intact,
@@ -211,3 +219,34 @@ def signature_file_bytes(manifest, private_key):
               "public_key": base64.b64encode(public_key).decode("ascii"),
               "signature": base64.b64encode(private_key.sign(canonical_manifest_bytes(manifest))).decode("ascii")}
     return (json.dumps(record, indent=2) + "\n").encode("ascii")
+
+
+def configured_min_serial(min_serial=None):
+    """The lowest serial this device accepts: the higher of ``min_serial`` and SENSORVEIL_MIN_SERIAL, or
+    None when neither is set. A setting that is not an integer is an error, never ignored."""
+    values = [min_serial] if min_serial is not None else []
+    setting = os.environ.get(MIN_SERIAL_ENV, "").strip()
+    if setting:
+        try:
+            values.append(int(setting))
+        except ValueError:
+            raise TrustError("{}={!r}; expected an integer serial".format(MIN_SERIAL_ENV, setting))
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int) or not MIN_SERIAL <= value <= MAX_SERIAL:
+            raise TrustError("min_serial {!r}; expected an integer from {} to {}".format(value, MIN_SERIAL, MAX_SERIAL))
+    return max(values) if values else None
+
+
+def check_serial(manifest, signature, min_serial, where):
+    """Refuse a rollback: with a pinned ``min_serial``, the bundle must be trusted and its serial at least it."""
+    if min_serial is None:
+        return
+    if signature["status"] != TRUSTED:
+        raise TrustError("{}: this device pins bundle serial >= {}, which only a trusted signature can vouch for; "
+                         "the bundle is {} (configure trusted_keys or {})".format(
+                             where, min_serial, signature["status"], TRUSTED_KEYS_ENV))
+    serial = manifest.get("serial")
+    if isinstance(serial, bool) or not isinstance(serial, int) or serial < min_serial:
+        raise TrustError("{}: bundle serial {!r} is below {}, the lowest this device accepts (an older bundle "
+                         "replayed?); expected a bundle signed with serial >= {}".format(
+                             where, serial, min_serial, min_serial))
