@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ON_THE_BOARD = ["sensorveil/runtime", "sensorveil/devices", "sensorveil/benchmarks", "sensorveil/cli.py", "sensorveil/__init__.py",
-                "sensorveil/__main__.py", "sensorveil/sdk/__init__.py", "sensorveil/sdk/mechanisms/__init__.py"]
+ON_THE_BOARD = ["sensorveil/runtime", "sensorveil/devices", "sensorveil/benchmarks", "sensorveil/cli",
+                "sensorveil/__init__.py", "sensorveil/__main__.py", "sensorveil/sdk/__init__.py", "sensorveil/sdk/mechanisms/__init__.py"]
 
 
 def test_board_side_code_needs_nothing_newer_than_python_3_6():

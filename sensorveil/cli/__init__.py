@@ -1,0 +1,42 @@
+"""The one console script, `sensorveil`: one module per verb, each holding its arguments beside its
+handler (``add_parser`` and ``cmd_*``). Each verb imports what it needs when it runs, so the runtime
+verbs work on a device that has numpy and one backend library and nothing else.
+Runs on the boards' Python (3.6) like the runtime verbs it serves: no annotations import here.
+"""
+import argparse
+import sys
+
+from sensorveil import __version__
+from sensorveil.cli import benchmark, devices, evaluate, export, keys, preview, quickstart, run, train
+from sensorveil.cli.common import UsageError  # noqa: F401  (re-exported: callers catch it)
+from sensorveil.cli.run import stream_exit_code  # noqa: F401  (re-exported: the stream tests use it)
+from sensorveil.runtime.errors import SensorveilError
+
+# the verbs in the order `sensorveil --help` lists them
+VERBS = (quickstart, train, evaluate, export, keys, benchmark, devices, run, preview)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sensorveil", description="Privacy at the sensor: train, export, run, "
+                                     "benchmark and preview privatizing mechanisms.")
+    parser.add_argument("--version", action="version", version=f"sensorveil {__version__}")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")   # required=: Python 3.7+, checked in main
+    for verb in VERBS:
+        verb.add_parser(verbs)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.verb is None:
+        parser.error("a VERB is required (see sensorveil --help)")
+    try:
+        return args.func(args)
+    except (SensorveilError, ValueError, OSError) as error:   # OSError: a path that cannot be read or written
+        print(f"sensorveil {args.verb}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""sensorveil devices [list | detect | check BUNDLE --device NAME]."""
+from sensorveil.cli.common import UsageError, print_mapping, write_json
+
+
+def cmd_devices(args) -> int:
+    from sensorveil import devices
+    if args.action == "list":
+        for name in devices.list_profiles():
+            profile = devices.load_profile(name)
+            print(f"{name:18s} {profile['backend']:12s} {profile['precision']:5s} {profile['description']}")
+        return 0
+    if args.action == "detect":
+        evidence = devices.detection_evidence()
+        print_mapping("evidence", {key: (", ".join(value) if isinstance(value, list) else value) or "-"
+                                    for key, value in evidence.items()})
+        matches = devices.detect(evidence)
+        for match in matches:
+            print(f"detected {match['name']} (by {', '.join(match['matched_by'])}); "
+                  f"set-up script: {devices.setup_script(match['name'])}")
+        if not matches:
+            print("no device profile matches this machine")
+        return 0
+    if not args.bundle or not args.device:
+        raise UsageError("devices check needs a bundle and a device: sensorveil devices check BUNDLE --device NAME")
+    from sensorveil.export.device_check import check_bundle
+    report = check_bundle(args.bundle, args.device)
+    print(f"{args.device}: {report['file']} ({report['backend']}, {report['precision']}), "
+          f"{sum(report['operator_counts'].values())} operators of {len(report['operator_counts'])} types")
+    for problem in report["problems"]:
+        print(f"  problem: {problem}")
+    if report.get("note"):
+        print(f"  note: {report['note']}")
+    print("compatible" if report["compatible"] else "NOT compatible")
+    write_json(report, args.json)
+    return 0 if report["compatible"] else 1
+
+
+def add_parser(verbs) -> None:
+    p = verbs.add_parser("devices", help="device profiles: list, detect this machine, check a bundle's operators")
+    p.add_argument("action", nargs="?", default="list", choices=("list", "detect", "check"))
+    p.add_argument("bundle", nargs="?", default=None, help="check: the bundle directory")
+    p.add_argument("--device", default=None, help="check: a profile name from `sensorveil devices list`")
+    p.add_argument("--json", default=None, help="check: also write the report to this JSON file")
+    p.set_defaults(func=cmd_devices)

@@ -1,0 +1,24 @@
+"""sensorveil quickstart: the main job on the embedded default dataset, or PASS on a camera clip."""
+from pathlib import Path
+
+from sensorveil.cli.common import positive_int
+
+
+def cmd_quickstart(args) -> int:
+    if args.camera:
+        from sensorveil.quickstart import camera_quickstart
+        camera_quickstart(Path(args.out), Path(args.camera))
+        return 0
+    from sensorveil.quickstart import quickstart
+    quickstart(Path(args.out), epochs=args.epochs)
+    return 0
+
+
+def add_parser(verbs) -> None:
+    p = verbs.add_parser("quickstart", help="train PR-GAN on digits, attack it, export, run and benchmark it")
+    p.add_argument("--out", default="sensorveil-out", help="where runs, bundles and reports go")
+    p.add_argument("--epochs", type=positive_int, default=None, help="generator epochs (default: the config's)")
+    p.add_argument("--camera", metavar="CLIP", default=None,
+                   help="instead: PASS on the people of a still camera clip (e.g. ../shared/media/walkway.avi), "
+                        "audited and previewed raw beside privatized")
+    p.set_defaults(func=cmd_quickstart)

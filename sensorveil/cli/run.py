@@ -1,0 +1,68 @@
+"""sensorveil run BUNDLE --source SOURCE: privatize a stream into a sink and report what happened."""
+import sys
+
+from sensorveil.cli.common import positive_int, print_stream_report, progress_for, share, write_json
+
+
+def cmd_run(args) -> int:
+    from sensorveil.runtime.preprocess import is_depth_spec
+    from sensorveil.runtime.sinks import open_sink
+    from sensorveil.runtime.sources import open_source
+    from sensorveil.runtime.stream import Stream, load_for_stream, sigterm_as_interrupt
+    privatizer = load_for_stream(args.bundle, backend=args.backend, threads=args.threads)
+    print(f"bundle signature: {privatizer.signature['status']} ({privatizer.signature['detail']})")
+    spec = privatizer.output_spec
+    with open_source(args.source) as source:
+        sink = open_sink(args.sink, fps=source.fps, value_range=(spec.low, spec.high), depth=is_depth_spec(spec))
+        stream = Stream(privatizer, source, sink, frames=args.frames, depth_output=args.depth_output)
+        progress = progress_for(source, args.frames)
+        try:
+            with sigterm_as_interrupt():   # systemd and docker stop with SIGTERM: end like Ctrl-C
+                for _ in stream:
+                    progress.update(stream.counters)
+        except KeyboardInterrupt:   # an endless sensor stream ends here; its counters still matter
+            pass
+        finally:
+            progress.close(stream.counters)
+            if sink is not None:
+                sink.close()
+    report = stream.report()
+    print_stream_report(report)
+    write_json(report, args.json)
+    return stream_exit_code(report, args.max_bad_share)
+
+
+def stream_exit_code(report: dict, max_bad_share: float) -> int:
+    """1 when nothing left the device, or when more than ``max_bad_share`` of the frames were bad or
+    dropped: a service manager must see a stream that silently delivers nothing as failed."""
+    delivered = report["frames_out"] - report.get("undelivered", 0)
+    lost = report["bad"] + report["dropped"]
+    share = lost / max(1, report["frames_out"] + report["bad"] + report["dropped"] - report.get("undelivered", 0))
+    if delivered <= 0:
+        print("sensorveil run: error: no privatized frame was delivered" + (
+            f" (first error: {report['errors'][0]})" if report.get("errors") else ""), file=sys.stderr)
+        return 1
+    if share > max_bad_share:
+        print(f"sensorveil run: error: {share:.0%} of the frames were bad or dropped (limit {max_bad_share:.0%}, "
+              "--max-bad-share)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_parser(verbs) -> None:
+    p = verbs.add_parser("run", help="privatize a sensor stream and send the output to a sink")
+    p.add_argument("bundle")
+    p.add_argument("--source", required=True, help="camera:N, video file or URL, kinect, k4a[:N|:FILE.mkv], "
+                   "depthdir:PATH, npy:PATH or synthetic-depth")
+    p.add_argument("--sink", default=None, help="video:FILE.mp4, png:DIR, npz:DIR or udp://HOST:PORT (default: none)")
+    p.add_argument("--frames", type=positive_int, default=None, help="stop after N frames (default: until the source ends)")
+    p.add_argument("--backend", default="auto")
+    p.add_argument("--depth-output", default="patch", choices=("patch", "frame"),
+                   help="depth: emit the privatized 180x180 patch, or a full frame with only the patch valid")
+    p.add_argument("--json", default=None, help="write the stream report to this JSON file")
+    p.add_argument("--threads", type=positive_int, default=None,
+                   help="CPU threads for the model (default: all cores but one, which reads and pre-processes "
+                        "the next frames)")
+    p.add_argument("--max-bad-share", type=share, default=0.5,
+                   help="exit 1 when more than this share of frames was bad or dropped (default 0.5)")
+    p.set_defaults(func=cmd_run)
