@@ -39,7 +39,8 @@ class PreviewServer:
     """`sensorveil preview BUNDLE --source walkway.avi --web 127.0.0.1:0` in a subprocess; the
     URL is read from its first line (port 0: the system picks a free port, no race)."""
 
-    def __init__(self, bundle: Path, *extra: str):
+    def __init__(self, bundle: Path, *extra: str, env: dict | None = None):
+        self.env = {**os.environ, **(env or {})}
         if not WALKWAY.is_file():
             pytest.skip(f"walkway.avi not found at {WALKWAY} (set SENSORVEIL_SHARED)")
         self.args = [sys.executable, "-m", "sensorveil", "preview", str(bundle), "--source", str(WALKWAY),
@@ -47,7 +48,7 @@ class PreviewServer:
 
     def __enter__(self) -> "PreviewServer":
         self.process = subprocess.Popen(self.args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True)
+                                        text=True, env=self.env)
         first_line = _read_line(self.process.stdout, START_TIMEOUT_S)
         found = re.search(r"http://\S+/", first_line or "")
         if not found:
@@ -172,12 +173,12 @@ def test_a_remote_viewer_cannot_switch_the_raw_view_back_on(depth_bundle):
     from sensorveil.runtime.web_preview import LiveFeed, build_app
     privatizer = Privatizer.load(depth_bundle)
     feed = LiveFeed(privatizer, lambda: open_source("synthetic-depth:1", frames=1))   # never started
-    app = build_app(feed, privatizer.manifest)
-    remote = TestClient(app, client=("203.0.113.7", 50000))
+    app = build_app(feed, privatizer.manifest, bound=("0.0.0.0", 8080))
+    remote = TestClient(app, base_url="http://127.0.0.1:8080", client=("203.0.113.7", 50000))
     assert remote.post("/api/raw", json={"enabled": False}).json() == {"raw_enabled": False}
     assert remote.post("/api/raw", json={"enabled": True}).status_code == 403
     assert remote.get("/frame/raw.jpg").status_code == 404
-    local = TestClient(app, client=("127.0.0.1", 50000))
+    local = TestClient(app, base_url="http://127.0.0.1:8080", client=("127.0.0.1", 50000))
     assert local.post("/api/raw", json={"enabled": True}).json() == {"raw_enabled": True}
 
 
@@ -208,6 +209,162 @@ def test_no_raw_never_serves_raw_frames(depth_bundle):
         assert server.post_json("api/raw", {"enabled": True})[0] == 403   # not even from the board
         with server.get("frame/privatized.jpg") as response:
             assert response.read(2) == b"\xff\xd8"                         # JPEG start of image
+
+
+# -- locked down: what a hostile page or client sends is refused --------------------------
+PORT = 8080
+HERE = f"http://127.0.0.1:{PORT}"
+
+
+@pytest.fixture
+def app_client(depth_bundle):
+    """The app in-process, bound to 127.0.0.1:8080, the raw view switched off; requests come from
+    the board itself (loopback), the one client that may turn it back on."""
+    from starlette.testclient import TestClient
+    from sensorveil.runtime import Privatizer
+    from sensorveil.runtime.sources import open_source
+    from sensorveil.runtime.web_preview import LiveFeed, build_app
+    privatizer = Privatizer.load(depth_bundle)
+    feed = LiveFeed(privatizer, lambda: open_source("synthetic-depth:1", frames=1))   # never started
+    feed.set_raw(False)
+    client = TestClient(build_app(feed, privatizer.manifest, bound=("127.0.0.1", PORT)), base_url=HERE,
+                        client=("127.0.0.1", 50000), raise_server_exceptions=False)
+    client.feed = feed
+    return client
+
+
+def test_a_foreign_page_cannot_turn_the_raw_view_on(app_client):
+    """The probe: a text/plain POST with a foreign Origin and Host (a simple request, which a browser
+    sends cross-origin without asking), and its variants, each refused; the raw view stays off."""
+    body = '{"enabled": true}'
+    attempts = [
+        {"Content-Type": "text/plain", "Origin": "http://evil.example", "Host": f"evil.example:{PORT}"},
+        {"Content-Type": "text/plain", "Origin": "http://evil.example"},                 # right Host
+        {"Content-Type": "application/json", "Origin": "http://evil.example"},
+        {"Content-Type": "application/json", "Origin": "null"},                          # sandboxed frame
+        {"Content-Type": "application/json", "Origin": f"http://localhost:{PORT}"},      # another origin
+        {"Content-Type": "application/json", "Host": f"evil.example:{PORT}"},            # DNS rebinding
+        {"Content-Type": "application/json", "Host": "127.0.0.1:9999"},
+        {"Content-Type": "text/plain"},                                                  # no-cors / form
+        {"Content-Type": "application/x-www-form-urlencoded"},
+        {"Content-Type": "multipart/form-data; boundary=x"},
+    ]
+    for headers in attempts:
+        response = app_client.post("/api/raw", content=body, headers=headers)
+        assert response.status_code == 403, (headers, response.status_code, response.text)
+        assert response.json()["error"] and "Traceback" not in response.text
+        assert app_client.feed.raw_enabled is False, headers
+    own = {"Content-Type": "application/json", "Origin": HERE}                             # the page itself
+    assert app_client.post("/api/raw", content=body, headers=own).json() == {"raw_enabled": True}
+    for host in (f"localhost:{PORT}", f"[::1]:{PORT}"):
+        response = app_client.post("/api/raw", json={"enabled": False}, headers={"Host": host})
+        assert response.json() == {"raw_enabled": False}, host
+
+
+@pytest.mark.parametrize("value", ['"false"', '"true"', "0", "1", "null", "[]", "{}"])
+def test_enabled_must_be_a_json_boolean(app_client, value):
+    response = app_client.post("/api/raw", content='{"enabled": %s}' % value,
+                               headers={"Content-Type": "application/json"})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert '"enabled"' in error and value in error and "expected true or false" in error, error
+    assert app_client.feed.raw_enabled is False
+
+
+def test_a_large_body_is_refused_before_it_is_read(app_client):
+    big = b'{"enabled": false, "pad": "' + b"x" * 2048 + b'"}'
+    response = app_client.post("/api/raw", content=big, headers={"Content-Type": "application/json"})
+    assert response.status_code == 413, response.text
+    chunked = app_client.post("/api/raw", content=iter([big[:512], big[512:]]),     # no Content-Length
+                              headers={"Content-Type": "application/json"})
+    assert chunked.status_code == 413, chunked.text
+
+
+def test_gets_from_a_foreign_host_and_unknown_views_are_refused_cleanly(app_client):
+    for path in ("/frame/privatized.jpg", "/stream/privatized.mjpg", "/frame/raw.jpg", "/api/status", "/"):
+        response = app_client.get(path, headers={"Host": "rebound.example"})
+        assert response.status_code == 403, path
+    for path in ("/frame/bogus.jpg", "/stream/bogus.mjpg", "/frame/..%2fraw.jpg", "/nothing"):
+        response = app_client.get(path)
+        assert response.status_code == 404, (path, response.status_code)
+        assert "Traceback" not in response.text and "Error" not in response.text, path
+
+
+def _raw_request(url: str, head: str, body: bytes = b"", wait_s: float = 5.0) -> bytes:
+    """Send ``head`` (and ``body``) on a plain socket, keep it open, and return what comes back
+    within ``wait_s``: the server must answer without waiting for a body it was promised."""
+    import socket
+    from urllib.parse import urlsplit
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=wait_s) as sock:
+        sock.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + body)
+        answer = b""
+        try:
+            while b"\r\n\r\n" not in answer:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                answer += chunk
+        except socket.timeout:
+            pass
+    return answer
+
+
+def _open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+@pytest.fixture(scope="module")
+def limited_server(depth_bundle):
+    with PreviewServer(depth_bundle, env={"SENSORVEIL_WEB_MAX_CONNECTIONS": "8",
+                                          "SENSORVEIL_WEB_MAX_STREAMS": "2"}) as running:
+        yield running
+
+
+def test_a_huge_body_is_413_without_being_buffered(limited_server):
+    """A 300 MB Content-Length, and a chunked body past the limit: each refused while the client
+    still has most of its body to send (the server never waited for it)."""
+    host = limited_server.url.split("/")[2]
+    head = f"POST /api/raw HTTP/1.1\nHost: {host}\nContent-Type: application/json\n"
+    answer = _raw_request(limited_server.url, head + "Content-Length: 300000000\n")
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert b"connection: close" in answer.lower()                          # the rest is not read either
+    chunk = b"1000\r\n" + b" " * 4096 + b"\r\n"                            # 4 KiB of a longer body
+    answer = _raw_request(limited_server.url, head + "Transfer-Encoding: chunked\n", chunk)
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+
+
+def test_open_connections_and_streams_are_bounded(limited_server):
+    import socket
+    host, port = limited_server.url.split("/")[2].split(":")
+    pid = limited_server.process.pid
+    before = _open_fds(pid)
+    idle = [socket.create_connection((host, int(port)), timeout=5) for _ in range(200)]   # slow clients
+    try:
+        time.sleep(1.0)
+        assert _open_fds(pid) <= before + 8 + 2, "200 idle clients held more than the 8 connections allowed"
+    finally:
+        for sock in idle:
+            sock.close()
+    limited_server.wait_for(lambda: _open_fds(pid) <= before + 2, timeout_s=15, what="the idle sockets to close")
+    streams = [limited_server.get("stream/privatized.mjpg") for _ in range(2)]
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            limited_server.get("stream/privatized.mjpg")
+        assert refused.value.code == 503
+    finally:
+        for response in streams:
+            response.close()
+    limited_server.wait_for(lambda: _try_stream(limited_server), timeout_s=10, what="a stream slot to free")
+    assert frames_out(limited_server) > 0                                   # still serving
+
+
+def _try_stream(server) -> bool:
+    try:
+        with server.get("stream/privatized.mjpg") as response:
+            return bool(read_mjpeg_parts(response, 1))
+    except urllib.error.HTTPError:
+        return False
 
 
 # -- a real browser -----------------------------------------------------------------------
@@ -260,3 +417,66 @@ def test_page_in_headless_chromium_shows_both_views_and_live_counters(depth_bund
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with capsys.disabled():
         print(f"\nweb preview screenshot: {screenshot}")
+
+
+ATTACK_PAGE = """<!doctype html><title>elsewhere</title><script>
+(async () => {
+  const results = [];
+  const attempts = [
+    ["text/plain", {method: "POST", body: '{"enabled": true}', headers: {"Content-Type": "text/plain"}}],
+    ["no-cors json", {method: "POST", mode: "no-cors", body: '{"enabled": true}',
+                      headers: {"Content-Type": "application/json"}}],
+  ];
+  for (const [name, init] of attempts) {
+    try { const r = await fetch("TARGET" + "api/raw", init); results.push(name + ": " + (r.type === "opaque" ? "opaque" : r.status)); }
+    catch (e) { results.push(name + ": " + e.name); }
+  }
+  window.results = results; document.title = "done";
+})();
+</script>"""
+
+
+def test_a_page_from_another_origin_in_chromium_cannot_turn_the_raw_view_on(depth_bundle):
+    """A real browser on the board (loopback, so the old loopback-only check let it through) opens
+    a page from another origin (another port) whose script posts {"enabled": true} to the preview
+    as text/plain and as a no-cors JSON request; the server's own state says the raw view is still off."""
+    executable = chromium_or_skip()
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from playwright.sync_api import sync_playwright
+
+    with PreviewServer(depth_bundle) as server:
+        assert server.post_json("api/raw", {"enabled": False}) == (200, {"raw_enabled": False})
+        page_bytes = ATTACK_PAGE.replace("TARGET", server.url).encode()
+
+        class Elsewhere(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(page_bytes)))
+                self.end_headers()
+                self.wfile.write(page_bytes)
+
+            def log_message(self, *args):
+                pass
+        other = ThreadingHTTPServer(("127.0.0.1", 0), Elsewhere)
+        threading.Thread(target=other.serve_forever, daemon=True).start()
+        try:
+            with sync_playwright() as driver:
+                browser = driver.chromium.launch(executable_path=executable, args=BROWSER_ARGS, timeout=60_000)
+                try:
+                    page = browser.new_page()
+                    page.set_default_timeout(30_000)
+                    page.goto(f"http://127.0.0.1:{other.server_address[1]}/", wait_until="domcontentloaded")
+                    page.wait_for_function("document.title === 'done'")
+                    results = page.evaluate("window.results")
+                finally:
+                    browser.close()
+        finally:
+            other.shutdown()
+            other.server_close()
+        assert len(results) == 2, results
+        status = server.json("api/status")
+        assert status["raw_enabled"] is False, (results, status)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            server.get("frame/raw.jpg")
+        assert refused.value.code == 404

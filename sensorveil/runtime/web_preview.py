@@ -9,6 +9,7 @@ from the board, for the many boards that have no display.
     GET  /api/status              counters as JSON (FPS, frames in/out/bad/dropped, stage times)
     GET  /api/bundle              the manifest's privacy figures and validation as JSON
     POST /api/raw                 {"enabled": false} stops serving the raw view to everyone
+                                  (Content-Type: application/json; a real JSON boolean)
 
 MJPEG over plain HTTP is what a browser's <img>, curl and most sensor dashboards read without
 any player. The server is Starlette on uvicorn (the ``web`` extra); both are imported here only,
@@ -21,6 +22,16 @@ address, e.g. through an SSH tunnel) may turn it back on, so a remote viewer who
 
 The server binds 127.0.0.1 unless told otherwise (``--web 0.0.0.0:8080``). Nothing is
 encrypted or authenticated: expose it on a trusted network only.
+
+Requests from other origins are refused (web_security): every request must name this server in
+its Host header, a request with an Origin must come from this server's own page, and the raw
+switch takes only a small application/json body. Open them as http://127.0.0.1:PORT/ (or the
+address the server is bound to); a name such as board.local is refused.
+
+Settings (an argument to ``serve``, else the environment, else the default):
+
+    SENSORVEIL_WEB_MAX_CONNECTIONS  connections held open at once (32); more are closed on accept
+    SENSORVEIL_WEB_MAX_STREAMS      MJPEG responses at once (8); more are a 503
 """
 import asyncio
 import ipaddress
@@ -33,8 +44,12 @@ from sensorveil.runtime.errors import BackendUnavailableError, InputError
 from sensorveil.runtime.privatizer import Privatizer
 from sensorveil.runtime.sources import Source
 from sensorveil.runtime.stream import sigterm_as_interrupt
-from sensorveil.runtime.web_feed import COUNTER_KEYS, JPEG_QUALITY, PANEL_PX, LiveFeed  # noqa: F401 (API)
+from sensorveil.runtime.web_feed import COUNTER_KEYS, JPEG_QUALITY, PANEL_PX, VIEWS, LiveFeed  # noqa: F401 (API)
 from sensorveil.runtime.web_page import BOUNDARY, FIGURES, privacy_figures, render_page  # noqa: F401 (API)
+from sensorveil.runtime.web_security import (DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS, MAX_CONNECTIONS_ENV,
+                                             MAX_STREAMS_ENV, AddressCheck, HostGuard, Refused, StreamSlots,
+                                             bounded_protocol, limit_setting, parse_switch, read_small_body,
+                                             require_json)
 
 DEFAULT_HOST = "127.0.0.1"
 POLL_S = 0.02             # how often an MJPEG response looks for a new frame
@@ -66,11 +81,15 @@ def is_loopback(host: str) -> bool:
 class PreviewRoutes:
     """The app's handlers over one feed: the page, MJPEG streams, JSON counters, the raw switch."""
 
-    def __init__(self, feed: LiveFeed, figures: dict):
+    def __init__(self, feed: LiveFeed, figures: dict, max_streams: int = DEFAULT_MAX_STREAMS):
         from starlette import responses
         self.feed, self.figures, self.responses = feed, figures, responses
+        self.slots = StreamSlots(max_streams)
 
     def raw_refused(self, view: str):
+        if view not in VIEWS:   # an unknown name is a plain 404, never a lookup error
+            return self.responses.Response(f"no such view: expected one of {', '.join(VIEWS)}\n",
+                                           status_code=404, media_type="text/plain")
         if view == "raw" and not self.feed.raw_enabled:
             return self.responses.Response("the raw view is off: only privatized frames are served\n",
                                            status_code=404, media_type="text/plain")
@@ -96,9 +115,15 @@ class PreviewRoutes:
     async def stream(self, request):
         view = request.path_params["view"]
         refused = self.raw_refused(view)
-        return refused or self.responses.StreamingResponse(
+        if refused:
+            return refused
+        if self.slots.full():
+            return self.responses.Response(
+                f"too many open streams (at most {self.slots.limit}, {MAX_STREAMS_ENV}); try again later\n",
+                status_code=503, media_type="text/plain", headers={"Retry-After": "5"})
+        return self.slots.hold(self.responses.StreamingResponse(
             self.mjpeg(view), media_type=f"multipart/x-mixed-replace; boundary={BOUNDARY}",
-            headers={"Cache-Control": "no-store"})
+            headers={"Cache-Control": "no-store"}))
 
     async def frame(self, request):
         view = request.path_params["view"]
@@ -117,32 +142,39 @@ class PreviewRoutes:
         return self.responses.JSONResponse(self.figures)
 
     async def raw_switch(self, request):
+        """Host and Origin were checked by HostGuard; here the body: JSON, small, a real boolean."""
         JSONResponse = self.responses.JSONResponse
         try:
-            enabled = (await request.json())["enabled"]
-        except (ValueError, KeyError, TypeError):
-            return JSONResponse({"error": 'expected JSON {"enabled": true|false}'}, status_code=400)
+            require_json(request.headers.get("content-type"))
+            enabled = parse_switch(await read_small_body(request))
+        except Refused as refused:
+            # after a refused body the connection closes: the rest of it is not read and discarded
+            close = {"Connection": "close"} if refused.status in (408, 413) else None
+            return JSONResponse({"error": refused.message}, status_code=refused.status, headers=close)
         host = request.client.host if request.client else ""
         if enabled and not is_loopback(host):
             return JSONResponse({"error": "only a viewer on the board itself may turn the raw view on"},
                                 status_code=403)
         try:
-            self.feed.set_raw(bool(enabled))
+            self.feed.set_raw(enabled)
         except PermissionError as error:
             return JSONResponse({"error": str(error)}, status_code=403)
         return JSONResponse({"raw_enabled": self.feed.raw_enabled})
 
 
-def build_app(feed: LiveFeed, manifest: dict):
-    """The Starlette app over ``feed``: the page, MJPEG streams, JSON counters, the raw switch."""
+def build_app(feed: LiveFeed, manifest: dict, bound: "Tuple[str, int]" = (DEFAULT_HOST, 8080),
+              max_streams: "int | None" = None):
+    """The Starlette app over ``feed``: the page, MJPEG streams, JSON counters, the raw switch.
+    ``bound``: the (host, port) the server listens on; requests must name it in their Host."""
     try:
         from starlette.applications import Starlette
+        from starlette.middleware import Middleware
         from starlette.routing import Route
     except ImportError:
         raise BackendUnavailableError(WEB_EXTRA) from None
     figures = privacy_figures(manifest)
     figures["signature"] = feed.privatizer.signature   # trusted, signed, unsigned (runtime.trust)
-    routes = PreviewRoutes(feed, figures)
+    routes = PreviewRoutes(feed, figures, limit_setting(max_streams, MAX_STREAMS_ENV, DEFAULT_MAX_STREAMS))
     views = "{view:str}"
     return Starlette(routes=[
         Route("/", routes.page),
@@ -151,20 +183,24 @@ def build_app(feed: LiveFeed, manifest: dict):
         Route("/api/status", routes.status),
         Route("/api/bundle", routes.bundle),
         Route("/api/raw", routes.raw_switch, methods=["POST"]),
-    ])
+    ], middleware=[Middleware(HostGuard, check=AddressCheck(*bound))])
 
 
 def serve(privatizer: Privatizer, open_source: Callable[[], Source], address: str = "8080",
-          frames: "int | None" = None, raw: bool = True, loop: bool = False, announce=print) -> dict:
-    """Serve the page until Ctrl-C (SIGINT/SIGTERM); return the stream report."""
+          frames: "int | None" = None, raw: bool = True, loop: bool = False, announce=print,
+          max_connections: "int | None" = None, max_streams: "int | None" = None) -> dict:
+    """Serve the page until Ctrl-C (SIGINT/SIGTERM); return the stream report. ``max_connections``
+    and ``max_streams`` default to SENSORVEIL_WEB_MAX_CONNECTIONS / _MAX_STREAMS, else 32 and 8."""
     try:
         import uvicorn
     except ImportError:
         raise BackendUnavailableError(WEB_EXTRA) from None
     host, port = parse_web_address(address)
+    max_connections = limit_setting(max_connections, MAX_CONNECTIONS_ENV, DEFAULT_MAX_CONNECTIONS)
+    max_streams = limit_setting(max_streams, MAX_STREAMS_ENV, DEFAULT_MAX_STREAMS)
     feed = LiveFeed(privatizer, open_source, frames=frames, raw=raw, loop=loop)
-    app = build_app(feed, privatizer.manifest)
     sock = _listening_socket(host, port)
+    app = build_app(feed, privatizer.manifest, bound=(host, sock.getsockname()[1]), max_streams=max_streams)
     url_host = f"[{host}]" if ":" in host else host
     url = f"http://{url_host}:{sock.getsockname()[1]}/"
     if not is_loopback(host):
@@ -175,7 +211,12 @@ def serve(privatizer: Privatizer, open_source: Callable[[], Source], address: st
     announce(f"serving the preview on {url} (Ctrl-C to stop)")
     sys.stdout.flush()
     # graceful shutdown would otherwise wait for endless MJPEG responses; closing ends them
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, lifespan="off")
+    # the bounded protocol below keeps connections at max_connections; uvicorn's own limit (a 503
+    # once connections or tasks reach it) is one above, so it bites only on requests in flight
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, lifespan="off",
+                            limit_concurrency=max_connections + 1)
+    config.load()   # resolves the HTTP protocol class, which is then bounded (the server keeps a loaded config)
+    config.http_protocol_class = bounded_protocol(config.http_protocol_class, max_connections)
     server = _feed_server(config, feed)
     # uvicorn shuts down gracefully on SIGINT/SIGTERM, then hands the signal on to the previous
     # handler; SIGTERM's default would kill the process before the report is printed
