@@ -5,9 +5,9 @@ mechanism needs around it:
 * ``partition_rows``: the rows each simulated device holds, IID or non-IID (Dirichlet over one
   attribute, Hsu et al. 2019): for every class k the shares of the M devices are drawn from Dir(alpha),
   so a small alpha gives each device few classes and a large alpha tends to IID.
-* ``StrictFedAvg``: Flower's FedAvg (weighted by each device's number of examples) that fails a round
-  loudly when a sampled device errs or does not answer in time, and reports progress per round.
-  Flower's own FedAvg logs such failures and averages the replies it did get.
+* the server strategies live in ``federated_strategy`` (Flower's FedAvg, FedMedian and FedTrimmedAvg,
+  failing a round loudly when a sampled device errs or does not answer in time) and the checks on
+  every device's update in ``federated_validation`` (a bad update is dropped and its device named).
 * ``simulate``: Flower's simulation runtime (``flwr.simulation.run_simulation``) in a child process
   with a wall-clock limit. A ClientApp that raises can leave a simulation waiting without a word, so
   past the limit the child's whole process group is stopped and ``FederationTimeout`` is raised.
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -93,82 +92,11 @@ def partition_summary(parts: list[np.ndarray], labels_of_rows: Callable[[np.ndar
             "rows_max": int(max(sizes)), "classes_per_device_mean": float(np.mean(classes))}
 
 
-# -- the strategy ------------------------------------------------------------------------------
+# -- the strategy (federated_strategy, federated_validation) -------------------------------------
 def strict_fedavg_class():
-    """StrictFedAvg, defined on first use so this module imports without flwr installed."""
-    global _STRICT
-    if _STRICT is None:
-        _STRICT = _define_strict_fedavg()
-    return _STRICT
-
-
-_STRICT = None
-
-
-def _define_strict_fedavg():
-    from flwr.serverapp.strategy import FedAvg
-    from flwr.serverapp.strategy.strategy_utils import sample_nodes
-
-    class StrictFedAvg(FedAvg):
-        """FedAvg over the arrays the devices send back (weighted by "num-examples"); a round where any
-        sampled device failed or missed the round timeout raises FederationError instead of going on
-        with the replies that came. ``aggregate_fraction``: average only that share of the replies,
-        drawn at random (TAPPFL's Algorithm 1: every device trains, the server averages rho M of them).
-        ``progress(stage, round, metrics, seconds, devices)`` after each aggregation."""
-
-        def __init__(self, *args, progress=None, aggregate_fraction: float | None = None, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.progress = progress
-            self.aggregate_fraction = aggregate_fraction
-            self.sent = {}
-            self.started = {}
-
-        def configure_train(self, server_round, arrays, config, grid):
-            # FedAvg sizes its sample from the nodes connected *now* and only then waits for
-            # min_available_nodes: with 100 simulated nodes still registering, fraction 0.1 of the 10
-            # already up gave a one-device round. Wait for all of them first.
-            sample_nodes(grid, self.min_available_nodes, 0)
-            return self._remember("train", super().configure_train(server_round, arrays, config, grid))
-
-        def configure_evaluate(self, server_round, arrays, config, grid):
-            return self._remember("evaluate", super().configure_evaluate(server_round, arrays, config, grid))
-
-        def _remember(self, stage: str, messages):
-            messages = list(messages)
-            self.sent[stage], self.started[stage] = len(messages), time.time()
-            return messages
-
-        def aggregate_train(self, server_round, replies):
-            replies = check_replies(list(replies), self.sent.get("train", 0), "train", server_round)
-            if self.aggregate_fraction is not None:
-                replies = random.sample(replies, max(1, round(self.aggregate_fraction * len(replies))))
-            arrays, metrics = super().aggregate_train(server_round, replies)
-            self._report("train", server_round, metrics, len(replies))
-            return arrays, metrics
-
-        def aggregate_evaluate(self, server_round, replies):
-            replies = check_replies(list(replies), self.sent.get("evaluate", 0), "evaluate", server_round)
-            metrics = super().aggregate_evaluate(server_round, replies)
-            self._report("evaluate", server_round, metrics, len(replies))
-            return metrics
-
-        def _report(self, stage, server_round, metrics, devices):
-            if self.progress is not None and self.sent.get(stage):
-                self.progress(stage, server_round, dict(metrics or {}), time.time() - self.started[stage], devices)
-
-    return StrictFedAvg
-
-
-def check_replies(replies: list, expected: int, stage: str, server_round: int) -> list:
-    """The replies of one round, or FederationError naming the devices that failed or were missing."""
-    failed = [reply for reply in replies if reply.has_error()]
-    if failed:
-        reasons = "; ".join(f"node {r.metadata.src_node_id}: {r.error.reason}" for r in failed[:3])
-        raise FederationError(f"round {server_round} ({stage}): {len(failed)} of {expected} devices failed: {reasons}")
-    if len(replies) < expected:
-        raise FederationError(f"round {server_round} ({stage}): only {len(replies)} of {expected} devices replied "
-                              "within the round timeout")
-    return replies
+    """StrictFedAvg (federated_strategy): FedAvg over validated updates, strict about failed devices."""
+    from sensorveil.sdk.federated_strategy import strategy_class
+    return strategy_class("fedavg")
 
 
 # -- environment of every Flower process ---------------------------------------------------------

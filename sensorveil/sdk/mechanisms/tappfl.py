@@ -96,6 +96,13 @@ class TAPPFLConfig:
     timeout_s: float = 3600.0         # wall-clock limit of the whole federation; past it the run fails
     round_timeout_s: float = 600.0    # a device that has not replied by then fails the round
     cpus: int = 2                     # simulation: ClientApps run in parallel (one per CPU)
+    aggregation: str = "fedavg"       # "fedavg" (weighted mean), "fedmedian" or "fedtrimmedavg": Flower's
+                                      # strategies of those names (sdk/federated_strategy.py)
+    trim_fraction: float = 0.2        # fedtrimmedavg: share of updates cut from each tail (Flower's beta)
+    min_valid_replies: int = 0        # a round with fewer valid updates fails; 0: more than half the sample
+    max_examples: int = 0             # largest "num-examples" a device may claim; 0: the largest partition
+                                      # (set it when nodes train on their own data)
+    max_update_ratio: float = 100.0   # drop an update moving f by more than this times its norm; 0: off
     reference_attacks: bool = True    # also attack the raw data (the "no defence" reference)
     seed: int = 0
     progress: bool = True
@@ -380,13 +387,15 @@ class RoundLog:
     def __init__(self, phase: str, rounds: int, history: list, verbose: bool):
         self.phase, self.rounds, self.history, self.verbose = phase, rounds, history, verbose
 
-    def __call__(self, stage: str, server_round: int, metrics: dict, seconds: float, devices: int) -> None:
+    def __call__(self, stage: str, server_round: int, metrics: dict, seconds: float, devices: int,
+                 dropped: list = ()) -> None:
         metrics = {k: float(v) for k, v in metrics.items() if k != "num-examples"}
         if stage == "train":
             self.history.append({"phase": self.phase, "round": server_round, "devices": devices,
-                                 "seconds": round(seconds, 2), "train": metrics})
+                                 "seconds": round(seconds, 2), "train": metrics, "dropped": list(dropped)})
         else:
-            self.history[-1]["evaluate"] = {"devices": devices, "seconds": round(seconds, 2), **metrics}
+            self.history[-1]["evaluate"] = {"devices": devices, "seconds": round(seconds, 2), **metrics,
+                                            "dropped": list(dropped)}
         if self.verbose:
             shown = ", ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()))
             label = f"{self.phase} round {server_round}/{self.rounds}" if stage == "train" else "  local attack probe"
@@ -420,6 +429,23 @@ def pretrained_path(value: str) -> Path:
     return path
 
 
+def server_strategy(spec: dict):
+    from sensorveil.sdk.federated_strategy import strategy_class
+    return strategy_class(spec["config"].get("aggregation", "fedavg"))
+
+
+def strategy_settings(spec: dict) -> dict:
+    """The typed settings of the strategy: what the server accepts from a device, and trimming."""
+    from sensorveil.sdk.federated_validation import UpdateLimits
+    cfg, limits = spec["config"], spec.get("limits", {})
+    settings = {"limits": UpdateLimits(max_examples=limits.get("max_examples") or None,
+                                       max_update_ratio=float(cfg.get("max_update_ratio", 0.0))),
+                "min_valid_replies": int(cfg.get("min_valid_replies", 0))}
+    if cfg.get("aggregation") == "fedtrimmedavg":
+        settings["beta"] = float(cfg["trim_fraction"])
+    return settings
+
+
 def run_server(grid, spec: dict) -> None:
     """@server_app.main(): pre-training rounds, then TAPPFL rounds, FedAvg over f only; writes f and the
     round history into the run directory."""
@@ -432,11 +458,11 @@ def run_server(grid, spec: dict) -> None:
         if rounds <= 0:
             continue
         everyone = cfg["participation"] == "all"
-        strategy = federated.strict_fedavg_class()(
+        strategy = server_strategy(spec)(
             fraction_train=1.0 if everyone else cfg["fraction"], aggregate_fraction=cfg["fraction"] if everyone else None,
             fraction_evaluate=cfg["evaluate_fraction"] if phase == "tappfl" else 0.0,
             min_train_nodes=1, min_evaluate_nodes=1, min_available_nodes=spec["num_clients"],
-            progress=RoundLog(phase, rounds, history, cfg["progress"]))
+            progress=RoundLog(phase, rounds, history, cfg["progress"]), **strategy_settings(spec))
         config = phase_config(spec, phase)
         arrays = strategy.start(grid=grid, initial_arrays=arrays, num_rounds=int(rounds), timeout=cfg["round_timeout_s"],
                                 train_config=config, evaluate_config=config).arrays
@@ -481,8 +507,9 @@ def federation_spec(data: SensorDataset, base: dict, useful: str, private: str, 
     settings = asdict(config)
     if config.pretrained:   # the ServerApp may run in another working directory (deployment)
         settings["pretrained"] = str(pretrained_path(config.pretrained).resolve())
+    largest = max(len(part) for part in device_partitions(data, useful, private, config))
     return {"task": task, "config": settings, "num_clients": int(config.clients), "cpus": int(config.cpus),
-            "out_dir": str(Path(out).resolve())}
+            "limits": {"max_examples": int(config.max_examples or largest)}, "out_dir": str(Path(out).resolve())}
 
 
 def federate(spec: dict, out: Path, config: TAPPFLConfig) -> float:
@@ -507,10 +534,16 @@ def federate(spec: dict, out: Path, config: TAPPFLConfig) -> float:
     return seconds
 
 
-def partition_record(data: SensorDataset, useful: str, private: str, config: TAPPFLConfig) -> dict:
+def device_partitions(data: SensorDataset, useful: str, private: str, config: TAPPFLConfig) -> list:
+    """The rows of each simulated (or partition-id) device, as every node computes them."""
     rows = training_rows(data, useful, private, config.seed)
     labels = data.attributes[config.partition_by or private]
-    parts = federated.partition_rows(rows, labels[rows], config.clients, config.partition, config.alpha, config.seed)
+    return federated.partition_rows(rows, labels[rows], config.clients, config.partition, config.alpha, config.seed)
+
+
+def partition_record(data: SensorDataset, useful: str, private: str, config: TAPPFLConfig) -> dict:
+    labels = data.attributes[config.partition_by or private]
+    parts = device_partitions(data, useful, private, config)
     return {"scheme": config.partition, "alpha": config.alpha if config.partition == "dirichlet" else None,
             "by": config.partition_by or private, **federated.partition_summary(parts, lambda p: labels[p])}
 
@@ -584,6 +617,11 @@ def check_config(config: TAPPFLConfig, data: SensorDataset, private: str) -> Non
         raise ValueError("fraction must lie in (0, 1] and evaluate_fraction in [0, 1]")
     if config.participation not in ("sampled", "all"):
         raise ValueError(f"participation={config.participation!r}; expected 'sampled' or 'all'")
+    from sensorveil.sdk.federated_strategy import check_aggregation
+    check_aggregation(config.aggregation, config.trim_fraction)
+    if config.min_valid_replies < 0 or config.max_examples < 0 or not config.max_update_ratio >= 0:
+        raise ValueError(f"min_valid_replies={config.min_valid_replies}, max_examples={config.max_examples}, "
+                         f"max_update_ratio={config.max_update_ratio}: each must be >= 0 (0: the default rule)")
     by = config.partition_by or private
     if by not in data.attributes:
         raise ValueError(f"partition_by={by!r}: dataset {data.name!r} has no such attribute; expected one of "
