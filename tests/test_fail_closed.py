@@ -206,3 +206,27 @@ def test_a_fifo_in_the_bundle_is_refused_not_waited_on(tmp_path, name):
     done = subprocess.run([sys.executable, "-c", code, str(bundle)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "not a regular file" in done.stdout
+
+
+# -- the CLI and the trainer check every number before any work starts ------------------------------------
+@pytest.mark.parametrize("argv, fragment", [
+    (["train", "prgan", "--dataset", "digits", "--set", "epochs=-5"], "setting epochs=-5: expected 1 or more"),
+    (["train", "prgan", "--dataset", "digits", "--set", "lr_generator=nan"], "lr_generator=nan: expected a finite"),
+    (["train", "prgan", "--dataset", "digits", "--set", "lr_generator=0"], "expected a learning rate above 0"),
+    (["train", "prgan", "--dataset", "digits", "--private", "parity", "--useful", "parity"],
+     "['parity'] are both useful (or hidden) and private"),
+    (["train", "attriguard", "--dataset", "digits", "--private", "digit", "lt5"], "attriguard takes one private"),
+])
+def test_bad_training_values_are_one_error_before_training(tmp_path, capsys, argv, fragment):
+    from sensorveil.cli import main
+    assert main(argv + ["--out", str(tmp_path / "run")]) == 2
+    assert fragment in capsys.readouterr().err
+    assert not (tmp_path / "run" / "run.json").exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "-0.1", "1.5", "inf"])
+def test_max_bad_share_outside_0_1_is_a_usage_error(value, capsys):
+    from sensorveil.cli import main
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", str(PASS_BUNDLE), "--source", "synthetic-depth", "--max-bad-share", value])
+    assert exit_.value.code == 2 and "expected a number from 0 to 1" in capsys.readouterr().err

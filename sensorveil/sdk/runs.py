@@ -50,6 +50,7 @@ def train_run(mechanism: str, dataset: str, data_path=None, useful=None, private
     settings = {**(settings or {}), **{key: value for key, value in options.items() if value is not None}}
     data = load_dataset(dataset, data_path, **(dataset_options or {}))
     useful, private, threshold = default_task(dataset, useful, private)
+    check_disjoint(useful, private, hidden)
     out = Path(out or f"runs/{mechanism}-{dataset}")
     out.mkdir(parents=True, exist_ok=True)
     record = dataset_record(dataset, data_path, dataset_options)
@@ -61,6 +62,15 @@ def train_run(mechanism: str, dataset: str, data_path=None, useful=None, private
     run = chosen.train(request)
     run["train_seconds"] = round(time.time() - started, 1)
     return write_run(out, run)
+
+
+def check_disjoint(useful, private, hidden) -> None:
+    """An attribute cannot be both kept and hidden: training would pull the release two ways at once."""
+    overlap = set(as_list(useful)) & set(as_list(private))
+    overlap |= set(as_list(hidden)) & set(as_list(private))
+    if overlap:
+        raise ValueError(f"attribute(s) {sorted(overlap)} are both useful (or hidden) and private; expected "
+                         "disjoint --useful/--hidden and --private attributes")
 
 
 __all__ = ["train_run", "read_run", "write_run", "load_recorded_dataset", "DEFAULT_TASKS", "RUN_FILE"]

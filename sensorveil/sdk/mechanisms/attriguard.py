@@ -24,7 +24,6 @@ from sensorveil.runtime.stages.attriguard import POLICIES, attriguard
 from sensorveil.sdk.evaluation import Task, baselines, make_slices, probing_attack, tree_attacker_accuracy
 from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, protocol_task
-from sensorveil.sdk.mechanisms.prgan import only_one
 from sensorveil.sdk.training import accuracy, train_classifier
 
 ARRAYS = {"weights": "attriguard_weights.npy", "bias": "attriguard_bias.npy", "target": "attriguard_target.npy"}
@@ -192,7 +191,7 @@ class AttriGuardMechanism(Mechanism):
         return config
 
     def train(self, request: TrainRequest) -> dict:
-        useful, private = only_one(request.useful, "useful"), only_one(request.private, "private")
+        useful, private = self.only_one(request.useful, "useful"), self.only_one(request.private, "private")
         config = self.make_config(request)
         data = request.data
         task = protocol_task(data, useful, private, config.seed)

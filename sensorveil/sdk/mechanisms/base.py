@@ -16,6 +16,7 @@ A mechanism whose output is a privatized sample in sensor units (PR-GAN, AttriGu
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -86,8 +87,17 @@ class Mechanism:
             if key not in fields:
                 raise ValueError(f"{self.name} has no setting {key!r}; expected one of {sorted(fields)}")
             current = getattr(config, key)
-            setattr(config, key, coerce(value, declared_example(fields[key]) if current is None else current, key))
+            value = coerce(value, declared_example(fields[key]) if current is None else current, key)
+            check_setting_range(self.name, key, value)
+            setattr(config, key, value)
         return config
+
+    def only_one(self, values, role: str) -> str:
+        """The one useful or private attribute a single-attribute mechanism takes; an error names it."""
+        values = as_list(values)
+        if len(values) != 1:
+            raise ValueError(f"{self.name} takes one {role} attribute, got {values}")
+        return values[0]
 
     def config_of(self, run: dict):
         """The config a saved run was trained with (run.json's "config"; JSON lists back to tuples)."""
@@ -179,6 +189,22 @@ def coerce(value, current, key: str):
         return type(current)(value)
     except ValueError:
         raise ValueError(f"setting {key}={value!r}: expected a {type(current).__name__}") from None
+
+
+def check_setting_range(mechanism: str, key: str, value) -> None:
+    """Before any work starts: a number must be finite, a learning rate positive, an epoch count at least
+    one (a run with no training would be recorded as if trained), other counts not negative."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{mechanism} setting {key}={value}: expected a finite number")
+    name = key.lower()
+    if (name.startswith("lr") or "learning_rate" in name) and not value > 0:
+        raise ValueError(f"{mechanism} setting {key}={value}: expected a learning rate above 0")
+    if name in ("epochs", "classifier_epochs", "rounds", "local_epochs") and value < 1:
+        raise ValueError(f"{mechanism} setting {key}={value}: expected 1 or more")
+    if name.endswith(("epochs", "steps", "iterations", "batch_size", "substitutes")) and value < 0:
+        raise ValueError(f"{mechanism} setting {key}={value}: expected 0 or more")
 
 
 def load_run_dataset(run: dict) -> SensorDataset:

@@ -248,13 +248,6 @@ def config_dict(config: PRGANConfig) -> dict:
 
 
 # -- the registered mechanisms ------------------------------------------------------------------
-def only_one(values: list, role: str) -> str:
-    """PR-GAN and its baselines take one useful and one private attribute."""
-    if len(values) != 1:
-        raise ValueError(f"PR-GAN takes one {role} attribute, got {values}")
-    return values[0]
-
-
 def load_fixed(run_dir, run: dict, data: SensorDataset) -> dict:
     """The defender's D_y and D_z saved with the run (state dicts, weights_only)."""
     fixed = {}
@@ -296,7 +289,7 @@ class PerturbationMechanism(Mechanism):
         return config
 
     def train(self, request: TrainRequest) -> dict:
-        useful, private = only_one(request.useful, "useful"), only_one(request.private, "private")
+        useful, private = self.only_one(request.useful, "useful"), self.only_one(request.private, "private")
         config = self.make_config(request)
         exp = prepare(request.data, useful, private, config)
         privatize, selection = self.fit(exp, request.out)

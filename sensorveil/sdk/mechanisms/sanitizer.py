@@ -30,7 +30,6 @@ from sensorveil.runtime.stages.sanitizer import MECHANISMS, PARAMETER_ARRAYS, sa
 from sensorveil.sdk.evaluation import Task, apply_privatize, baselines, evaluate
 from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, protocol_task
-from sensorveil.sdk.mechanisms.prgan import only_one
 from sensorveil.sdk.networks import make_classifier
 from sensorveil.sdk.training import (accuracy, batches, sensor_step, set_seed, snap_to_sensor, progress_bar,
                                      train_classifier)
@@ -221,7 +220,7 @@ class SanitizerMechanism(Mechanism):
         return config
 
     def train(self, request: TrainRequest) -> dict:
-        useful, private = only_one(request.useful, "useful"), only_one(request.private, "private")
+        useful, private = self.only_one(request.useful, "useful"), self.only_one(request.private, "private")
         config = self.make_config(request)
         task = protocol_task(request.data, useful, private, config.seed)
         epochs = config.epochs or DEFAULT_EPOCHS.get(request.data.name, 40)
