@@ -36,8 +36,17 @@ def test_single_sample_and_batch_in_sensor_units(digits_bundle):
     assert out.shape == (5, 8, 8) and out.dtype == np.float32
     assert out.min() >= 0 and out.max() <= 16
     np.testing.assert_allclose(p(batch[2]), out[2], atol=1e-5)
-    # integer sensor readings are accepted and converted, not refused
-    assert p(batch.astype(np.uint8)).shape == (5, 8, 8)
+    # integer codes of another dtype would be clipped into 0..16 silently (8-bit pixels): one clear error,
+    # unless the manifest declares the conversion
+    with pytest.raises(InputError, match="input dtype uint8 is not the bundle's input dtype float32"):
+        p(batch.astype(np.uint8))
+
+
+def test_an_integer_dtype_the_manifest_declares_is_converted(digits_bundle, tmp_path):
+    bundle = copy_bundle(digits_bundle, tmp_path)
+    edit_manifest(bundle, lambda m: m["input"].update(accepts_dtypes=["uint8"]))
+    frame = np.arange(64).reshape(8, 8) % 17
+    assert Privatizer.load(bundle)(frame.astype(np.uint8)).shape == (8, 8)
 
 
 def test_depth_bundle_keeps_uint16_millimetres(depth_bundle):

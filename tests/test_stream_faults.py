@@ -55,11 +55,14 @@ def test_a_truncated_video_reports_the_frames_it_never_delivered(depth_bundle, t
     cut.write_bytes(whole[:len(whole) // 4])
     from sensorveil.cli import main
     out = tmp_path / "report.json"
-    main(["run", str(depth_bundle), "--source", str(cut), "--json", str(out)])
+    code = main(["run", str(depth_bundle), "--source", str(cut), "--json", str(out)])
     report = json.loads(out.read_text())
     assert report["frames_announced"] == 795   # the container's header still says the whole clip
     assert report["frames_missing"] > 400 and report["frames_out"] < 400
-    assert f"ended {report['frames_missing']} short of that" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"ended {report['frames_missing']} short of that" in err
+    # the missing frames count toward --max-bad-share: three quarters of the clip never came
+    assert code == 1 and f"{report['frames_missing']} missing" in err
 
 
 def test_the_preprocessor_follows_each_frame_not_the_first(depth_bundle):

@@ -395,5 +395,5 @@ def test_cli_run_fails_when_nothing_is_delivered_or_too_much_is_bad(digits_bundl
     bad[1:] = np.nan                                   # 3 of 4 frames bad: over the 0.5 default
     np.save(tmp_path / "bad.npy", bad)
     assert main(["run", str(digits_bundle), "--source", f"npy:{tmp_path / 'bad.npy'}"]) == 1
-    assert "75% of the frames were bad or dropped" in capsys.readouterr().err
+    assert "75% of the frames were bad, dropped or missing (3 bad" in capsys.readouterr().err
     assert main(["run", str(digits_bundle), "--source", f"npy:{tmp_path / 'bad.npy'}", "--max-bad-share", "0.8"]) == 0

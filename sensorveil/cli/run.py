@@ -33,18 +33,21 @@ def cmd_run(args) -> int:
 
 
 def stream_exit_code(report: dict, max_bad_share: float) -> int:
-    """1 when nothing left the device, or when more than ``max_bad_share`` of the frames were bad or
-    dropped: a service manager must see a stream that silently delivers nothing as failed."""
+    """1 when nothing left the device, or when more than ``max_bad_share`` of the frames were bad,
+    dropped or missing (announced by a file that ended short of them): a service manager must see a
+    stream that silently delivers nothing, or half a truncated recording, as failed."""
     delivered = report["frames_out"] - report.get("undelivered", 0)
-    lost = report["bad"] + report["dropped"]
-    share = lost / max(1, report["frames_out"] + report["bad"] + report["dropped"] - report.get("undelivered", 0))
+    missing = report.get("frames_missing") or 0
+    lost = report["bad"] + report["dropped"] + missing
+    share = lost / max(1, delivered + lost)
     if delivered <= 0:
         print("sensorveil run: error: no privatized frame was delivered" + (
             f" (first error: {report['errors'][0]})" if report.get("errors") else ""), file=sys.stderr)
         return 1
     if share > max_bad_share:
-        print(f"sensorveil run: error: {share:.0%} of the frames were bad or dropped (limit {max_bad_share:.0%}, "
-              "--max-bad-share)", file=sys.stderr)
+        print(f"sensorveil run: error: {share:.0%} of the frames were bad, dropped or missing ({report['bad']} bad, "
+              f"{report['dropped']} dropped, {missing} missing; limit {max_bad_share:.0%}, --max-bad-share)",
+              file=sys.stderr)
         return 1
     return 0
 

@@ -72,6 +72,12 @@ def validate_spec(where, path, spec):
     scale = need_number(where, path + ".normalization.scale", norm["scale"], positive=True)
     validate_normalization(where, path + ".normalization", low, high, offset, scale)
     optional(spec, "units", need_str, where, path + ".units", spec.get("units"))
+    if "accepts_dtypes" in spec:     # integer readings the runtime may convert (values checked in range)
+        accepts = need_list(where, path + ".accepts_dtypes", spec["accepts_dtypes"], 0, len(NUMERIC_DTYPES),
+                            "integer dtype names")
+        for index, name in enumerate(accepts):
+            need_text(where, "{}.accepts_dtypes[{}]".format(path, index), name,
+                      [dtype for dtype in NUMERIC_DTYPES if dtype[0] in "ui"])
 
 
 def validate_normalization(where, path, low, high, offset, scale):

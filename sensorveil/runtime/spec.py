@@ -28,6 +28,7 @@ class TensorSpec:
     offset: float
     scale: float
     units: str = ""
+    accepts: tuple = ()      # integer dtypes the manifest declares convertible (input "accepts_dtypes")
 
     @classmethod
     def from_manifest(cls, spec: dict) -> "TensorSpec":
@@ -36,7 +37,8 @@ class TensorSpec:
         return cls(name=spec["name"], sample_shape=tuple(spec["sample_shape"]),
                    model_shape=tuple(spec["model_shape"])[1:], dtype=np.dtype(spec["dtype"]),
                    low=float(low), high=float(high), offset=float(norm["offset"]),
-                   scale=float(norm["scale"]), units=spec.get("units", ""))
+                   scale=float(norm["scale"]), units=spec.get("units", ""),
+                   accepts=tuple(np.dtype(name) for name in spec.get("accepts_dtypes", ())))
 
     def describe(self) -> str:
         return (f"{self.dtype.name} array of shape {self.sample_shape} (one sample) or "
@@ -53,6 +55,11 @@ def check_sensor_input(x, spec: TensorSpec) -> "tuple[np.ndarray, bool]":
             raise InputError(f"input is not array-like ({error}); expected {spec.describe()}") from None
     if x.dtype.kind not in NUMERIC_KINDS:
         raise InputError(f"input dtype {x.dtype} is not numeric; expected {spec.describe()}")
+    if x.dtype.kind in "ui" and x.dtype != spec.dtype and x.dtype not in spec.accepts:
+        # integer codes of another sensor (8-bit pixels into a 0..16 bundle, millimetres into metres) would
+        # be clipped into range silently; a float is a reading in the bundle's units and is only range-clipped
+        raise InputError(f"input dtype {x.dtype} is not the bundle's input dtype {spec.dtype.name}; expected "
+                         f"{spec.describe()} (convert the readings to its units first, or export with input.accepts_dtypes)")
     if x.size == 0:
         raise InputError(f"input is empty (shape {x.shape}); expected {spec.describe()}")
     ndim = len(spec.sample_shape)
