@@ -29,15 +29,15 @@ class Privatizer:
     """A loaded bundle bound to one backend. Thread-compatible, not thread-safe."""
 
     def __init__(self, bundle: Bundle, backend: str = "auto", seed: "int | None" = None, output: "str | None" = None,
-                 **backend_options):
+                 cpu_policy: str = "dedicated", **backend_options):
         self.bundle = bundle
         self.input_spec = TensorSpec.from_manifest(bundle.manifest["input"])
         self.output_spec = TensorSpec.from_manifest(bundle.manifest["output"])
         self.kind = bundle.manifest["mechanism"].get("kind", "perturbation")
         self.backend_name = resolve_backend(bundle, backend)
-        self.backend_options = dict(backend_options)   # as given (e.g. threads), for reports
+        self.backend_options = dict(backend_options, cpu_policy=cpu_policy)   # as given (e.g. threads), for reports
         # one adapter per graph; a one-model bundle has one graph, "model"
-        self.graphs = {name: create_backend(bundle, self.backend_name, graph=name, **backend_options)
+        self.graphs = {name: create_backend(bundle, self.backend_name, graph=name, **self.backend_options)
                        for name in bundle.graph_names(self.backend_name)}
         self.backend = next(iter(self.graphs.values()))
         self.check_graphs_against_manifest()
@@ -56,13 +56,17 @@ class Privatizer:
 
     @classmethod
     def load(cls, path: "str | Path", backend: str = "auto", seed: "int | None" = None, output: "str | None" = None,
-             trusted_keys=None, min_serial: "int | None" = None, **backend_options) -> "Privatizer":
+             trusted_keys=None, min_serial: "int | None" = None, cpu_policy: str = "dedicated",
+             **backend_options) -> "Privatizer":
         """``trusted_keys``: public key files (``sensorveil keys generate`` writes signer.pub); with any key
         given here or in SENSORVEIL_TRUSTED_KEYS, an unsigned or wrongly signed bundle is refused.
         ``min_serial``: the lowest signed bundle serial this device accepts (SENSORVEIL_MIN_SERIAL may
-        raise it); an older bundle, or one no trusted key vouches for, is refused (no rollback)."""
+        raise it); an older bundle, or one no trusted key vouches for, is refused (no rollback).
+        ``cpu_policy``: "dedicated" (the libraries' defaults: fastest when nothing else runs) or "shared"
+        (threads that sleep when idle, fewer of them: far less CPU per frame beside other processes;
+        ``load_for_stream``'s default). What each backend sets: sensorveil.runtime.backends.cpu_policy."""
         return cls(open_bundle(path, trusted_keys=trusted_keys, min_serial=min_serial), backend=backend, seed=seed,
-                   output=output, **backend_options)
+                   output=output, cpu_policy=cpu_policy, **backend_options)
 
     @property
     def manifest(self) -> dict:
@@ -110,6 +114,9 @@ class Privatizer:
                                    for i in range(0, len(batch), MAX_CHUNK)])
         y = self.run_pipeline(self.graph_input(batch), known, keys)
         if self.emits == MODEL_UNITS:
+            if y.size != len(batch) * int(np.prod(self.output_spec.sample_shape)):
+                raise OutputError(f"the pipeline returned shape {y.shape}; expected {len(batch)} sample(s) of the output "
+                                  f"shape {self.output_spec.sample_shape}, so nothing is released")
             y = to_sensor_units(y, self.output_spec)
         self.check_output(y)
         return y[0] if single else y

@@ -15,7 +15,7 @@ import math
 
 from sensorveil.runtime.errors import BundleError, InputError
 from sensorveil.runtime.manifest_fields import (MAX_SAMPLE_ELEMENTS, fail, need_integer, need_listed, need_number,
-                                                need_object, need_text, optional, subpath)
+                                                need_object, need_text, optional, pipeline_of, subpath)
 from sensorveil.runtime.stages.base import MODEL_UNITS, Stage
 
 MECHANISMS = ("suppression", "obfuscation", "generalization", "sampling")
@@ -69,13 +69,13 @@ def validate_laplace(where, path, stage, sensitive_dim):
     if clip_norm > MAX_CLIP_NORM:
         fail(where, path + ".clip_norm", clip_norm, "a clip norm from 0 to {:g} (latent norms are O(1))".format(
             MAX_CLIP_NORM))
+    optional(stage, "epsilon", need_number, where, path + ".epsilon", stage.get("epsilon"), True)
     epsilon = 2 * clip_norm * math.sqrt(sensitive_dim) / scale
     budget = min(MAX_EPSILON, float(stage.get("epsilon", MAX_EPSILON)))
     if not epsilon <= budget * (1 + 1e-9):
         fail(where, path + ".laplace_scale", scale, "at least 2 * clip_norm * sqrt(sensitive_dim) / epsilon = "
              "{:.6g} for epsilon {:g} (this scale gives epsilon {:.3g})".format(
                  2 * clip_norm * math.sqrt(sensitive_dim) / budget, budget, epsilon))
-    optional(stage, "epsilon", need_number, where, path + ".epsilon", stage.get("epsilon"), True)
 
 
 def check_parameters(root, mechanism, params, sensitive_dim):
@@ -116,6 +116,8 @@ class SanitizerStage(Stage):
             optional(stage, key, need_number, where, path + "." + key, stage.get(key))
         if mechanism == "obfuscation":
             validate_laplace(where, path, stage, sensitive_dim)
+        if pipeline_of(manifest)[-1] is stage:     # a sanitized latent is not a sample: the decoder must follow
+            fail(where, path + ".kind", stage["kind"], "a sanitizer stage followed by the decoder's model stage")
 
     def __init__(self, spec, context):
         Stage.__init__(self, spec, context)
