@@ -334,14 +334,15 @@ def stream_threads(cores: "int | None" = None) -> int:
     return max(1, (cores or os.cpu_count() or 1) - 1)
 
 
-def load_for_stream(path, backend: str = "auto", threads: "int | None" = None, **options) -> Privatizer:
+def load_for_stream(path, backend: str = "auto", threads: "int | None" = None, cpu_policy="shared", **options):
     """``Privatizer.load`` for a stream: a CPU backend gets ``threads`` (default ``stream_threads()``)
-    when the stream will read ahead; accelerators and camera bundles keep their defaults."""
+    when the stream will read ahead; accelerators and camera bundles keep their defaults. A stream runs
+    beside a decoder and a camera app: ``cpu_policy`` "shared" (threads that sleep) by default."""
     bundle = open_bundle(path, trusted_keys=options.pop("trusted_keys", None))
     name = resolve_backend(bundle, backend)
     if name in CPU_BACKENDS and (threads or can_prepare_ahead(bundle.manifest)):
         options["threads"] = threads or stream_threads()
-    return Privatizer(bundle, backend=name, **options)
+    return Privatizer(bundle, backend=name, cpu_policy=cpu_policy, **options)
 
 
 def summarize_ms(values) -> dict:

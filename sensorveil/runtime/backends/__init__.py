@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import numpy as np
 
+from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, check_cpu_policy
 from sensorveil.runtime.bundle import Bundle
 from sensorveil.runtime.errors import BackendUnavailableError, BundleError, SensorveilError
 
@@ -75,6 +76,9 @@ def resolve_backend(bundle: Bundle, requested: str) -> str:
 
 
 def create_backend(bundle: Bundle, name: str, **options) -> Backend:
+    """``options``: the adapter's own (graph, threads, device, ...) and ``cpu_policy`` ("shared" or
+    "dedicated", sensorveil.runtime.backends.cpu_policy), which every adapter takes."""
+    check_cpu_policy(options.get("cpu_policy", DEFAULT_POLICY))   # before a library is even imported
     module_name, class_name, package = REGISTRY[name]
     if not library_available(name):
         raise BackendUnavailableError(

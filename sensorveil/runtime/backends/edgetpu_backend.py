@@ -17,7 +17,8 @@ SETUP_HINT = "run sensorveil/devices/setup/coral-usb.sh (or coral-devboard.sh) o
 class EdgeTPUBackend(LiteRTBackend):
     name = "edgetpu"
 
-    def __init__(self, bundle: Bundle, graph: str = "model", device: "str | None" = None, threads: "int | None" = None):
+    def __init__(self, bundle: Bundle, graph: str = "model", device: "str | None" = None, threads: "int | None" = None,
+                 cpu_policy: str = "dedicated"):
         artifact = bundle.graph_artifact(self.name, graph)
         if not artifact.get("compiled"):
             raise BackendUnavailableError(
@@ -25,7 +26,7 @@ class EdgeTPUBackend(LiteRTBackend):
                 f"{artifact.get('compile_command', 'edgetpu_compiler -s -o BUNDLE BUNDLE/model_int8.tflite')} "
                 "then re-export, or use backend='litert' to run the int8 model on the CPU")
         self.device = device   # 'usb', 'usb:0', 'pci:0' ... None: the first Edge TPU found
-        super().__init__(bundle, graph=graph, threads=threads)
+        super().__init__(bundle, graph=graph, threads=threads, cpu_policy=cpu_policy)
 
     def _make_interpreter(self, threads):
         library = DELEGATE.get(platform.system(), DELEGATE["Linux"])

@@ -15,6 +15,7 @@ except ImportError:  # Coral boards often ship only the older runtime
     from tflite_runtime import interpreter as litert
     LIBRARY = "tflite-runtime"
 
+from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, check_cpu_policy, policy_threads
 from sensorveil.runtime.bundle import Bundle
 
 
@@ -33,12 +34,16 @@ def dequantize(values: np.ndarray, detail: dict) -> np.ndarray:
 class LiteRTBackend:
     name = "litert"
 
-    def __init__(self, bundle: Bundle, graph: str = "model", threads: "int | None" = None):
+    def __init__(self, bundle: Bundle, graph: str = "model", threads: "int | None" = None,
+                 cpu_policy: str = DEFAULT_POLICY):
         artifact = bundle.graph_artifact(self.name, graph)
+        # LiteRT's pool has no spinning switch: "shared" sizes it (num_threads, in every tflite-runtime)
+        self.cpu_policy = check_cpu_policy(cpu_policy)
+        self.threads = policy_threads(cpu_policy, threads)
         self.model_path = bundle.path(artifact["file"])
         self.model_content = bundle.read(artifact["file"])     # the verified bytes, never a second open
         self.precision = artifact.get("precision", "fp32")
-        self.interpreter = self._make_interpreter(threads)
+        self.interpreter = self._make_interpreter(self.threads)
         self.interpreter.allocate_tensors()
         self.input = self.interpreter.get_input_details()[0]
         self.output = self.interpreter.get_output_details()[0]
@@ -69,4 +74,5 @@ class LiteRTBackend:
 
     def describe(self) -> dict:
         return {"backend": self.name, "library": LIBRARY, "precision": self.precision,
-                "io_dtype": np.dtype(self.input["dtype"]).name, "model": self.model_path.name}
+                "io_dtype": np.dtype(self.input["dtype"]).name, "model": self.model_path.name,
+                "cpu_policy": self.cpu_policy, "threads": self.threads or "default"}

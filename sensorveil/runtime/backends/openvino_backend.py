@@ -11,28 +11,40 @@ try:
 except ImportError:   # 2022.3, the last release with MYRIAD: `openvino` is a bare namespace package there
     from openvino.runtime import Core, get_version
 
+from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, SHARED, check_cpu_policy, policy_threads
 from sensorveil.runtime.bundle import Bundle
 from sensorveil.runtime.errors import BackendUnavailableError
 
 PREFERRED_DEVICES = ("MYRIAD", "CPU")
+# cpu_policy="shared" on the CPU: one stream answering one request at a time with a few threads, none of
+# them pinned to a core another process may need. Values as strings: 2022.3's compile_model takes
+# str -> str, newer releases parse them.
+SHARED_CPU = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1"}
+# pinning switches by release: ENABLE_CPU_PINNING from 2023.0, AFFINITY before it
+NO_PINNING = (("ENABLE_CPU_PINNING", "NO"), ("AFFINITY", "NONE"))
+# what 2022.3's CPU plugin already knew, assumed where a plugin cannot list its properties
+OLDEST_KNOWN = ("INFERENCE_PRECISION_HINT", "INFERENCE_NUM_THREADS", "PERFORMANCE_HINT", "NUM_STREAMS", "AFFINITY")
 
 
 class OpenVINOBackend:
     name = "openvino"
 
-    def __init__(self, bundle: Bundle, graph: str = "model", device: str = "auto", threads: "int | None" = None):
+    def __init__(self, bundle: Bundle, graph: str = "model", device: str = "auto", threads: "int | None" = None,
+                 cpu_policy: str = DEFAULT_POLICY):
         artifact = bundle.graph_artifact(self.name, graph)
         self.model_path = bundle.path(artifact["file"])
         self.precision = artifact.get("precision", "fp32")
         core = Core()
         self.available = list(core.available_devices)
         self.device = self._pick_device(device)
-        config = self._cpu_config(threads) if self.device == "CPU" else {}
+        self.cpu_policy = check_cpu_policy(cpu_policy)
+        self.config = (self._cpu_config(policy_threads(cpu_policy, threads), cpu_policy, supported_cpu_properties(core))
+                       if self.device == "CPU" else {})
         # the IR and its weights from the verified bytes (read_model(bytes, bytes): 2022.3 and newer)
         weights = artifact.get("weights") or artifact["file"][:-len(".xml")] + ".bin"
         model = core.read_model(bundle.read(artifact["file"]), bundle.read(weights))
         self.static_batch = not model.input(0).get_partial_shape().is_dynamic
-        self.compiled = core.compile_model(model, self.device, config)
+        self.compiled = core.compile_model(model, self.device, self.config)
         self.request = self.compiled.create_infer_request()
         self.output = self.compiled.output(0)
         # float32 for a graph in model units; the sensor's dtype for one with the units inside it
@@ -49,13 +61,17 @@ class OpenVINOBackend:
         return device
 
     @staticmethod
-    def _cpu_config(threads: "int | None") -> dict:
+    def _cpu_config(threads: "int | None", cpu_policy: str, supported) -> dict:
         # CPUs with bf16/AMX default to bf16 inference, which moves outputs by ~1e-3; the bundle's
         # precision is in its weights (fp16 IR for the NCS2), so the CPU computes in f32.
         config = {"INFERENCE_PRECISION_HINT": "f32"}
         if threads:
-            config["INFERENCE_NUM_THREADS"] = threads
-        return config
+            config["INFERENCE_NUM_THREADS"] = str(threads)
+        if cpu_policy == SHARED:
+            config.update(SHARED_CPU)
+            config.update(next(([item] for item in NO_PINNING if item[0] in supported), []))
+        # a key this release's plugin does not know fails compile_model: leave it out instead
+        return {key: value for key, value in config.items() if key in supported}
 
     def run(self, batch: np.ndarray) -> np.ndarray:
         if self.static_batch and len(batch) != 1:
@@ -72,4 +88,13 @@ class OpenVINOBackend:
 
     def describe(self) -> dict:
         return {"backend": self.name, "library_version": get_version(), "device": self.device,
-                "available_devices": self.available, "precision": self.precision, "model": self.model_path.name}
+                "available_devices": self.available, "precision": self.precision, "model": self.model_path.name,
+                "cpu_policy": self.cpu_policy, "config": dict(self.config)}
+
+
+def supported_cpu_properties(core) -> "set[str]":
+    """The CPU plugin's property names (a list in 2022.3, a dict in newer releases)."""
+    try:
+        return {str(name) for name in core.get_property("CPU", "SUPPORTED_PROPERTIES")}
+    except Exception:    # noqa: BLE001 - a plugin that cannot list them: what 2022.3 had
+        return set(OLDEST_KNOWN)

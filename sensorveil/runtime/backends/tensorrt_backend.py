@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import tensorrt as trt
 
+from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, SHARED, check_cpu_policy
 from sensorveil.runtime.onnx_scan import refuse_external_data
 from sensorveil.runtime.bundle import ENGINE_CACHE_DIR, Bundle
 from sensorveil.runtime.errors import BackendUnavailableError
@@ -23,13 +24,21 @@ LOGGER = trt.Logger(trt.Logger.WARNING)
 
 # -- CUDA memory: one small interface over cuda-python or pycuda ---------------------------
 class CudaPython:
-    def __init__(self):
+    def __init__(self, blocking_sync: bool = False):
         try:
             from cuda.bindings import runtime as cudart   # cuda-python >= 12.6
         except ImportError:
             from cuda import cudart
         self.cudart = cudart
+        # CUDA's default lets the host thread spin while the GPU works; blocking sync puts it to sleep,
+        # leaving its core to the rest of the device. Only before the context exists: where another library
+        # made it already, CUDA refuses, and the context keeps its flags (reported by describe()).
+        self.blocking_sync = blocking_sync and self._set_blocking_sync()
         self.stream = self._check(cudart.cudaStreamCreate())
+
+    def _set_blocking_sync(self) -> bool:
+        flag = getattr(self.cudart, "cudaDeviceScheduleBlockingSync", 4)
+        return int(self.cudart.cudaSetDeviceFlags(int(flag))[0]) == 0
 
     def _check(self, result):
         error, *values = result
@@ -63,7 +72,9 @@ class CudaPython:
 
 
 class PyCuda:
-    def __init__(self):
+    blocking_sync = False   # pycuda.autoinit makes the context with CUDA's default (spin, then yield)
+
+    def __init__(self, blocking_sync: bool = False):
         import pycuda.autoinit  # noqa: F401  (creates the context on device 0)
         import pycuda.driver as driver
         self.driver = driver
@@ -94,10 +105,10 @@ class PyCuda:
         self.allocations.pop(pointer).free()
 
 
-def cuda_memory():
+def cuda_memory(blocking_sync: bool = False):
     for make in (CudaPython, PyCuda):
         try:
-            return make()
+            return make(blocking_sync)
         except ImportError:
             continue
     raise BackendUnavailableError("the tensorrt backend needs 'cuda-python' (pip install cuda-python) or 'pycuda' "
@@ -189,11 +200,12 @@ class TensorRTBackend:
     name = "tensorrt"
 
     def __init__(self, bundle: Bundle, graph: str = "model", cache_dir: "str | Path | None" = None,
-                 rebuild: bool = False):
+                 rebuild: bool = False, cpu_policy: str = DEFAULT_POLICY):
         artifact = bundle.graph_artifact(self.name, graph)
         self.onnx_path = bundle.path(artifact["file"])
         self.build = artifact["build"]
-        self.memory = cuda_memory()
+        self.cpu_policy = check_cpu_policy(cpu_policy)
+        self.memory = cuda_memory(blocking_sync=cpu_policy == SHARED)
         self.gpu = self.memory.gpu_name()
         # the engine cache is not part of the bundle's files (an engine is built for one GPU); it is the one
         # unlisted folder open_bundle lets a tensorrt bundle hold
@@ -279,4 +291,5 @@ class TensorRTBackend:
     def describe(self) -> dict:
         return {"backend": self.name, "library_version": trt.__version__, "gpu": self.gpu,
                 "precision": self.build["precision"], "engine": str(self.engine_file),
-                "built_on_load": self.built_now, "model": self.onnx_path.name}
+                "built_on_load": self.built_now, "model": self.onnx_path.name, "cpu_policy": self.cpu_policy,
+                "host_sync": "blocking" if self.memory.blocking_sync else "spin"}
