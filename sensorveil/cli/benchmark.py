@@ -20,7 +20,23 @@ def cmd_streams(args) -> int:
     return 0
 
 
+def cmd_contend(args) -> int:
+    """benchmark --contend N: each cpu_policy quiet and beside N busy processes, side by side."""
+    from sensorveil.benchmarks.contention import benchmark_contention, format_contention
+    from sensorveil.benchmarks.formats import is_run_dir
+    if args.formats is not None or args.streams is not None or is_run_dir(args.bundle):
+        raise UsageError("--contend measures one bundle; it does not take a run directory, --formats or --streams")
+    result = benchmark_contention(args.bundle, args.contend, source=args.source or "synthetic-depth",
+                                  frames=args.frames, backend="auto" if args.backend == "all" else args.backend,
+                                  log=lambda line: print(line, file=sys.stderr, flush=True))
+    print(format_contention(result))
+    write_json(result, args.json)
+    return 0
+
+
 def cmd_benchmark(args) -> int:
+    if args.contend is not None:
+        return cmd_contend(args)
     if args.streams is not None:
         return cmd_streams(args)
     from sensorveil.benchmarks.formats import benchmark_formats, is_run_dir
@@ -88,5 +104,8 @@ def add_parser(verbs) -> None:
     p.add_argument("--streams", type=positive_int, default=None, metavar="N",
                    help="N copies of --source (default synthetic-depth) into one runtime, batched: aggregate FPS "
                         "and p95 latency for 1, 2, 4, ... N streams (how many sensors one board serves)")
+    p.add_argument("--contend", type=positive_int, default=None, metavar="N",
+                   help="run N busy-loop processes beside a stream of --source (default synthetic-depth): FPS and "
+                        "CPU-ms per frame quiet and contended, for each cpu_policy (shared, dedicated)")
     p.add_argument("--json", default=None, help="write JSON (+ .md table and .png plot beside it)")
     p.set_defaults(func=cmd_benchmark)
