@@ -89,35 +89,58 @@ def run_dataset(name: str, data_path, betas: list, epochs: int, out: Path, rows:
                                                       config.seed + 1, "probing (useful)")}
         point["strongest"] = max([point["probing_acc_private"], *point["attackers"].values()])
         sweep.append(point)
-        print(f"{name} beta={beta}: strongest attacker {point['strongest']:.3f}, useful {point['probing_acc_useful']:.3f}")
+        print(
+            f"{name} beta={beta}: strongest attacker {point['strongest']:.3f}, useful {point['probing_acc_useful']:.3f}"
+        )
     reference = baselines(task)
     raw_useful = sweep[0]["probing_acc_useful"] if betas[0] == 0 else None
-    return {"dataset": name, "useful": spec["useful"], "private": spec["private"], "classes": task.n_private,
-            "n_train": int(len(task.attacker_train)), "n_test": int(len(task.test)), "config": run["config"],
-            "random_star": reference["random_star"], "majority_private": reference["majority_private"],
-            "raw_useful_probe": raw_useful, "sweep": sweep, "seconds": round(time.time() - started, 1)}
+    return {
+        "dataset": name,
+        "useful": spec["useful"],
+        "private": spec["private"],
+        "classes": task.n_private,
+        "n_train": int(len(task.attacker_train)),
+        "n_test": int(len(task.test)),
+        "config": run["config"],
+        "random_star": reference["random_star"],
+        "majority_private": reference["majority_private"],
+        "raw_useful_probe": raw_useful,
+        "sweep": sweep,
+        "seconds": round(time.time() - started, 1),
+    }
 
 
 def markdown(results: dict) -> str:
-    lines = ["# AttriGuard: inference accuracy against the utility-loss budget", "",
-             f"Written by `{results['command']}` on {results['timestamp']} ({results['cpu']['model']}, {results['cpu']['logical_cores']} cores); every figure below "
-             "comes from that run. beta is the expected number of modified entries (L0) per sample (eq. 3). "
-             "BA-A to LRA-A are the paper's attacks (section 5.1.2; NN-A has 512 hidden units, the paper's had "
-             "30,000); *probing* is the project's probing attack (a neural attacker trained on the released data). "
-             f"Attackers train {results['attacker_epochs']} epochs.", ""]
+    lines = [
+        "# AttriGuard: inference accuracy against the utility-loss budget",
+        "",
+        f"Written by `{results['command']}` on {results['timestamp']} ({results['cpu']['model']}, "
+        f"{results['cpu']['logical_cores']} cores); every figure below "
+        "comes from that run. beta is the expected number of modified entries (L0) per sample (eq. 3). "
+        "BA-A to LRA-A are the paper's attacks (section 5.1.2; NN-A has 512 hidden units, the paper's had "
+        "30,000); *probing* is the project's probing attack (a neural attacker trained on the released data). "
+        f"Attackers train {results['attacker_epochs']} epochs.",
+        "",
+    ]
     for data in results["datasets"]:
-        lines += [f"## {data['dataset']}: private {data['private']} ({data['classes']} values), useful {data['useful']}",
-                  "", f"Random* = {data['random_star']:.3f}, BA-A's majority = {data['majority_private']:.3f}; "
-                      f"{data['n_train']} training / {data['n_test']} test rows.", ""]
+        lines += [
+            f"## {data['dataset']}: private {data['private']} ({data['classes']} values), useful {data['useful']}",
+            "",
+            f"Random* = {data['random_star']:.3f}, BA-A's majority = {data['majority_private']:.3f}; "
+            f"{data['n_train']} training / {data['n_test']} test rows.",
+            "",
+        ]
         names = list(data["sweep"][0]["attackers"])
         lines.append("| beta | measured L0 | " + " | ".join(names) + " | probing | strongest | useful probe | goal |")
         lines.append("|" + "---|" * (len(names) + 6))
         for point in data["sweep"]:
             goal = "met" if point["strongest"] <= data["random_star"] + GOAL_MARGIN else "not met"
-            lines.append(f"| {point['beta']:g} | {point['expected_l0']:.2f} | "
-                         + " | ".join(f"{point['attackers'][n]:.3f}" for n in names)
-                         + f" | {point['probing_acc_private']:.3f} | {point['strongest']:.3f} | "
-                           f"{point['probing_acc_useful']:.3f} | {goal} |")
+            lines.append(
+                f"| {point['beta']:g} | {point['expected_l0']:.2f} | "
+                + " | ".join(f"{point['attackers'][n]:.3f}" for n in names)
+                + f" | {point['probing_acc_private']:.3f} | {point['strongest']:.3f} | "
+                f"{point['probing_acc_useful']:.3f} | {goal} |"
+            )
         lines.append("")
     lines += ["![inference accuracy against beta](attriguard_results.png)", ""]
     return "\n".join(lines)
@@ -125,8 +148,10 @@ def markdown(results: dict) -> str:
 
 def plot(results: dict, path: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(1, len(results["datasets"]), figsize=(6 * len(results["datasets"]), 4.2), squeeze=False)
     for ax, data in zip(axes[0], results["datasets"]):
         betas = [p["beta"] for p in data["sweep"]]
@@ -146,21 +171,41 @@ def plot(results: dict, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uji", default=str(ROOT.parent / "shared" / "datasets" / "ujiindoorloc.zip"))
-    parser.add_argument("--uji-rows", type=int, default=None,
-                        help="a stratified subset of UJIIndoorLoc's rows (default: all 21,048), for a shorter run")
+    parser.add_argument(
+        "--uji-rows",
+        type=int,
+        default=None,
+        help="a stratified subset of UJIIndoorLoc's rows (default: all 21,048), for a shorter run",
+    )
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--betas", nargs="+", type=float, default=[0, 1, 2, 4, 8, 16])
     parser.add_argument("--attacker-epochs", type=int, default=10)
     parser.add_argument("--out", default="runs/attriguard-results")
     args = parser.parse_args()
     from sensorveil.benchmarks.report import cpu_description
-    results = {"command": "python scripts/attriguard_results.py " + " ".join(
-                   f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
-                   for k, v in vars(args).items() if k != "uji" and v is not None),
-               "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpu": cpu_description(),
-               "attacker_epochs": args.attacker_epochs,
-               "datasets": [run_dataset(name, args.uji if DATASETS[name]["path"] else None, args.betas,
-                                        args.attacker_epochs, Path(args.out), args.uji_rows) for name in args.datasets]}
+
+    results = {
+        "command": "python scripts/attriguard_results.py "
+        + " ".join(
+            f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
+            for k, v in vars(args).items()
+            if k != "uji" and v is not None
+        ),
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "cpu": cpu_description(),
+        "attacker_epochs": args.attacker_epochs,
+        "datasets": [
+            run_dataset(
+                name,
+                args.uji if DATASETS[name]["path"] else None,
+                args.betas,
+                args.attacker_epochs,
+                Path(args.out),
+                args.uji_rows,
+            )
+            for name in args.datasets
+        ],
+    }
     docs = ROOT / "docs"
     (docs / "attriguard_results.json").write_text(json.dumps(results, indent=2) + "\n")
     (docs / "attriguard_results.md").write_text(markdown(results))

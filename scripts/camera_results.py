@@ -74,12 +74,20 @@ def audit_bundle(bundle: Path, seeds: int, epochs: int) -> dict:
     camera = privatizer.manifest.get("camera", {})
     direction_only = (direction_only_audit(run_dir, run, privatizer, seeds, epochs, weights)
                       if privatizer.conditioned_on else None)
-    return {"bundle": str(bundle), "direction_only": direction_only, "backend": privatizer.backend_name, "privatized": private, "raw": raw,
-            "conditioned_on": privatizer.conditioned_on, "paste": camera.get("paste", "window"),
-            "direction_guessing": guessing,
-            "direction_nag": nag(private["useful"]["mean"], guessing, raw["useful"]["mean"]),
-            "direction_nag_low": nag(private["useful"]["low"], guessing, raw["useful"]["mean"]),
-            "n_attacker_train": int(len(task.attacker_train)), "n_test": int(len(task.test))}
+    return {
+        "bundle": str(bundle),
+        "direction_only": direction_only,
+        "backend": privatizer.backend_name,
+        "privatized": private,
+        "raw": raw,
+        "conditioned_on": privatizer.conditioned_on,
+        "paste": camera.get("paste", "window"),
+        "direction_guessing": guessing,
+        "direction_nag": nag(private["useful"]["mean"], guessing, raw["useful"]["mean"]),
+        "direction_nag_low": nag(private["useful"]["low"], guessing, raw["useful"]["mean"]),
+        "n_attacker_train": int(len(task.attacker_train)),
+        "n_test": int(len(task.test)),
+    }
 
 
 def direction_only_audit(run_dir, run: dict, privatizer, seeds: int, epochs: int, weights) -> dict:
@@ -88,8 +96,10 @@ def direction_only_audit(run_dir, run: dict, privatizer, seeds: int, epochs: int
     the direction, so what the attackers score on it is what the split alone lets them score; the gap
     between it and the bundle's figure is what PASS's learned P(X'|X) adds."""
     import torch
+
     from sensorveil.sdk.audit import Release, audit
     from sensorveil.sdk.mechanisms.pass_substitution import attack_task, run_data
+
     stage = privatizer.stages[-1]
     data = run_data(run_dir, run, bank_rows=stage.bank_indices)
     rng = np.random.default_rng(0)
@@ -97,17 +107,24 @@ def direction_only_audit(run_dir, run: dict, privatizer, seeds: int, epochs: int
     def draw(rows: np.ndarray) -> torch.Tensor:
         same = [np.flatnonzero(stage.bank_labels == value) for value in data.known(rows)]
         return torch.as_tensor([rng.choice(bank) for bank in same], dtype=torch.long)
+
     bank_x = data.x[torch.as_tensor(data.bank_rows, dtype=torch.long)]
-    release = Release(task=attack_task(data, data.private[0]), train=bank_x[draw(data.train_rows)],
-                      test=bank_x[draw(data.test_rows)], test_weights=weights)
+    release = Release(
+        task=attack_task(data, data.private[0]),
+        train=bank_x[draw(data.train_rows)],
+        test=bank_x[draw(data.test_rows)],
+        test_weights=weights,
+    )
     return audit(release, seeds=seeds, attacker_epochs=epochs)
 
 
 # the downstream people counters the count is checked with: the pipeline's own detector and tracker, the
 # same detector without the tracker (its background model learns people who stop), and another model
-COUNTERS = {"pipeline": "the pipeline's own (MOG2 + tracker: people who walked in stay found when they stop)",
-            "mog2": "plain MOG2 (no tracker: people who stop fade into its scene)",
-            "knn": "KNN, OpenCV's other background model"}
+COUNTERS = {
+    "pipeline": "the pipeline's own (MOG2 + tracker: people who walked in stay found when they stop)",
+    "mog2": "plain MOG2 (no tracker: people who stop fade into its scene)",
+    "knn": "KNN, OpenCV's other background model",
+}
 COUNTER_NAMES = {"pipeline": "the pipeline's own counter", "mog2": "plain MOG2", "knn": "KNN"}
 FLOOR_CHANGE = "the raw clip re-encoded as JPEG quality 90"
 
@@ -116,15 +133,22 @@ def count_figures(counted_raw, counted_private) -> dict:
     """Same-count share and privatized-minus-raw mean (95% interval) of two per-frame count series."""
     counted_raw, counted_private = np.asarray(counted_raw), np.asarray(counted_private)
     diff = counted_private - counted_raw
-    return {"same_share": float((diff == 0).mean()), "mean_abs_diff": float(np.abs(diff).mean()),
-            "mean_diff": float(diff.mean()), "mean_diff_ci95": 1.96 * float(diff.std(ddof=1)) / math.sqrt(len(diff)),
-            "raw_mean": float(counted_raw.mean()), "private_mean": float(counted_private.mean()),
-            "raw_people": int(counted_raw.sum()), "private_people": int(counted_private.sum())}
+    return {
+        "same_share": float((diff == 0).mean()),
+        "mean_abs_diff": float(np.abs(diff).mean()),
+        "mean_diff": float(diff.mean()),
+        "mean_diff_ci95": 1.96 * float(diff.std(ddof=1)) / math.sqrt(len(diff)),
+        "raw_mean": float(counted_raw.mean()),
+        "private_mean": float(counted_private.mean()),
+        "raw_people": int(counted_raw.sum()),
+        "private_people": int(counted_private.sum()),
+    }
 
 
 def counter(name: str):
     """A fresh counter of ``COUNTERS``: a frame in, the boxes (x, y, w, h) of the people it finds out."""
     from sensorveil.runtime.camera import MotionPeopleDetector, PersonCrops
+
     if name == "pipeline":
         people = PersonCrops()
         return lambda frame: people.prepare(frame)[1][1]
@@ -144,6 +168,7 @@ def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | N
     from sensorveil.runtime.camera import iou
     from sensorveil.runtime.sources import open_source
     from sensorveil.runtime.stream import Stream
+
     privatizer = Privatizer.load(bundle, output="sample", seed=seed)
     stream = Stream(privatizer, open_source(str(clip), prefetch=False))
     pairs = counters()
@@ -169,8 +194,9 @@ def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | N
             # leaves them out (cut-out) or sends them as they are (window), so no paste can count them
             if len(raw_boxes):
                 pipeline_boxes = stream.preprocessor.last_boxes
-                undetected[name] += int((iou(raw_boxes, pipeline_boxes).max(1) < 0.3).sum()) if len(pipeline_boxes) \
-                    else len(raw_boxes)
+                undetected[name] += (
+                    int((iou(raw_boxes, pipeline_boxes).max(1) < 0.3).sum()) if len(pipeline_boxes) else len(raw_boxes)
+                )
             if name == "pipeline":
                 unprivatized.append(outside_windows(found, stream.preprocessor.last_windows, result.output.shape[:2]))
         if result.frame.index in sheet_frames:
@@ -178,21 +204,29 @@ def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | N
     detected = np.asarray(detected)
     report = stream.report()
     counts = {name: {**count_figures(*counted[name]), "undetected_people": undetected[name]} for name in pairs}
-    return {"frames": frames, "fps": frames / pipeline_wall, "cpu_ms_per_frame": 1e3 * pipeline_cpu / frames,
-            "wall_ms_per_frame": 1e3 * pipeline_wall / frames,
-            "stage_ms_median": {k: v.get("p50") if isinstance(v, dict) else v
-                                for k, v in report.get("stages_ms", {}).items()},
-            "people_per_frame_mean": float(detected.mean()), "crops_privatized": int(detected.sum()),
-            "counts": counts,
-            "unprivatized_people": int(sum(unprivatized)), "counted_private_people": counts["pipeline"]["private_people"],
-            "frames_with_unprivatized": int(sum(n > 0 for n in unprivatized)),
-            "_sheet": kept}
+    return {
+        "frames": frames,
+        "fps": frames / pipeline_wall,
+        "cpu_ms_per_frame": 1e3 * pipeline_cpu / frames,
+        "wall_ms_per_frame": 1e3 * pipeline_wall / frames,
+        "stage_ms_median": {
+            k: v.get("p50") if isinstance(v, dict) else v for k, v in report.get("stages_ms", {}).items()
+        },
+        "people_per_frame_mean": float(detected.mean()),
+        "crops_privatized": int(detected.sum()),
+        "counts": counts,
+        "unprivatized_people": int(sum(unprivatized)),
+        "counted_private_people": counts["pipeline"]["private_people"],
+        "frames_with_unprivatized": int(sum(n > 0 for n in unprivatized)),
+        "_sheet": kept,
+    }
 
 
 def count_floor(clip: Path) -> dict:
     """How far each counter's count moves under a change nobody would call privacy: ``FLOOR_CHANGE``,
     counted against the raw clip the same way as the privatized video is."""
     import cv2
+
     pairs = counters()
     counted = {name: ([], []) for name in pairs}
     capture = cv2.VideoCapture(str(clip))
@@ -214,6 +248,7 @@ def count_over_draws(bundle: Path, clip: Path, seeds: int) -> dict:
     with the same count and the mean difference, each as mean and 95% interval (seed spread + frames'
     binomial error)."""
     from sensorveil.sdk.audit import interval
+
     runs = [pipeline_on_clip(bundle, clip, [], seed=seed) for seed in range(seeds)]
     figures = {}
     for name in COUNTERS:
@@ -221,10 +256,13 @@ def count_over_draws(bundle: Path, clip: Path, seeds: int) -> dict:
         diffs = [c["mean_diff"] for c in counts]
         spread = float(np.var(diffs, ddof=1)) / len(diffs) if len(diffs) > 1 else 0.0
         within = float(np.mean([c["mean_diff_ci95"] for c in counts])) / 1.96
-        figures[name] = {"same_share": interval([c["same_share"] for c in counts], runs[0]["frames"]),
-                         "mean_diff": float(np.mean(diffs)), "mean_diff_ci95": 1.96 * math.sqrt(spread + within ** 2),
-                         "undetected_people": float(np.mean([c["undetected_people"] for c in counts])),
-                         "raw_people": counts[0]["raw_people"]}
+        figures[name] = {
+            "same_share": interval([c["same_share"] for c in counts], runs[0]["frames"]),
+            "mean_diff": float(np.mean(diffs)),
+            "mean_diff_ci95": 1.96 * math.sqrt(spread + within**2),
+            "undetected_people": float(np.mean([c["undetected_people"] for c in counts])),
+            "raw_people": counts[0]["raw_people"],
+        }
     return {"seeds": seeds, "frames": runs[0]["frames"], "counts": figures}
 
 
@@ -234,13 +272,14 @@ def outside_windows(boxes, windows, shape) -> int:
     saw them unless the release leaves them out."""
     privatized = np.zeros(shape, dtype=bool)
     for x0, y0, x1, y1 in windows:
-        privatized[max(y0, 0):max(y1, 0), max(x0, 0):max(x1, 0)] = True
-    return sum(int(privatized[y:y + h, x:x + w].mean() < 0.5) for x, y, w, h in boxes)
+        privatized[max(y0, 0) : max(y1, 0), max(x0, 0) : max(x1, 0)] = True
+    return sum(int(privatized[y : y + h, x : x + w].mean() < 0.5) for x, y, w, h in boxes)
 
 
 def contact_sheet(sheets: dict, path: Path) -> Path:
     """Rows: chosen frames of the test part; columns: raw, then each mechanism's privatized frame."""
     import cv2
+
     names = list(sheets)
     frames = sorted(set.intersection(*(set(s) for s in sheets.values())))
     rows = []
@@ -269,18 +308,23 @@ def how_it_pastes(audit_figures: dict) -> str:
     """One sentence on what the bundle's pipeline puts where the person was."""
     if audit_figures.get("paste") == "cut-out":
         from sensorveil.runtime.camera import PERSON_GAP as gap
-        text = ("a substitute person cut out of a bank crop (its largest blob, gaps closed) is stretched to the "
-                "detected person's box and pasted onto the background model's empty scene, which is the whole frame "
-                "released (nothing of the camera's frame, so a person the detector misses is left out; coarse 48 px "
-                f"blocks of colour while the scene is learnt), people side by side kept {gap[0]} px apart ({gap[1]} px "
-                "above and below) and thickened by a pixel, darker parts below 0.45 of the scene (no shadow to a "
-                "background model), so a counter downstream sees each of them, one draw per tracked person (drawn again "
-                "once the tracker knows its direction), walking on through that bank person's own crops of the "
-                "training part as they were filmed")
+
+        text = (
+            "a substitute person cut out of a bank crop (its largest blob, gaps closed) is stretched to the "
+            "detected person's box and pasted onto the background model's empty scene, which is the whole frame "
+            "released (nothing of the camera's frame, so a person the detector misses is left out; coarse 48 px "
+            f"blocks of colour while the scene is learnt), people side by side kept {gap[0]} px apart ({gap[1]} px "
+            "above and below) and thickened by a pixel, darker parts below 0.45 of the scene (no shadow to a "
+            "background model), so a counter downstream sees each of them, one draw per tracked person (drawn again "
+            "once the tracker knows its direction), walking on through that bank person's own crops of the "
+            "training part as they were filmed"
+        )
         if audit_figures.get("conditioned_on"):
-            text += (f", drawn among bank people of the same {audit_figures['conditioned_on']} as the tracker "
-                     "measured it (past frames only); the attackers are given the whole bank crop, background "
-                     "included, which is more than the device emits")
+            text += (
+                f", drawn among bank people of the same {audit_figures['conditioned_on']} as the tracker "
+                "measured it (past frames only); the attackers are given the whole bank crop, background "
+                "included, which is more than the device emits"
+            )
         return text + "."
     return "the privatized crop replaces the person's whole window (background included)."
 
@@ -305,30 +349,47 @@ def count_lines(result: dict) -> list:
     nobody would call privacy (the floor), and the people the pipeline's detector never found."""
     floor = result.get("count_floor")
     names = list(result["mechanisms"])
-    lines = ["| counter | " + " | ".join(f"{name}: same / mean diff" for name in names)
-             + (f" | {floor['change']}: same / mean diff" if floor else "") + " | raw people the pipeline's "
-             "detector did not find |", "|---|" + "---|" * (len(names) + bool(floor) + 1)]
+    lines = [
+        "| counter | "
+        + " | ".join(f"{name}: same / mean diff" for name in names)
+        + (f" | {floor['change']}: same / mean diff" if floor else "")
+        + " | raw people the pipeline's "
+        "detector did not find |",
+        "|---|" + "---|" * (len(names) + bool(floor) + 1),
+    ]
     for counter, what in COUNTERS.items():
-        undetected = [m["pipeline"].get("count_over_draws", m["pipeline"])["counts"][counter] for m in
-                      result["mechanisms"].values()][0]
-        lines.append(f"| {what} | " + " | ".join(count_text(m["pipeline"], counter) for m in result["mechanisms"].values())
-                     + (f" | {floor_text(floor, counter)}" if floor else "")
-                     + f" | {undetected['undetected_people']:,.0f} of {undetected['raw_people']:,} |")
+        undetected = [
+            m["pipeline"].get("count_over_draws", m["pipeline"])["counts"][counter]
+            for m in result["mechanisms"].values()
+        ][0]
+        lines.append(
+            f"| {what} | "
+            + " | ".join(count_text(m["pipeline"], counter) for m in result["mechanisms"].values())
+            + (f" | {floor_text(floor, counter)}" if floor else "")
+            + f" | {undetected['undetected_people']:,.0f} of {undetected['raw_people']:,} |"
+        )
     return lines
 
 
 def family_cells(private: dict, raw: dict) -> str:
-    return ", ".join(f"{family} {pct(fig['mean'])} ({pct(raw['private'][family]['mean'])})"
-                     if family in raw["private"] else f"{family} {pct(fig['mean'])}"
-                     for family, fig in private["private"].items())
+    return ", ".join(
+        f"{family} {pct(fig['mean'])} ({pct(raw['private'][family]['mean'])})"
+        if family in raw["private"]
+        else f"{family} {pct(fig['mean'])}"
+        for family, fig in private["private"].items()
+    )
 
 
 def shares_text(result: dict) -> str:
     shares = result["dataset"].get("appearance_shares")
     if not shares:
         return "the test part holds other people"
-    return ("appearance classes in the training part " + " / ".join(pct(v) for v in shares["train"])
-            + ", in the test part " + " / ".join(pct(v) for v in shares["test"]))
+    return (
+        "appearance classes in the training part "
+        + " / ".join(pct(v) for v in shares["train"])
+        + ", in the test part "
+        + " / ".join(pct(v) for v in shares["test"])
+    )
 
 
 def effective_text(result: dict) -> str:
@@ -348,28 +409,37 @@ def own_runs(result: dict) -> str:
 
 def render(result: dict, command: str) -> str:
     from sensorveil.runtime.camera import MAX_PROTECT
-    lines = ["# The camera mechanism on walkway.avi", "",
-             f"Written by `{command}` ({result['seconds']:.0f} s on this machine); do not edit by hand.", "",
-             "People are found by a still-camera background model (OpenCV MOG2, person-shaped foreground blobs) and "
-             "followed by an IoU/centroid tracker (`sensorveil/runtime/camera.py`); each person is a 128x64 grey crop. "
-             f"Labels come from the clip: **private** = appearance, {result['dataset']['clusters']} k-means clusters "
-             "of the tracks' look (who it is, coarsely); **useful** = walking direction (left/right). Trained on the "
-             f"first 60% of the clip ({result['dataset']['train_rows']} crops), scored on the rest "
-             f"({result['dataset']['test_rows']} crops, people mostly never seen in training).", "",
-             *[f"- **{name}**: {how_it_pastes(m['audit'])}" for name, m in result["mechanisms"].items()], "",
-             f"Audit: `sensorveil evaluate BUNDLE`'s attackers (sdk/audit.py) trained on the bundle's output, "
-             f"{result['seeds']} seeds, 95% intervals. Goal: strongest attacker within 5 points of Random*, "
-             "direction NAG >= 60%, people count per frame unchanged.", "",
-             f"Scoring: the clip's two parts hold the appearance classes in other shares ({shares_text(result)}), "
-             "so on the plain test rows Random* (the best guess from the direction under the training part's "
-             "prior) is no floor: an attacker that spreads its guesses beats it on a release that carries nothing "
-             "but the direction. Every figure below is therefore scored on the test rows reweighted to the "
-             "training part's P(appearance | direction) (label-shift weights, sdk/audit.label_shift_weights; "
-             f"{effective_text(result)} effective rows), where Random* is the best any guess from the direction "
-             "can do; the plain figures follow the table.", "",
-             "| mechanism | strongest attacker (privatized) | same attacker on raw crops | Random* | goal: within 5 pts "
-             "| direction probe (privatized) | direction probe (raw) | direction NAG | count same / mean diff |",
-             "|---|---|---|---|---|---|---|---|---|"]
+
+    lines = [
+        "# The camera mechanism on walkway.avi",
+        "",
+        f"Written by `{command}` ({result['seconds']:.0f} s on this machine); do not edit by hand.",
+        "",
+        "People are found by a still-camera background model (OpenCV MOG2, person-shaped foreground blobs) and "
+        "followed by an IoU/centroid tracker (`sensorveil/runtime/camera.py`); each person is a 128x64 grey crop. "
+        f"Labels come from the clip: **private** = appearance, {result['dataset']['clusters']} k-means clusters "
+        "of the tracks' look (who it is, coarsely); **useful** = walking direction (left/right). Trained on the "
+        f"first 60% of the clip ({result['dataset']['train_rows']} crops), scored on the rest "
+        f"({result['dataset']['test_rows']} crops, people mostly never seen in training).",
+        "",
+        *[f"- **{name}**: {how_it_pastes(m['audit'])}" for name, m in result["mechanisms"].items()],
+        "",
+        f"Audit: `sensorveil evaluate BUNDLE`'s attackers (sdk/audit.py) trained on the bundle's output, "
+        f"{result['seeds']} seeds, 95% intervals. Goal: strongest attacker within 5 points of Random*, "
+        "direction NAG >= 60%, people count per frame unchanged.",
+        "",
+        f"Scoring: the clip's two parts hold the appearance classes in other shares ({shares_text(result)}), "
+        "so on the plain test rows Random* (the best guess from the direction under the training part's "
+        "prior) is no floor: an attacker that spreads its guesses beats it on a release that carries nothing "
+        "but the direction. Every figure below is therefore scored on the test rows reweighted to the "
+        "training part's P(appearance | direction) (label-shift weights, sdk/audit.label_shift_weights; "
+        f"{effective_text(result)} effective rows), where Random* is the best any guess from the direction "
+        "can do; the plain figures follow the table.",
+        "",
+        "| mechanism | strongest attacker (privatized) | same attacker on raw crops | Random* | goal: within 5 pts "
+        "| direction probe (privatized) | direction probe (raw) | direction NAG | count same / mean diff |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, m in result["mechanisms"].items():
         a = m["audit"]
         strongest = a["privatized"]["strongest_attacker"]
@@ -381,74 +451,110 @@ def render(result: dict, command: str) -> str:
             f"{'met' if a['privatized']['goal']['strongest_within_5_points_of_random_star'] else 'NOT met'} | "
             f"{interval_text(a['privatized']['useful'])} | {interval_text(a['raw']['useful'])} | "
             f"{pct(a['direction_nag'])} (low end {pct(a['direction_nag_low'])}) | "
-            f"{count_text(c)} |")
+            f"{count_text(c)} |"
+        )
     lines += ["", "Every attacker family, privatized (raw in brackets), weighted; then the plain test rows:", ""]
     for name, m in result["mechanisms"].items():
         a = m["audit"]
         lines.append(f"- {name}: " + family_cells(a["privatized"], a["raw"]))
         if "unweighted" in a["privatized"]:
             plain, plain_raw = a["privatized"]["unweighted"], a["raw"]["unweighted"]
-            lines.append(f"- {name}, plain test rows: " + family_cells(plain, plain_raw)
-                         + f"; Random* {pct(plain['random_star'])}")
+            lines.append(
+                f"- {name}, plain test rows: "
+                + family_cells(plain, plain_raw)
+                + f"; Random* {pct(plain['random_star'])}"
+            )
     for name, m in result["mechanisms"].items():
         ideal = m["audit"].get("direction_only")
         if not ideal:
             continue
         strongest = ideal["strongest_attacker"]
         cells = ", ".join(f"{family} {pct(fig['mean'])}" for family, fig in ideal["private"].items())
-        lines += ["", f"The check of that floor: the same attackers on a direction-only release ({name}'s bank, each "
-                  "substitute drawn uniformly among the bank people of the crop's own direction, no appearance "
-                  f"beyond the direction), weighted: {cells}; strongest {strongest} "
-                  f"{interval_text(ideal['private'][strongest])} against Random* {pct(ideal['random_star'])}."]
+        lines += [
+            "",
+            f"The check of that floor: the same attackers on a direction-only release ({name}'s bank, each "
+            "substitute drawn uniformly among the bank people of the crop's own direction, no appearance "
+            f"beyond the direction), weighted: {cells}; strongest {strongest} "
+            f"{interval_text(ideal['private'][strongest])} against Random* {pct(ideal['random_star'])}.",
+        ]
         if "unweighted" in ideal:
             plain = ideal["unweighted"]
             best = max(plain["private"], key=lambda family: plain["private"][family]["mean"])
-            lines[-1] += (f" On the plain test rows the same release gives {best} {interval_text(plain['private'][best])} "
-                          f"against Random* {pct(plain['random_star'])}: the shift alone, no appearance.")
-    lines += ["", "## Cost of the whole camera pipeline on the clip", "",
-              "Decode + detect + privatize every crop + paste back, one process, onnxruntime, "
-              "`Stream` as `sensorveil run`/`preview` use it (no display, no sink).", "",
-              "| mechanism | frames | people per frame | FPS | CPU ms per frame | wall ms per frame |",
-              "|---|---|---|---|---|---|"]
+            lines[-1] += (
+                f" On the plain test rows the same release gives {best} {interval_text(plain['private'][best])} "
+                f"against Random* {pct(plain['random_star'])}: the shift alone, no appearance."
+            )
+    lines += [
+        "",
+        "## Cost of the whole camera pipeline on the clip",
+        "",
+        "Decode + detect + privatize every crop + paste back, one process, onnxruntime, "
+        "`Stream` as `sensorveil run`/`preview` use it (no display, no sink).",
+        "",
+        "| mechanism | frames | people per frame | FPS | CPU ms per frame | wall ms per frame |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, m in result["mechanisms"].items():
         c = m["pipeline"]
-        lines.append(f"| {name} | {c['frames']} | {c['people_per_frame_mean']:.2f} | {c['fps']:.1f} | "
-                     f"{c['cpu_ms_per_frame']:.1f} | {c['wall_ms_per_frame']:.1f} |")
-    lines += ["", "## People count per frame", "",
-              "Each counter (the same person rules on a background model: the pipeline's own detector and tracker, "
-              "its MOG2 detector alone, or OpenCV's KNN model) is run afresh on the raw video and on the privatized video; \"same\" is the share of frames where both "
-              "count the same people, the diff is privatized minus raw per frame (mean, 95% interval), over the audit's "
-              "number of seeded runs of the pipeline (each draws other substitutes), the interval combining their "
-              "spread and the frames' binomial error (frames of a clip are not independent, so it is a lower bound on "
-              f"the spread). Beside them the floor: the same counter on {FLOOR_CHANGE}, a change nobody would call "
-              "privacy, against the raw clip. Last column: people each counter finds in the raw video with no "
-              "detection of the pipeline's over them (IoU < 0.3), per run, of all the people it finds there.", "",
-              *count_lines(result), ""]
+        lines.append(
+            f"| {name} | {c['frames']} | {c['people_per_frame_mean']:.2f} | {c['fps']:.1f} | "
+            f"{c['cpu_ms_per_frame']:.1f} | {c['wall_ms_per_frame']:.1f} |"
+        )
+    lines += [
+        "",
+        "## People count per frame",
+        "",
+        "Each counter (the same person rules on a background model: the pipeline's own detector and tracker, "
+        "its MOG2 detector alone, or OpenCV's KNN model) is run afresh on the raw video and on the privatized "
+        'video; "same" is the share of frames where both '
+        "count the same people, the diff is privatized minus raw per frame (mean, 95% interval), over the audit's "
+        "number of seeded runs of the pipeline (each draws other substitutes), the interval combining their "
+        "spread and the frames' binomial error (frames of a clip are not independent, so it is a lower bound on "
+        f"the spread). Beside them the floor: the same counter on {FLOOR_CHANGE}, a change nobody would call "
+        "privacy, against the raw clip. Last column: people each counter finds in the raw video with no "
+        "detection of the pipeline's over them (IoU < 0.3), per run, of all the people it finds there.",
+        "",
+        *count_lines(result),
+        "",
+    ]
     for name, m in result["mechanisms"].items():
         draws = m["pipeline"].get("count_over_draws")
-        if draws:      # how much of each counter's shortfall the pipeline's detector explains
-            lines.append(f"- {name}: " + "; ".join(
-                f"{COUNTER_NAMES[counter]} counts {abs(c['mean_diff']) * draws['frames']:,.0f} people "
-                f"{'fewer' if c['mean_diff'] <= 0 else 'more'} in the release than in the raw video, where it finds "
-                f"{c['undetected_people']:,.0f} people the pipeline's detector never found"
-                for counter, c in draws["counts"].items()) + ".")
+        if draws:  # how much of each counter's shortfall the pipeline's detector explains
+            lines.append(
+                f"- {name}: "
+                + "; ".join(
+                    f"{COUNTER_NAMES[counter]} counts {abs(c['mean_diff']) * draws['frames']:,.0f} people "
+                    f"{'fewer' if c['mean_diff'] <= 0 else 'more'} in the release than in the raw video, "
+                    "where it finds "
+                    f"{c['undetected_people']:,.0f} people the pipeline's detector never found"
+                    for counter, c in draws["counts"].items()
+                )
+                + "."
+            )
     for name, m in result["mechanisms"].items():
         c = m["pipeline"]
-        if "unprivatized_people" in c:      # results written before this figure existed lack it
-            lines.append(f"- {name}: of the {c['counted_private_people']:,} people the pipeline's own counter finds in the "
-                         f"privatized video, {c['unprivatized_people']:,} lie outside every window the pipeline "
-                         f"privatized (people its detector missed), in {c['frames_with_unprivatized']} of "
-                         f"{c['frames']} frames.")
-    lines += ["", f"![raw and privatized frames of the test part]({Path(result['contact_sheet']).name})", "",
-              "What the released scene still holds (seen on the contact sheet, not measured): the background model "
-              "does not learn a person the tracker has seen walk in, for up to "
-              f"{MAX_PROTECT} frames, so one who stops stays a substitute; one who stands longer, or whom the "
-              "detector never found walking (a person already standing in the first frames), is learnt into "
-              "PASS's empty scene and shows there as a faint grey silhouette without detail, and the people of "
-              "the clip's first frames linger there as faint ghosts until the model forgets them (a counter of the "
-              "pipeline's own kind run on the release can take a fading ghost for a person that moved and keep it, "
-              f"one reason its same-count share varies between seeded runs: {own_runs(result)}). PR-GAN releases "
-              "the camera's frame outside each person's window, so a person its detector misses goes out raw.", ""]
+        if "unprivatized_people" in c:  # results written before this figure existed lack it
+            lines.append(
+                f"- {name}: of the {c['counted_private_people']:,} people the pipeline's own counter finds in the "
+                f"privatized video, {c['unprivatized_people']:,} lie outside every window the pipeline "
+                f"privatized (people its detector missed), in {c['frames_with_unprivatized']} of "
+                f"{c['frames']} frames."
+            )
+    lines += [
+        "",
+        f"![raw and privatized frames of the test part]({Path(result['contact_sheet']).name})",
+        "",
+        "What the released scene still holds (seen on the contact sheet, not measured): the background model "
+        "does not learn a person the tracker has seen walk in, for up to "
+        f"{MAX_PROTECT} frames, so one who stops stays a substitute; one who stands longer, or whom the "
+        "detector never found walking (a person already standing in the first frames), is learnt into "
+        "PASS's empty scene and shows there as a faint grey silhouette without detail, and the people of "
+        "the clip's first frames linger there as faint ghosts until the model forgets them (a counter of the "
+        "pipeline's own kind run on the release can take a fading ghost for a person that moved and keep it, "
+        f"one reason its same-count share varies between seeded runs: {own_runs(result)}). PR-GAN releases "
+        "the camera's frame outside each person's window, so a person its detector misses goes out raw.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -462,8 +568,11 @@ def main(argv=None) -> int:
     parser.add_argument("--attacker-epochs", type=int, default=20)
     parser.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS), choices=list(MECHANISMS))
     parser.add_argument("--retrain", action="store_true")
-    parser.add_argument("--render-only", action="store_true",
-                        help="re-draw docs/camera_results.md from docs/camera_results.json (no run)")
+    parser.add_argument(
+        "--render-only",
+        action="store_true",
+        help="re-draw docs/camera_results.md from docs/camera_results.json (no run)",
+    )
     args = parser.parse_args(argv)
     docs = Path(args.docs)
     if args.render_only:
@@ -476,19 +585,32 @@ def main(argv=None) -> int:
         parser.error(f"clip not found: {clip} (set --clip or SENSORVEIL_SHARED)")
     started = time.time()
     from sensorveil.sdk.datasets import load_dataset
+
     data = load_dataset("walkway", str(clip))
     split = data.attributes["trial_split"]
     appearance, classes = data.attributes["appearance"], data.num_classes["appearance"]
-    shares = {part: (np.bincount(appearance[split == k], minlength=classes) / max((split == k).sum(), 1)).tolist()
-              for k, part in enumerate(("train", "test"))}
-    result = {"clip": clip.name, "seeds": args.seeds, "attacker_epochs": args.attacker_epochs,
-              "dataset": {"rows": len(data), "train_rows": int((split == 0).sum()), "test_rows": int((split == 1).sum()),
-                          "clusters": classes, "description": data.description,
-                          "appearance_shares": shares},
-              "mechanisms": {}}
+    shares = {
+        part: (np.bincount(appearance[split == k], minlength=classes) / max((split == k).sum(), 1)).tolist()
+        for k, part in enumerate(("train", "test"))
+    }
+    result = {
+        "clip": clip.name,
+        "seeds": args.seeds,
+        "attacker_epochs": args.attacker_epochs,
+        "dataset": {
+            "rows": len(data),
+            "train_rows": int((split == 0).sum()),
+            "test_rows": int((split == 1).sum()),
+            "clusters": classes,
+            "description": data.description,
+            "appearance_shares": shares,
+        },
+        "mechanisms": {},
+    }
     import cv2
+
     capture = cv2.VideoCapture(str(clip))
-    cut = int(round(0.6 * capture.get(cv2.CAP_PROP_FRAME_COUNT)))     # load_walkway's train_fraction
+    cut = int(round(0.6 * capture.get(cv2.CAP_PROP_FRAME_COUNT)))  # load_walkway's train_fraction
     capture.release()
     sheet_frames = [cut + 40, cut + 120, cut + 200, cut + 280]
     sheets = {}
@@ -506,9 +628,11 @@ def main(argv=None) -> int:
     result["count_floor"] = count_floor(clip)
     result["contact_sheet"] = str(contact_sheet(sheets, docs / "camera_contact_sheet.png"))
     result["seconds"] = time.time() - started
-    command = "PYTHONPATH=. python scripts/camera_results.py" + (
-        f" --seeds {args.seeds}" if args.seeds != 3 else "") + (
-        f" --attacker-epochs {args.attacker_epochs}" if args.attacker_epochs != 20 else "")
+    command = (
+        "PYTHONPATH=. python scripts/camera_results.py"
+        + (f" --seeds {args.seeds}" if args.seeds != 3 else "")
+        + (f" --attacker-epochs {args.attacker_epochs}" if args.attacker_epochs != 20 else "")
+    )
     result["command"] = command
     (docs / "camera_results.json").write_text(json.dumps(result, indent=2, default=float))
     (docs / "camera_results.md").write_text(render(result, command))

@@ -36,7 +36,7 @@ import sys
 import time
 from pathlib import Path
 
-from depth_bundle import depth_bundle   # scripts/depth_bundle.py
+from depth_bundle import depth_bundle  # scripts/depth_bundle.py
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", REPO.parent / "shared"))

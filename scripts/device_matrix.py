@@ -67,11 +67,24 @@ def make_bundles(work: Path) -> dict:
     from sensorveil.sdk.mechanisms.prgan import PRGANConfig
     from sensorveil.sdk.runs import train_run
     bundles = {}
-    runs = {"prgan": lambda out: train_run("prgan", "digits", out=out, attacker_epochs=1,
-                                           config=PRGANConfig(epochs=2, classifier_epochs=2, margin_fractions=(0.2,),
-                                                              utility_threshold=0.9, progress=False)),
-            "pass": lambda out: train_run("pass", "digits", out=out, attacker_epochs=1,
-                                          config=PASSConfig(epochs=2, substitutes=64, embedding_dim=32, progress=False))}
+    runs = {
+        "prgan": lambda out: train_run(
+            "prgan",
+            "digits",
+            out=out,
+            attacker_epochs=1,
+            config=PRGANConfig(
+                epochs=2, classifier_epochs=2, margin_fractions=(0.2,), utility_threshold=0.9, progress=False
+            ),
+        ),
+        "pass": lambda out: train_run(
+            "pass",
+            "digits",
+            out=out,
+            attacker_epochs=1,
+            config=PASSConfig(epochs=2, substitutes=64, embedding_dim=32, progress=False),
+        ),
+    }
     for name, train in runs.items():
         run = work / f"{name}-run"
         if not (run / "run.json").is_file():
@@ -98,8 +111,10 @@ def jobs_for(bundles: dict, root: str, backends: "tuple[str, ...]") -> dict:
 
 def reference_outputs(bundles: dict, jobs: dict, x: np.ndarray) -> dict:
     from sensorveil.runtime import Privatizer
-    return {name: Privatizer.load(bundles[name], backend=job["backend"], **job["options"])(x)
-            for name, job in jobs.items()}
+
+    return {
+        name: Privatizer.load(bundles[name], backend=job["backend"], **job["options"])(x) for name, job in jobs.items()
+    }
 
 
 def compare(name: str, board: np.ndarray, here: np.ndarray) -> dict:
@@ -121,9 +136,22 @@ def arm64_rootfs(cache: Path) -> Path:
     if (rootfs / ".complete").is_file():
         return rootfs
     shutil.rmtree(rootfs, ignore_errors=True)
-    subprocess.run(["debootstrap", "--foreign", "--arch", "arm64", "--variant=minbase",
-                    f"--include={ARM64_PACKAGES}", "bookworm", str(rootfs), DEBIAN_MIRROR],
-                   check=True, stdout=subprocess.DEVNULL, timeout=1800)
+    subprocess.run(
+        [
+            "debootstrap",
+            "--foreign",
+            "--arch",
+            "arm64",
+            "--variant=minbase",
+            f"--include={ARM64_PACKAGES}",
+            "bookworm",
+            str(rootfs),
+            DEBIAN_MIRROR,
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        timeout=1800,
+    )
     for deb in sorted((rootfs / "var/cache/apt/archives").glob("*.deb")):
         subprocess.run(["dpkg-deb", "-x", str(deb), str(rootfs)], check=True)
     (rootfs / ".complete").write_text(time.strftime("%Y-%m-%d"))
@@ -134,9 +162,26 @@ def arm64_wheels(cache: Path) -> Path:
     wheels = cache / "wheels-bookworm-arm64"
     if not (wheels / ".complete").is_file():
         platforms = [arg for tag in GLIBC_TAGS for arg in ("--platform", tag)]
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", *platforms,
-                        "--python-version", "3.11", "--implementation", "cp", "-d", str(wheels), *ARM64_WHEELS],
-                       check=True, timeout=1800)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--only-binary=:all:",
+                *platforms,
+                "--python-version",
+                "3.11",
+                "--implementation",
+                "cp",
+                "-d",
+                str(wheels),
+                *ARM64_WHEELS,
+            ],
+            check=True,
+            timeout=1800,
+        )
         (wheels / ".complete").write_text(" ".join(ARM64_WHEELS))
     return wheels
 
@@ -164,8 +209,13 @@ echo "{mark} done"
 
 
 def checkout_files(dest: Path) -> None:
-    """The checkout as a clone on the board holds it (tracked files and new ones not ignored), not its runs or caches."""
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"], capture_output=True, check=True).stdout
+    """The checkout as a clone on the board holds it (tracked files and new ones not ignored), not its runs
+    or caches."""
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        check=True,
+    ).stdout
     for name in filter(None, listed.decode().split("\0")):
         source = ROOT / name
         if source.is_file():
@@ -192,10 +242,11 @@ def initramfs(rootfs: Path, stage: Path, out: Path) -> Path:
     """The rootfs and the payload as one newc cpio (uncompressed: the kernel reads it as is)."""
     prune = [arg for skip in INITRD_SKIP for arg in ("-path", skip, "-prune", "-o")]
     with open(out, "wb") as archive:
-        for tree in (rootfs, stage):   # later entries win: the payload's /init replaces nothing else
+        for tree in (rootfs, stage):  # later entries win: the payload's /init replaces nothing else
             find = subprocess.Popen(["find", ".", *prune, "-print"], cwd=tree, stdout=subprocess.PIPE)
-            subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=tree, stdin=find.stdout, stdout=archive,
-                           check=True)
+            subprocess.run(
+                ["cpio", "-o", "-H", "newc", "--quiet"], cwd=tree, stdin=find.stdout, stdout=archive, check=True
+            )
             find.wait()
     return out
 
@@ -204,9 +255,27 @@ def boot_arm64(rootfs: Path, initrd: Path, timeout_s: float) -> str:
     # -nic none: the board needs no network (its wheels travel in the initramfs), and virt's default
     # virtio NIC needs efi-virtio.rom, which qemu-system-arm installed without recommends lacks
     kernel = sorted(rootfs.glob("boot/vmlinuz-*"))[-1]
-    command = ["qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a72", "-smp", "2", "-m", "3072",
-               "-nographic", "-nic", "none", "-no-reboot", "-kernel", str(kernel), "-initrd", str(initrd),
-               "-append", "console=ttyAMA0 rdinit=/init quiet panic=-1"]
+    command = [
+        "qemu-system-aarch64",
+        "-M",
+        "virt",
+        "-cpu",
+        "cortex-a72",
+        "-smp",
+        "2",
+        "-m",
+        "3072",
+        "-nographic",
+        "-nic",
+        "none",
+        "-no-reboot",
+        "-kernel",
+        str(kernel),
+        "-initrd",
+        str(initrd),
+        "-append",
+        "console=ttyAMA0 rdinit=/init quiet panic=-1",
+    ]
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout_s)
     return result.stdout.decode(errors="replace")
 
@@ -216,14 +285,18 @@ def marked(console: str) -> dict:
     lines = {}
     for line in console.splitlines():
         if line.startswith(MARK + " "):
-            key, _, value = line[len(MARK) + 1:].strip().partition(" ")
+            key, _, value = line[len(MARK) + 1 :].strip().partition(" ")
             lines[key] = value
     return lines
 
 
 def rpi5_bookworm(args, bundles: dict, x: np.ndarray) -> dict:
-    row = {"board": "rpi5-bookworm", "profile": "rpi5-cpu", "arch": "aarch64 (qemu-system, cortex-a72)",
-           "userland": "Debian bookworm (Raspberry Pi OS Bookworm's base)"}
+    row = {
+        "board": "rpi5-bookworm",
+        "profile": "rpi5-cpu",
+        "arch": "aarch64 (qemu-system, cortex-a72)",
+        "userland": "Debian bookworm (Raspberry Pi OS Bookworm's base)",
+    }
     missing = tools_missing("debootstrap", "qemu-system-aarch64", "cpio", "dpkg-deb")
     if missing:
         return {**row, "why_not": f"needs {', '.join(missing)} (Debian packages debootstrap, qemu-system-arm, cpio)"}
@@ -244,8 +317,12 @@ def coral_mendel(args, bundles: dict, x: np.ndarray) -> dict:
     tflite-runtime's cp37 aarch64 wheel, but the userland needs buster's packages. This row says
     whether any Debian mirror here serves them, and stops there when none does: the Edge TPU delegate
     (libedgetpu, from Coral's own apt repository) and the TPU could not be emulated in any case."""
-    row = {"board": "coral-mendel", "profile": "coral-devboard", "arch": "aarch64",
-           "userland": "Mendel Linux 5 (Debian 10 buster, Python 3.7)"}
+    row = {
+        "board": "coral-mendel",
+        "profile": "coral-devboard",
+        "arch": "aarch64",
+        "userland": "Mendel Linux 5 (Debian 10 buster, Python 3.7)",
+    }
     for mirror in BUSTER_MIRRORS:
         try:
             urllib.request.urlopen(mirror + "/dists/buster/Release", timeout=15).close()
@@ -253,20 +330,34 @@ def coral_mendel(args, bundles: dict, x: np.ndarray) -> dict:
             row.setdefault("mirrors_tried", []).append(f"{mirror}: {getattr(error, 'reason', error)}")
             continue
         return {**row, "why_not": f"{mirror} serves buster, but its arm64 boot is not scripted yet"}
-    return {**row, "why_not": "no Debian mirror reachable here serves buster (" + "; ".join(row["mirrors_tried"])
-            + "), so Mendel's userland cannot be assembled; the Edge TPU delegate needs Coral's apt repository "
-            "and the TPU besides"}
+    return {
+        **row,
+        "why_not": "no Debian mirror reachable here serves buster ("
+        + "; ".join(row["mirrors_tried"])
+        + "), so Mendel's userland cannot be assembled; the Edge TPU delegate needs Coral's apt repository "
+        "and the TPU besides",
+    }
 
 
 def board_results(lines: dict, bundles: dict, jobs: dict, x: np.ndarray) -> dict:
     """The row's figures from the job's marked lines, compared with this machine's output."""
-    row = {"python": lines.get("python", "?").split(" ")[0], "installs": "installed" in lines,
-           "loads": "out" in lines, "benchmark_runs": "benchmark" in lines}
+    row = {
+        "python": lines.get("python", "?").split(" ")[0],
+        "installs": "installed" in lines,
+        "loads": "out" in lines,
+        "benchmark_runs": "benchmark" in lines,
+    }
     if "out" in lines:
         out = np.load(io.BytesIO(base64.b64decode(lines["out"])))
         here = reference_outputs(bundles, jobs, x)
-        row["backends"] = {name: {**json_describe(out[name + "_describe"]), **compare(name, out[name], here[name]),
-                                  "fps_emulated": float(out[name + "_fps"])} for name in jobs}
+        row["backends"] = {
+            name: {
+                **json_describe(out[name + "_describe"]),
+                **compare(name, out[name], here[name]),
+                "fps_emulated": float(out[name + "_fps"]),
+            }
+            for name in jobs
+        }
     if "benchmark" in lines:
         report = json.loads(base64.b64decode(lines["benchmark"]))
         row["benchmark_stream_fps_emulated"] = stream_fps(report)
@@ -275,8 +366,10 @@ def board_results(lines: dict, bundles: dict, jobs: dict, x: np.ndarray) -> dict
 
 def json_describe(value) -> dict:
     described = json.loads(str(value))
-    return {"library": described.get("library") or described.get("backend"),
-            "library_version": described.get("library_version")}
+    return {
+        "library": described.get("library") or described.get("backend"),
+        "library_version": described.get("library_version"),
+    }
 
 
 def stream_fps(report: dict) -> "float | None":
@@ -287,12 +380,22 @@ def stream_fps(report: dict) -> "float | None":
 
 # -- boards on this CPU: the boards' old Pythons and libraries, from pyenv and PyPI ------------------
 HOST_BOARDS = {
-    "ncs2-era": {"profile": "rpi4-ncs2", "python": "3.7", "backends": ("openvino",),
-                 "packages": ["numpy==1.19.5", "openvino==2022.3.1"], "pip": "pip<24",
-                 "userland": "pyenv Python 3.7 + OpenVINO 2022.3 (MYRIAD plugin's release; CPU plugin runs it)"},
-    "jetson-floor": {"profile": "jetson-nano", "python": "3.6", "backends": ("onnxruntime",),
-                     "packages": ["numpy==1.19.5", "onnxruntime==1.10.0"], "pip": "pip<22",
-                     "userland": "pyenv Python 3.6 + numpy 1.19 + onnxruntime 1.10 (JetPack 4.6's Python; no TensorRT)"},
+    "ncs2-era": {
+        "profile": "rpi4-ncs2",
+        "python": "3.7",
+        "backends": ("openvino",),
+        "packages": ["numpy==1.19.5", "openvino==2022.3.1"],
+        "pip": "pip<24",
+        "userland": "pyenv Python 3.7 + OpenVINO 2022.3 (MYRIAD plugin's release; CPU plugin runs it)",
+    },
+    "jetson-floor": {
+        "profile": "jetson-nano",
+        "python": "3.6",
+        "backends": ("onnxruntime",),
+        "packages": ["numpy==1.19.5", "onnxruntime==1.10.0"],
+        "pip": "pip<22",
+        "userland": "pyenv Python 3.6 + numpy 1.19 + onnxruntime 1.10 (JetPack 4.6's Python; no TensorRT)",
+    },
 }
 
 
@@ -304,8 +407,12 @@ def pyenv_python(version: str) -> "str | None":
 def host_board(name: str, args, bundles: dict, x: np.ndarray) -> dict:
     """A venv of the board's Python with its library versions and this checkout, on this CPU."""
     spec = HOST_BOARDS[name]
-    row = {"board": name, "profile": spec["profile"], "arch": f"{platform.machine()} (this CPU)",
-           "userland": spec["userland"]}
+    row = {
+        "board": name,
+        "profile": spec["profile"],
+        "arch": f"{platform.machine()} (this CPU)",
+        "userland": spec["userland"],
+    }
     python = pyenv_python(spec["python"])
     if python is None:
         return {**row, "why_not": f"no Python {spec['python']} here (pyenv's {spec['python']}.x is expected)"}
@@ -316,9 +423,10 @@ def host_board(name: str, args, bundles: dict, x: np.ndarray) -> dict:
     venv = work / "venv"
     subprocess.run([python, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
-    installed = all(subprocess.run(step, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, timeout=1200)
-                    .returncode == 0 for step in (pip + ["--upgrade", spec["pip"]], pip + spec["packages"],
-                                                  pip + [str(ROOT)]))
+    installed = all(
+        subprocess.run(step, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, timeout=1200).returncode == 0
+        for step in (pip + ["--upgrade", spec["pip"]], pip + spec["packages"], pip + [str(ROOT)])
+    )
     jobs = jobs_for(bundles, str(Path(args.cache) / "bundles"), spec["backends"])
     lines = {"python": spec["python"]}
     if installed:
@@ -330,6 +438,7 @@ def host_board(name: str, args, bundles: dict, x: np.ndarray) -> dict:
 def openvino_bundles(bundles: dict, where: Path) -> dict:
     """The NCS2 bundles: an FP16 IR for the rpi4-ncs2 target, per mechanism."""
     from sensorveil.export import export_run
+
     out = {}
     for mechanism in ("prgan", "pass"):
         bundle = where / f"{mechanism}-openvino"
@@ -345,14 +454,30 @@ def run_on_host(venv: Path, jobs: dict, x: np.ndarray, work: Path, bundles: dict
     np.savez(work / "x.npz", x=x)
     np.save(work / "frames.npy", x)
     lines = {}
-    parity = subprocess.run([python, str(PARITY), str(work / "jobs.json"), str(work / "x.npz"), str(work / "out.npz"),
-                             "--repeats", "200"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+    parity = subprocess.run(
+        [python, str(PARITY), str(work / "jobs.json"), str(work / "x.npz"), str(work / "out.npz"), "--repeats", "200"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=600,
+    )
     if parity.returncode == 0:
         lines["out"] = base64.b64encode((work / "out.npz").read_bytes()).decode()
     first = next(iter(bundles.values()))
-    bench = subprocess.run(["sh", str(ROOT / "scripts" / "device_benchmark.sh"), str(first), f"npy:{work / 'frames.npy'}",
-                            "60", str(work / "reports")], env={**os.environ, "PYTHON": python}, cwd=work,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+    bench = subprocess.run(
+        [
+            "sh",
+            str(ROOT / "scripts" / "device_benchmark.sh"),
+            str(first),
+            f"npy:{work / 'frames.npy'}",
+            "60",
+            str(work / "reports"),
+        ],
+        env={**os.environ, "PYTHON": python},
+        cwd=work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=600,
+    )
     (work / "device_benchmark.log").write_text(bench.stdout.decode(errors="replace"))
     reports = sorted((work / "reports").glob("*.json"))
     if bench.returncode == 0 and reports:
@@ -362,8 +487,11 @@ def run_on_host(venv: Path, jobs: dict, x: np.ndarray, work: Path, bundles: dict
 
 # -- the table ---------------------------------------------------------------------------------------
 def table_rows(rows: list) -> list:
-    lines = ["| board (profile) | arch | Python | backend and version | installs | loads | max diff vs x86 "
-             "| FPS here (not the board's) | device_benchmark.sh |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| board (profile) | arch | Python | backend and version | installs | loads | max diff vs x86 "
+        "| FPS here (not the board's) | device_benchmark.sh |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         head = f"| {row['board']} ({row['profile']}) | {row['arch']} "
         if "why_not" in row:
@@ -372,13 +500,20 @@ def table_rows(rows: list) -> list:
         backends = row.get("backends") or {"-": {}}
         for name, figures in backends.items():
             library = f"{name}: {figures.get('library', '-')} {figures.get('library_version') or ''}".strip()
-            diff = (f"{figures['max_diff']:.2g}" if "max_diff" in figures else
-                    f"{100 * figures['agreement']:.0f}% same draws" if "agreement" in figures else "-")
+            diff = (
+                f"{figures['max_diff']:.2g}"
+                if "max_diff" in figures
+                else f"{100 * figures['agreement']:.0f}% same draws"
+                if "agreement" in figures
+                else "-"
+            )
             fps = f"{figures['fps_emulated']:.0f}" if "fps_emulated" in figures else "-"
             bench = row.get("benchmark_stream_fps_emulated")
-            lines.append(head + f"| {row.get('python', '?')} | {library} | {yes(row['installs'])} "
-                         f"| {yes(row['loads'])} | {diff} | {fps} | "
-                         f"{'runs, ' + format(bench, '.0f') + ' FPS end to end' if bench else yes(row.get('benchmark_runs'))} |")
+            lines.append(
+                head + f"| {row.get('python', '?')} | {library} | {yes(row['installs'])} "
+                f"| {yes(row['loads'])} | {diff} | {fps} | "
+                f"{'runs, ' + format(bench, '.0f') + ' FPS end to end' if bench else yes(row.get('benchmark_runs'))} |"
+            )
     return lines
 
 
@@ -387,29 +522,40 @@ def yes(flag) -> str:
 
 
 def markdown(results: dict) -> str:
-    lines = ["# The runtime on each board's own software (emulated)", "",
-             f"Generated by `{results['command']}` on {results['timestamp']} ({results['machine']}); do not edit "
-             "by hand. Each board's userland runs this checkout's runtime as its set-up script installs it; "
-             "a PR-GAN and a PASS bundle privatize the same 24 digits samples there and here. *max diff*: "
-             "against this machine's runtime on the same bundle and backend (fp32: <= 1e-4 expected; the NCS2's "
-             "FP16 IR on two OpenVINO releases: about 1e-2); for PASS, the share of substitutes "
-             "drawn the same with the same seed. *FPS here*: batch-1 calls a second under "
-             "emulation (arm64) or on this CPU (the old stacks): they say that the code runs, not how fast the "
-             "board is. *device_benchmark.sh*: the script run unchanged there, on the PR-GAN bundle.", ""]
+    lines = [
+        "# The runtime on each board's own software (emulated)",
+        "",
+        f"Generated by `{results['command']}` on {results['timestamp']} ({results['machine']}); do not edit "
+        "by hand. Each board's userland runs this checkout's runtime as its set-up script installs it; "
+        "a PR-GAN and a PASS bundle privatize the same 24 digits samples there and here. *max diff*: "
+        "against this machine's runtime on the same bundle and backend (fp32: <= 1e-4 expected; the NCS2's "
+        "FP16 IR on two OpenVINO releases: about 1e-2); for PASS, the share of substitutes "
+        "drawn the same with the same seed. *FPS here*: batch-1 calls a second under "
+        "emulation (arm64) or on this CPU (the old stacks): they say that the code runs, not how fast the "
+        "board is. *device_benchmark.sh*: the script run unchanged there, on the PR-GAN bundle.",
+        "",
+    ]
     lines += table_rows(results["rows"]) + [""]
     lines += [f"- {row['board']}: measured {row['measured']}." for row in results["rows"] if row.get("measured")] + [""]
     failing = [row["board"] for row in results["rows"] if "why_not" not in row and not row.get("benchmark_runs")]
     if failing:
-        lines += [f"`device_benchmark.sh` did not finish on {', '.join(failing)}: its log is in the cache folder "
-                  "(BOARD/device_benchmark.log, or the console log).", ""]
-    lines += ["## What this cannot show", "",
-              "- TensorRT engines (Jetson): NVIDIA's L4T userland and a GPU; `jetson-floor` runs JetPack 4.6's "
-              "Python and numpy with onnxruntime only.",
-              "- The NCS2's MYRIAD plugin: OpenVINO 2022.3 runs here on its CPU plugin.",
-              "- The Edge TPU delegate and compiler (Coral): `sensorveil devices check --device coral-usb` checks the "
-              "graph against the Edge TPU's operator list instead.",
-              "- 32-bit Raspberry Pi OS (armhf), which the rpi3/rpi4 NCS2 set-up assumes: PyPI serves no armv7l "
-              "wheels of onnxruntime or OpenVINO.", ""]
+        lines += [
+            f"`device_benchmark.sh` did not finish on {', '.join(failing)}: its log is in the cache folder "
+            "(BOARD/device_benchmark.log, or the console log).",
+            "",
+        ]
+    lines += [
+        "## What this cannot show",
+        "",
+        "- TensorRT engines (Jetson): NVIDIA's L4T userland and a GPU; `jetson-floor` runs JetPack 4.6's "
+        "Python and numpy with onnxruntime only.",
+        "- The NCS2's MYRIAD plugin: OpenVINO 2022.3 runs here on its CPU plugin.",
+        "- The Edge TPU delegate and compiler (Coral): `sensorveil devices check --device coral-usb` checks the "
+        "graph against the Edge TPU's operator list instead.",
+        "- 32-bit Raspberry Pi OS (armhf), which the rpi3/rpi4 NCS2 set-up assumes: PyPI serves no armv7l "
+        "wheels of onnxruntime or OpenVINO.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -419,12 +565,14 @@ def main() -> None:
     parser.add_argument("--cache", default=str(Path.home() / ".cache" / "sensorveil-matrix"))
     parser.add_argument("--docs", default=str(ROOT / "docs"))
     parser.add_argument("--timeout-s", type=float, default=2400.0, help="limit of one emulated boot")
-    parser.add_argument("--require", action="store_true",
-                        help="exit 1 unless every board run installs, loads and matches (CI)")
+    parser.add_argument(
+        "--require", action="store_true", help="exit 1 unless every board run installs, loads and matches (CI)"
+    )
     args = parser.parse_args()
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     from sensorveil.sdk.datasets import load_dataset
+
     x = load_dataset("digits").x[:24]
     bundles = make_bundles(cache / "bundles")
     rows = []
@@ -437,9 +585,12 @@ def main() -> None:
         row["measured"] = now
     docs = Path(args.docs)
     docs.mkdir(parents=True, exist_ok=True)
-    results = {"command": "python scripts/device_matrix.py " + " ".join(sys.argv[1:]), "timestamp": now,
-               "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-               "rows": with_earlier_rows(rows, docs / "devices.json")}
+    results = {
+        "command": "python scripts/device_matrix.py " + " ".join(sys.argv[1:]),
+        "timestamp": now,
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "rows": with_earlier_rows(rows, docs / "devices.json"),
+    }
     (docs / "devices.json").write_text(json.dumps(results, indent=2))
     (docs / "devices.md").write_text(markdown(results))
     print("\n".join(table_rows(rows)))
@@ -452,20 +603,31 @@ def with_earlier_rows(rows: list, earlier_json: Path) -> list:
     generation, so ``--boards X`` refreshes X without dropping the others; each row says when it was measured."""
     earlier = json.loads(earlier_json.read_text()) if earlier_json.is_file() else {"rows": []}
     fresh = {row["board"] for row in rows}
-    kept = {row["board"]: {**row, "measured": row.get("measured", earlier.get("timestamp"))}
-            for row in earlier["rows"] if row["board"] not in fresh and row["board"] in BOARDS}
+    kept = {
+        row["board"]: {**row, "measured": row.get("measured", earlier.get("timestamp"))}
+        for row in earlier["rows"]
+        if row["board"] not in fresh and row["board"] in BOARDS
+    }
     merged = {**kept, **{row["board"]: row for row in rows}}
     return [merged[board] for board in BOARDS if board in merged]
 
 
 def passed(row: dict) -> bool:
     figures = (row.get("backends") or {}).values()
-    return (row.get("installs") and row.get("loads") and row.get("benchmark_runs") and bool(figures)
-            and all(f.get("max_diff", 0) <= 1e-4 and f.get("agreement", 1) >= 0.9 for f in figures))
+    return (
+        row.get("installs")
+        and row.get("loads")
+        and row.get("benchmark_runs")
+        and bool(figures)
+        and all(f.get("max_diff", 0) <= 1e-4 and f.get("agreement", 1) >= 0.9 for f in figures)
+    )
 
 
-BOARDS = {"rpi5-bookworm": rpi5_bookworm, **{name: (lambda args, bundles, x, name=name: host_board(name, args, bundles, x))
-                                              for name in HOST_BOARDS}, "coral-mendel": coral_mendel}
+BOARDS = {
+    "rpi5-bookworm": rpi5_bookworm,
+    **{name: (lambda args, bundles, x, name=name: host_board(name, args, bundles, x)) for name in HOST_BOARDS},
+    "coral-mendel": coral_mendel,
+}
 
 if __name__ == "__main__":
     main()

@@ -95,6 +95,7 @@ def edited_manifest(manifest: dict, data: bytes) -> bytes:
 
 def make_target(scratch: Path, manifest: dict):
     import numpy as np
+
     from sensorveil.runtime import BundleError, Privatizer
 
     def target(data: bytes) -> None:

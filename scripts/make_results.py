@@ -18,10 +18,10 @@ from pathlib import Path
 
 from sensorveil.export import export_run
 from sensorveil.sdk import runs
-from sensorveil.sdk.mechanisms import prgan
 from sensorveil.sdk.assess import audit_path
 from sensorveil.sdk.audit import interval
 from sensorveil.sdk.evaluation import evaluate
+from sensorveil.sdk.mechanisms import prgan
 from sensorveil.sdk.training import apply, snap_to_sensor
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,37 +138,44 @@ def markdown(results: list[dict], command: str) -> str:
             if m is None:   # a baseline this run left out (--depth-baselines)
                 lines.append(f"| {label} | {paper[key]} | not run on this data | | | | | | |")
                 continue
-            lines.append(f"| {label} | {paper[key]} | {pct(m['protocol_acc_private'])} | {pct(m['protocol_acc_useful'])} "
-                         f"| {pct(m['probing_acc_private'])} | {pct(m['tree_acc_private'])} | {pct(m['probing_acc_useful'])} "
-                         f"| {m['selection']['threshold_met']} | {m['distortion_l2']:.2f} |")
-        lines += [f"| Random* | {paper['random_star']} | {pct(ref['random_star'])} | | | | | | |",
-                  f"| Original Acc(D_z) | {paper['original_acc_private']} | {pct(ref['original_acc_private'])} | | | | | | |",
-                  f"| Original Acc(D_y) | {paper['original_acc_useful']} | | {pct(ref['original_acc_useful'])} | | | | | |",
-                  ""]
+            lines.append(
+                f"| {label} | {paper[key]} | {pct(m['protocol_acc_private'])} | {pct(m['protocol_acc_useful'])} "
+                f"| {pct(m['probing_acc_private'])} | {pct(m['tree_acc_private'])} | {pct(m['probing_acc_useful'])} "
+                f"| {m['selection']['threshold_met']} | {m['distortion_l2']:.2f} |"
+            )
+        lines += [
+            f"| Random* | {paper['random_star']} | {pct(ref['random_star'])} | | | | | | |",
+            f"| Original Acc(D_z) | {paper['original_acc_private']} | {pct(ref['original_acc_private'])} | | | | | | |",
+            f"| Original Acc(D_y) | {paper['original_acc_useful']} | | {pct(ref['original_acc_useful'])} | | | | | |",
+            "",
+        ]
         lines += bundle_lines(result)
         lines += quantization_note(result, result["bundle_evaluation"])
         lines += older_data_note(result)
     lines += pass_section(results) + bundle_audit_section(results)
     lines += camera_section() + med_section() + attriguard_section() + sanitizer_section() + tappfl_section()
-    lines += ["![protocol vs probing attacker](results.png)", "",
-              "**Finding.** PR-GAN and its adversarial baselines fool the fixed D_z they were trained against, "
-              "yet an attacker trained on their output recovers the private attribute far above Random*: "
-              "adversarial perturbation hides the attribute from one classifier, not from the data. "
-              "PASS (issue 3) is the mechanism meant to close this gap."]
+    lines += [
+        "![protocol vs probing attacker](results.png)",
+        "",
+        "**Finding.** PR-GAN and its adversarial baselines fool the fixed D_z they were trained against, "
+        "yet an attacker trained on their output recovers the private attribute far above Random*: "
+        "adversarial perturbation hides the attribute from one classifier, not from the data. "
+        "PASS (issue 3) is the mechanism meant to close this gap.",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def with_interval(device: dict, key: str, family: "str | None" = None) -> str:
     """A bundle figure with its 95% interval: the audit's (seeds and test rows) where the run audited
     the bundle, else the test rows' binomial interval of a single figure (protocol classifiers)."""
-    audited = isinstance(device.get("private"), dict)     # an audit; older runs name the attribute there
+    audited = isinstance(device.get("private"), dict)  # an audit; older runs name the attribute there
     if family and audited and family in device["private"]:
         figure = device["private"][family]
     elif key == "probing_acc_useful" and isinstance(device.get("useful"), dict):
         figure = device["useful"]
     elif audited:
         figure = interval([device[key]], device["n_test"])
-    else:   # figures of a run before the audit existed: one seed, no interval recorded
+    else:  # figures of a run before the audit existed: one seed, no interval recorded
         return pct(device[key])
     return f"{pct(figure['mean'])} [{pct(figure['low'])}, {pct(figure['high'])}]"
 
@@ -177,16 +184,22 @@ def bundle_lines(result: dict) -> list[str]:
     device = result["bundle_evaluation"]
     audited = isinstance(device.get("private"), dict)
     seeds = f", attackers over {device['seeds']} seeds, 95% intervals" if audited else ", one seed"
-    lines = [f"The exported PR-GAN bundle, attacked through the runtime ({device['backend']}{seeds}): protocol "
-             f"Acc(D_z) {with_interval(device, 'protocol_acc_private')}, Acc(D_y) "
-             f"{with_interval(device, 'protocol_acc_useful')}, probing attacker "
-             f"{with_interval(device, 'probing_acc_private', 'neural')} (neural), "
-             f"{with_interval(device, 'tree_acc_private', 'trees')} (trees)"]
+    lines = [
+        f"The exported PR-GAN bundle, attacked through the runtime ({device['backend']}{seeds}): protocol "
+        f"Acc(D_z) {with_interval(device, 'protocol_acc_private')}, Acc(D_y) "
+        f"{with_interval(device, 'protocol_acc_useful')}, probing attacker "
+        f"{with_interval(device, 'probing_acc_private', 'neural')} (neural), "
+        f"{with_interval(device, 'tree_acc_private', 'trees')} (trees)"
+    ]
     if audited:
-        lines[0] += (f", {with_interval(device, '', 'trees+useful')} (trees given the useful label), utility probe "
-                     f"{with_interval(device, 'probing_acc_useful')}")
-    lines[0] += (f". Generator: {result['bundle_complexity']['params']:,} params, "
-                 f"{result['bundle_complexity']['flops_torch'] / 1e6:.2f} MFLOPs.")
+        lines[0] += (
+            f", {with_interval(device, '', 'trees+useful')} (trees given the useful label), utility probe "
+            f"{with_interval(device, 'probing_acc_useful')}"
+        )
+    lines[0] += (
+        f". Generator: {result['bundle_complexity']['params']:,} params, "
+        f"{result['bundle_complexity']['flops_torch'] / 1e6:.2f} MFLOPs."
+    )
     return lines + [""]
 
 
@@ -198,10 +211,13 @@ def quantization_note(result: dict, device: dict) -> list[str]:
     if abs(deployed - trained) < 0.05:
         return []
     dtype = result.get("output_dtype", "the sensor's dtype")
-    return [f"**Deployed vs trained.** The bundle emits sensor units ({dtype}), so the generator's continuous "
-            f"output is rounded on the device; D_z's accuracy moves from {pct(trained)} (continuous, the table "
-            f"above) to {pct(deployed)} (what leaves the device). The adversarial perturbation lives largely in "
-            "values the sensor cannot produce, the difficulty PR-GAN's section 6.4 notes for discrete features.", ""]
+    return [
+        f"**Deployed vs trained.** The bundle emits sensor units ({dtype}), so the generator's continuous "
+        f"output is rounded on the device; D_z's accuracy moves from {pct(trained)} (continuous, the table "
+        f"above) to {pct(deployed)} (what leaves the device). The adversarial perturbation lives largely in "
+        "values the sensor cannot produce, the difficulty PR-GAN's section 6.4 notes for discrete features.",
+        "",
+    ]
 
 
 def older_data_note(result: dict) -> list[str]:
@@ -212,10 +228,13 @@ def older_data_note(result: dict) -> list[str]:
     if not entry or "reference" not in entry or not other_data(result["reference"], entry["reference"]):
         return []
     ours, theirs = result["reference"]["random_star"], entry["reference"]["random_star"]
-    return [f"**Measured on another version of the data.** This section's Random* is {pct(ours)}%; PASS's run of "
-            f"{entry.get('timestamp', 'a later date')} measured {pct(theirs)}% on the same dataset name, so these rows "
-            f"come from the dataset as it was before it changed. `python scripts/make_results.py --reuse --rerun "
-            f"{result['dataset']}` re-measures them.", ""]
+    return [
+        f"**Measured on another version of the data.** This section's Random* is {pct(ours)}%; PASS's run of "
+        f"{entry.get('timestamp', 'a later date')} measured {pct(theirs)}% on the same dataset name, so these rows "
+        f"come from the dataset as it was before it changed. `python scripts/make_results.py --reuse --rerun "
+        f"{result['dataset']}` re-measures them.",
+        "",
+    ]
 
 
 def other_data(reference: dict, other: dict) -> bool:
@@ -236,17 +255,24 @@ def attriguard_section() -> list[str]:
     results = script_results("attriguard")
     if results is None:
         return []
-    lines = ["## AttriGuard beside them", "",
-             f"From `{results['command']}` ({results['timestamp']}; docs/attriguard_results.md has every attacker). "
-             "*strongest*: the best of the paper's eight attacks and the probing attack. Goal: strongest within "
-             "5 points of Random*.", "",
-             "| dataset | private / useful | beta (expected L0) | measured L0 | strongest attacker | probing (neural) "
-             "| Random* | useful probe |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "## AttriGuard beside them",
+        "",
+        f"From `{results['command']}` ({results['timestamp']}; docs/attriguard_results.md has every attacker). "
+        "*strongest*: the best of the paper's eight attacks and the probing attack. Goal: strongest within "
+        "5 points of Random*.",
+        "",
+        "| dataset | private / useful | beta (expected L0) | measured L0 | strongest attacker | probing (neural) "
+        "| Random* | useful probe |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for data in results["datasets"]:
         for point in data["sweep"]:
-            lines.append(f"| {data['dataset']} | {data['private']} / {data['useful']} | {point['beta']:g} "
-                         f"| {point['expected_l0']:.2f} | {pct(point['strongest'])} | {pct(point['probing_acc_private'])} "
-                         f"| {pct(data['random_star'])} | {pct(point['probing_acc_useful'])} |")
+            lines.append(
+                f"| {data['dataset']} | {data['private']} / {data['useful']} | {point['beta']:g} "
+                f"| {point['expected_l0']:.2f} | {pct(point['strongest'])} | {pct(point['probing_acc_private'])} "
+                f"| {pct(data['random_star'])} | {pct(point['probing_acc_useful'])} |"
+            )
     return lines + [""]
 
 
@@ -255,19 +281,25 @@ def sanitizer_section() -> list[str]:
     results = script_results("sanitizer")
     if results is None:
         return []
-    lines = ["## Sanitizer beside them", "",
-             f"From `{results['command']}` ({results['timestamp']}; docs/sanitizer_results.md has CAS and the "
-             "curves). Leakage: the stronger of the neural and tree attackers trained on the sanitized data; "
-             "each mechanism's most private setting is shown with the hyper-volume of its whole sweep.", "",
-             "| dataset | private / useful | mechanism | setting | leakage | Random* | useful probe | HV |",
-             "|---|---|---|---|---:|---:|---:|---:|"]
+    lines = [
+        "## Sanitizer beside them",
+        "",
+        f"From `{results['command']}` ({results['timestamp']}; docs/sanitizer_results.md has CAS and the "
+        "curves). Leakage: the stronger of the neural and tree attackers trained on the sanitized data; "
+        "each mechanism's most private setting is shown with the hyper-volume of its whole sweep.",
+        "",
+        "| dataset | private / useful | mechanism | setting | leakage | Random* | useful probe | HV |",
+        "|---|---|---|---|---:|---:|---:|---:|",
+    ]
     for data in results["datasets"]:
         for kind, curve in data["curves"].items():
             point = min(curve["points"], key=lambda p: max(p["leakage"], p["leakage_trees"]))
             setting = ", ".join(f"{k} {v:g}" for k, v in point["setting"].items()) or "-"
-            lines.append(f"| {data['dataset']} | {data['private']} / {data['useful']} | {kind} | {setting} "
-                         f"| {pct(max(point['leakage'], point['leakage_trees']))} | {pct(data['random_star'])} "
-                         f"| {pct(point['utility'])} | {curve['hypervolume']:.3f} |")
+            lines.append(
+                f"| {data['dataset']} | {data['private']} / {data['useful']} | {kind} | {setting} "
+                f"| {pct(max(point['leakage'], point['leakage_trees']))} | {pct(data['random_star'])} "
+                f"| {pct(point['utility'])} | {curve['hypervolume']:.3f} |"
+            )
     return lines + [""]
 
 
@@ -277,18 +309,25 @@ def tappfl_section() -> list[str]:
     results = script_results("tappfl")
     if results is None:
         return []
-    lines = ["## TAPPFL beside them", "",
-             f"From `{results['command']}` ({results['timestamp']}; docs/tappfl_results.md has the devices' losses "
-             "and the t-SNE). Federated on Flower; the representation the ONNX bundle emits is attacked. Infer. acc: "
-             "the stronger of the neural and tree attackers; Gap: infer. acc minus random guessing.", "",
-             "| dataset | private / useful | lambda | Test acc | Infer. acc | Gap | Random* |", "|---|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "## TAPPFL beside them",
+        "",
+        f"From `{results['command']}` ({results['timestamp']}; docs/tappfl_results.md has the devices' losses "
+        "and the t-SNE). Federated on Flower; the representation the ONNX bundle emits is attacked. Infer. acc: "
+        "the stronger of the neural and tree attackers; Gap: infer. acc minus random guessing.",
+        "",
+        "| dataset | private / useful | lambda | Test acc | Infer. acc | Gap | Random* |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for data in results["datasets"]:
         for point in data["points"]:
             figures = point["deployed"]
-            lines.append(f"| {data['dataset']} | {data['private']} / {data['useful']} | {point['lam']:g} "
-                         f"| {pct(figures['probing_acc_useful'])} "
-                         f"| {pct(max(figures['probing_acc_private'], figures['tree_acc_private']))} "
-                         f"| {100 * figures['worst_gap_private']:+.1f} | {pct(data['reference']['random_star'])} |")
+            lines.append(
+                f"| {data['dataset']} | {data['private']} / {data['useful']} | {point['lam']:g} "
+                f"| {pct(figures['probing_acc_useful'])} "
+                f"| {pct(max(figures['probing_acc_private'], figures['tree_acc_private']))} "
+                f"| {100 * figures['worst_gap_private']:+.1f} | {pct(data['reference']['random_star'])} |"
+            )
     return lines + [""]
 
 
@@ -305,39 +344,51 @@ def camera_section() -> list[str]:
     results = script_results("camera")
     if results is None:
         return []
-    lines = ["## The camera mechanism on walkway.avi", "",
-             f"From `{results['command']}` (docs/camera_results.md has every attacker, the pipeline's cost and "
-             "the contact sheet). Private: appearance clusters of the tracked people; useful: walking direction; "
-             f"trained on the first 60% of the clip, scored on the rest; {results['seeds']} seeds, 95% intervals. "
-             "Goal (issue 14): strongest attacker within 5 points of Random*, direction NAG >= 60%, count per frame "
-             "unchanged. The clip's two parts hold the appearance classes in other shares, so attackers are scored on "
-             "the test rows reweighted to the training part's P(appearance | direction), where Random* is the best "
-             "guess from the direction alone (the plain figures are on the camera page).", "",
-             "| mechanism | strongest attacker | on raw crops | Random* | within 5 pts | direction probe | direction NAG "
-             "| count same (pipeline's / KNN counter) | FPS (whole pipeline) |", "|---|---|---|---:|---|---|---:|---:|---:|"]
+    lines = [
+        "## The camera mechanism on walkway.avi",
+        "",
+        f"From `{results['command']}` (docs/camera_results.md has every attacker, the pipeline's cost and "
+        "the contact sheet). Private: appearance clusters of the tracked people; useful: walking direction; "
+        f"trained on the first 60% of the clip, scored on the rest; {results['seeds']} seeds, 95% intervals. "
+        "Goal (issue 14): strongest attacker within 5 points of Random*, direction NAG >= 60%, count per frame "
+        "unchanged. The clip's two parts hold the appearance classes in other shares, so attackers are scored on "
+        "the test rows reweighted to the training part's P(appearance | direction), where Random* is the best "
+        "guess from the direction alone (the plain figures are on the camera page).",
+        "",
+        "| mechanism | strongest attacker | on raw crops | Random* | within 5 pts | direction probe | direction NAG "
+        "| count same (pipeline's / KNN counter) | FPS (whole pipeline) |",
+        "|---|---|---|---:|---|---|---:|---:|---:|",
+    ]
     references = []
     for name, entry in results["mechanisms"].items():
         audit, pipeline = entry["audit"], entry["pipeline"]
         strongest = audit["privatized"]["strongest_attacker"]
         raw = audit["raw"]["private"].get(strongest)
-        lines.append(f"| {name} | {strongest}: {interval_text(audit['privatized']['private'][strongest])} "
-                     f"| {interval_text(raw) if raw else 'n/a'} | {pct(audit['privatized']['random_star'])} "
-                     f"| {'met' if audit['privatized']['goal']['strongest_within_5_points_of_random_star'] else 'NOT met'} "
-                     f"| {interval_text(audit['privatized']['useful'])} | {pct(audit['direction_nag'])} "
-                     f"| {count_share_text(pipeline)} / {count_share_text(pipeline, 'knn')} | {pipeline['fps']:.1f} |")
+        lines.append(
+            f"| {name} | {strongest}: {interval_text(audit['privatized']['private'][strongest])} "
+            f"| {interval_text(raw) if raw else 'n/a'} | {pct(audit['privatized']['random_star'])} "
+            f"| {'met' if audit['privatized']['goal']['strongest_within_5_points_of_random_star'] else 'NOT met'} "
+            f"| {interval_text(audit['privatized']['useful'])} | {pct(audit['direction_nag'])} "
+            f"| {count_share_text(pipeline)} / {count_share_text(pipeline, 'knn')} | {pipeline['fps']:.1f} |"
+        )
         only = audit.get("direction_only")
         if only:
             best = only["strongest_attacker"]
-            references.append(f"{name}'s bank released by direction alone (each substitute uniform among the bank "
-                              f"people of the crop's direction): strongest attacker {best} "
-                              f"{interval_text(only['private'][best])} against Random* {pct(only['random_star'])}")
-    if references:   # the floor's check: with nothing but the direction, attackers should sit at Random*
+            references.append(
+                f"{name}'s bank released by direction alone (each substitute uniform among the bank "
+                f"people of the crop's direction): strongest attacker {best} "
+                f"{interval_text(only['private'][best])} against Random* {pct(only['random_star'])}"
+            )
+    if references:  # the floor's check: with nothing but the direction, attackers should sit at Random*
         lines += ["", "Check of the floor: " + "; ".join(references) + "."]
     floor = results.get("count_floor")
-    if floor:        # how far the counters move under a change nobody would call privacy
-        lines += ["", f"Count floor: on {floor['change']}, against the raw clip, the same counters count alike in "
-                  + " / ".join(pct(floor["counts"][c]["same_share"]) for c in ("pipeline", "knn"))
-                  + " of frames (the pipeline's / KNN)."]
+    if floor:  # how far the counters move under a change nobody would call privacy
+        lines += [
+            "",
+            f"Count floor: on {floor['change']}, against the raw clip, the same counters count alike in "
+            + " / ".join(pct(floor["counts"][c]["same_share"]) for c in ("pipeline", "knn"))
+            + " of frames (the pipeline's / KNN).",
+        ]
     return lines + [""]
 
 
@@ -347,18 +398,25 @@ def med_section() -> list[str]:
     path = ROOT / "docs" / "med_results.json"
     if not path.is_file():
         return []
-    lines = ["## Beyond the papers: PR-GAN conditioned on z' ~ MED(z|y)", "",
-             "From `python scripts/med_results.py` (docs/med_results.md has the exact command, every attacker "
-             "family and the protocol figures). ONNX bundles audited as the device runs them, 95% intervals.", "",
-             "| dataset | private / useful | mechanism | strongest attacker | Random* | utility probe "
-             "| fixed D_z on own z |", "|---|---|---|---|---:|---|---:|"]
+    lines = [
+        "## Beyond the papers: PR-GAN conditioned on z' ~ MED(z|y)",
+        "",
+        "From `python scripts/med_results.py` (docs/med_results.md has the exact command, every attacker "
+        "family and the protocol figures). ONNX bundles audited as the device runs them, 95% intervals.",
+        "",
+        "| dataset | private / useful | mechanism | strongest attacker | Random* | utility probe "
+        "| fixed D_z on own z |",
+        "|---|---|---|---|---:|---|---:|",
+    ]
     for data in json.loads(path.read_text()):
         for name, entry in data["methods"].items():
             audit = entry["audit"]
             strongest = audit["strongest_attacker"]
-            lines.append(f"| {data['dataset']} | {data['private']} / {data['useful']} | {name} "
-                         f"| {strongest}: {interval_text(audit['private'][strongest])} | {pct(audit['random_star'])} "
-                         f"| {interval_text(audit['useful'])} | {pct(audit['protocol_acc_private'])} |")
+            lines.append(
+                f"| {data['dataset']} | {data['private']} / {data['useful']} | {name} "
+                f"| {strongest}: {interval_text(audit['private'][strongest])} | {pct(audit['random_star'])} "
+                f"| {interval_text(audit['useful'])} | {pct(audit['protocol_acc_private'])} |"
+            )
     return lines + [""]
 
 
@@ -369,30 +427,42 @@ def pass_section(results: list[dict]) -> list[str]:
     if passes is None:
         return []
     prgan_by_dataset = {r["dataset"]: r["methods"]["prgan"] for r in results}
-    lines = ["## PASS beside PR-GAN under the same probing attackers", "",
-             "PASS figures from `python scripts/pass_results.py` (docs/pass_results.json); PR-GAN figures from "
-             "this script's runs above. Goal (issue 3): the strongest attacker within 5 points of Random* "
-             "while mNAG >= 50%.", "",
-             "| dataset | private / useful | mechanism | probing attacker (neural) | probing attacker (trees) "
-             "| Random* | useful accuracy (probe) | mNAG |", "|---|---|---|---:|---:|---:|---:|---:|"]
-    apart = []   # datasets whose PASS and PR-GAN rows were measured on different versions of the data
+    lines = [
+        "## PASS beside PR-GAN under the same probing attackers",
+        "",
+        "PASS figures from `python scripts/pass_results.py` (docs/pass_results.json); PR-GAN figures from "
+        "this script's runs above. Goal (issue 3): the strongest attacker within 5 points of Random* "
+        "while mNAG >= 50%.",
+        "",
+        "| dataset | private / useful | mechanism | probing attacker (neural) | probing attacker (trees) "
+        "| Random* | useful accuracy (probe) | mNAG |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    apart = []  # datasets whose PASS and PR-GAN rows were measured on different versions of the data
     for name, entry in passes.items():
         task, metrics = entry["task"], entry["metrics"]
         attributes = f"{', '.join(task['private'])} / {', '.join(task['useful'])}"
-        lines.append(f"| {name} | {attributes} | PASS | {pct(metrics['probing_acc_private'])} "
-                     f"| {pct(metrics['tree_acc_private'])} | {pct(entry['reference']['random_star'])} "
-                     f"| {pct(metrics['probing_acc_useful'])} | {pct(metrics['mnag'])} |")
+        lines.append(
+            f"| {name} | {attributes} | PASS | {pct(metrics['probing_acc_private'])} "
+            f"| {pct(metrics['tree_acc_private'])} | {pct(entry['reference']['random_star'])} "
+            f"| {pct(metrics['probing_acc_useful'])} | {pct(metrics['mnag'])} |"
+        )
         if name in prgan_by_dataset:
             m = prgan_by_dataset[name]
             ref = next(r["reference"] for r in results if r["dataset"] == name)
-            lines.append(f"| {name} | {attributes} | PR-GAN | {pct(m['probing_acc_private'])} "
-                         f"| {pct(m['tree_acc_private'])} | {pct(ref['random_star'])} "
-                         f"| {pct(m['probing_acc_useful'])} | |")
+            lines.append(
+                f"| {name} | {attributes} | PR-GAN | {pct(m['probing_acc_private'])} "
+                f"| {pct(m['tree_acc_private'])} | {pct(ref['random_star'])} "
+                f"| {pct(m['probing_acc_useful'])} | |"
+            )
             if other_data(ref, entry["reference"]):
                 apart.append(name)
-    if apart:   # a different Random* means a different prior: one of the two runs predates the dataset's change
-        lines += ["", f"On {', '.join(apart)} the two rows' Random* differ: PASS and PR-GAN were measured on different "
-                      "versions of the data, and the rows cannot be compared until both scripts have been re-run."]
+    if apart:  # a different Random* means a different prior: one of the two runs predates the dataset's change
+        lines += [
+            "",
+            f"On {', '.join(apart)} the two rows' Random* differ: PASS and PR-GAN were measured on different "
+            "versions of the data, and the rows cannot be compared until both scripts have been re-run.",
+        ]
     return lines + [""]
 
 
@@ -405,21 +475,28 @@ def bundle_audit_section(results: list[dict]) -> list[str]:
     rows, missing = [], []
     for result in results:
         name = result["dataset"]
-        for mechanism, device in (("PASS", passes.get(name, {}).get("bundle_evaluation")),
-                                  ("PR-GAN", result["bundle_evaluation"])):
+        for mechanism, device in (
+            ("PASS", passes.get(name, {}).get("bundle_evaluation")),
+            ("PR-GAN", result["bundle_evaluation"]),
+        ):
             if isinstance(device, dict) and isinstance(device.get("private"), dict):
                 rows.append(audit_row(name, mechanism, device))
             else:
                 missing.append(f"{mechanism} on {name}")
     if not rows:
         return []
-    lines = ["## The exported bundles, audited as the device runs them", "",
-             "`sensorveil evaluate BUNDLE`'s attackers (neural, trees, logistic, trees given the useful label, "
-             "and for PASS the exact posterior over the bank index) trained on the bundle's output through the "
-             "runtime, over seeds; the strongest family's mean with its 95% interval. Goal: strongest within 5 "
-             "points of Random*.", "",
-             "| dataset | mechanism | backend, seeds | strongest attacker | Random* | goal | utility probe |",
-             "|---|---|---|---|---:|---|---|", *rows]
+    lines = [
+        "## The exported bundles, audited as the device runs them",
+        "",
+        "`sensorveil evaluate BUNDLE`'s attackers (neural, trees, logistic, trees given the useful label, "
+        "and for PASS the exact posterior over the bank index) trained on the bundle's output through the "
+        "runtime, over seeds; the strongest family's mean with its 95% interval. Goal: strongest within 5 "
+        "points of Random*.",
+        "",
+        "| dataset | mechanism | backend, seeds | strongest attacker | Random* | goal | utility probe |",
+        "|---|---|---|---|---:|---|---|",
+        *rows,
+    ]
     if missing:
         lines += ["", f"Not audited over seeds yet: {', '.join(missing)} (their scripts' runs predate the audit)."]
     return lines + [""]
@@ -428,15 +505,19 @@ def bundle_audit_section(results: list[dict]) -> list[str]:
 def audit_row(dataset: str, mechanism: str, device: dict) -> str:
     strongest = device["strongest_attacker"]
     verdict = "met" if device["goal"]["strongest_within_5_points_of_random_star"] else "NOT met"
-    return (f"| {dataset} | {mechanism} | {device.get('backend', '')}, {device['seeds']} | {strongest}: "
-            f"{interval_text(device['private'][strongest])} | {pct(device['random_star'])} | {verdict} "
-            f"| {interval_text(device['useful'])} |")
+    return (
+        f"| {dataset} | {mechanism} | {device.get('backend', '')}, {device['seeds']} | {strongest}: "
+        f"{interval_text(device['private'][strongest])} | {pct(device['random_star'])} | {verdict} "
+        f"| {interval_text(device['useful'])} |"
+    )
 
 
 def plot(results: list[dict], path: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 3.6), squeeze=False)
     for ax, result in zip(axes[0], results):
         keys = [k for k in LABELS if k in result["methods"]]
@@ -463,33 +544,62 @@ def main() -> None:
     parser.add_argument("--docs", default=str(ROOT / "docs"))
     parser.add_argument("--datasets", nargs="+", default=["digits", "ujiindoorloc", "synthetic-depth"])
     parser.add_argument("--quick", action="store_true", help="tiny settings, to test the script")
-    parser.add_argument("--depth-margins", type=float, nargs="+", default=list(DEPTH_MARGINS),
-                        help="hinge-margin fractions swept for synthetic-depth (fewer: 180x180 training is slow)")
-    parser.add_argument("--depth-baselines", nargs="*", default=list(BASELINES), choices=BASELINES,
-                        help="the Table 2 baselines run on synthetic-depth (each of NGP and AP is another "
-                             "180x180 generator per margin, about 40 min each here)")
-    parser.add_argument("--render-only", action="store_true",
-                        help="only rewrite results.md/png from the figures in docs/results.json")
-    parser.add_argument("--reuse", action="store_true",
-                        help="reuse a dataset's figures saved by an earlier run of this script in --out, else "
-                             "those on the page now (docs/results.json)")
-    parser.add_argument("--rerun", nargs="+", default=[], metavar="DATASET",
-                        help="with --reuse: datasets to compute afresh all the same")
-    parser.add_argument("--reuse-runs", action="store_true",
-                        help="keep a finished PR-GAN run in --out/prgan-<dataset> (its training and run figures) "
-                             "and redo the export, the audit and the baselines")
+    parser.add_argument(
+        "--depth-margins",
+        type=float,
+        nargs="+",
+        default=list(DEPTH_MARGINS),
+        help="hinge-margin fractions swept for synthetic-depth (fewer: 180x180 training is slow)",
+    )
+    parser.add_argument(
+        "--depth-baselines",
+        nargs="*",
+        default=list(BASELINES),
+        choices=BASELINES,
+        help="the Table 2 baselines run on synthetic-depth (each of NGP and AP is another "
+        "180x180 generator per margin, about 40 min each here)",
+    )
+    parser.add_argument(
+        "--render-only", action="store_true", help="only rewrite results.md/png from the figures in docs/results.json"
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="reuse a dataset's figures saved by an earlier run of this script in --out, else "
+        "those on the page now (docs/results.json)",
+    )
+    parser.add_argument(
+        "--rerun",
+        nargs="+",
+        default=[],
+        metavar="DATASET",
+        help="with --reuse: datasets to compute afresh all the same",
+    )
+    parser.add_argument(
+        "--reuse-runs",
+        action="store_true",
+        help="keep a finished PR-GAN run in --out/prgan-<dataset> (its training and run figures) "
+        "and redo the export, the audit and the baselines",
+    )
     args = parser.parse_args()
     out, docs = Path(args.out), Path(args.docs)
     docs.mkdir(parents=True, exist_ok=True)
-    if args.render_only:   # re-draw the page from the figures an earlier run saved
+    if args.render_only:  # re-draw the page from the figures an earlier run saved
         results = json.loads((docs / "results.json").read_text())
     else:
-        results = [cached_or_run(name, args.uji if name == "ujiindoorloc" else None, out, args.quick,
-                                 args.reuse and name not in args.rerun,
-                                 args.depth_margins if name == "synthetic-depth" else None,
-                                 args.depth_baselines if name == "synthetic-depth" else BASELINES,
-                                 args.reuse_runs)
-                   for name in args.datasets]
+        results = [
+            cached_or_run(
+                name,
+                args.uji if name == "ujiindoorloc" else None,
+                out,
+                args.quick,
+                args.reuse and name not in args.rerun,
+                args.depth_margins if name == "synthetic-depth" else None,
+                args.depth_baselines if name == "synthetic-depth" else BASELINES,
+                args.reuse_runs,
+            )
+            for name in args.datasets
+        ]
         (docs / "results.json").write_text(json.dumps(results, indent=2, default=str))
     plot(results, docs / "results.png")
     command = "python scripts/make_results.py" + (" --quick" if args.quick else "")
@@ -501,8 +611,10 @@ def main() -> None:
         command += " --reuse" + (f" --rerun {' '.join(args.rerun)}" if args.rerun else "")
     if args.render_only or args.reuse:
         versions = ", ".join(f"{r['dataset']} {r.get('code_version', 'unrecorded')}" for r in results)
-        command += (f"; {'page re-drawn with --render-only' if args.render_only else 'earlier figures reused'}: "
-                    f"PR-GAN figures of code version(s) {versions} (this checkout: {code_version()})")
+        command += (
+            f"; {'page re-drawn with --render-only' if args.render_only else 'earlier figures reused'}: "
+            f"PR-GAN figures of code version(s) {versions} (this checkout: {code_version()})"
+        )
     (docs / "results.md").write_text(markdown(results, command))
     write_readme_block(results)
     print(f"wrote {docs / 'results.md'} and README.md's headline block")
@@ -511,9 +623,11 @@ def main() -> None:
 def code_version() -> str:
     """The commit the figures come from, so a page re-drawn later says how old its figures are."""
     import subprocess
+
     try:
-        return subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
-                              text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -524,38 +638,47 @@ def headline_lines(results: list[dict]) -> list[str]:
     lines = []
     if uji:
         prgan, device = uji["methods"]["prgan"], uji["bundle_evaluation"]
-        lines += [f"- PR-GAN (code version {uji.get('code_version', 'unrecorded')}): the fixed D_z reaches {pct(prgan['protocol_acc_private'])}% on the trained generator and "
-                  f"{pct(device['protocol_acc_private'])}% on the deployed bundle; a probing attacker trained on the "
-                  f"bundle's output reaches {pct(device['probing_acc_private'])}% (Random* "
-                  f"{pct(uji['reference']['random_star'])}%)."]
+        lines += [
+            f"- PR-GAN (code version {uji.get('code_version', 'unrecorded')}): the fixed D_z reaches "
+            f"{pct(prgan['protocol_acc_private'])}% on the trained generator and "
+            f"{pct(device['protocol_acc_private'])}% on the deployed bundle; a probing attacker trained on the "
+            f"bundle's output reaches {pct(device['probing_acc_private'])}% (Random* "
+            f"{pct(uji['reference']['random_star'])}%)."
+        ]
     for name, path in (("PASS", "pass_results.json"),):
         doc = ROOT / "docs" / path
         if doc.is_file():
             entry = json.loads(doc.read_text())["datasets"].get("ujiindoorloc")
             if entry:
                 metrics = entry["metrics"]
-                lines.append(f"- {name}: the probing attacker reaches {pct(metrics['probing_acc_private'])}% (trees "
-                             f"{pct(metrics['tree_acc_private'])}%) against a Random* of "
-                             f"{pct(entry['reference']['random_star'])}%, with floor kept at "
-                             f"{pct(metrics['probing_acc_useful'])}%.")
+                lines.append(
+                    f"- {name}: the probing attacker reaches {pct(metrics['probing_acc_private'])}% (trees "
+                    f"{pct(metrics['tree_acc_private'])}%) against a Random* of "
+                    f"{pct(entry['reference']['random_star'])}%, with floor kept at "
+                    f"{pct(metrics['probing_acc_useful'])}%."
+                )
     for name, path in (("AttriGuard", "attriguard_results.json"),):
         doc = ROOT / "docs" / path
         if doc.is_file():
             data = next((d for d in json.loads(doc.read_text())["datasets"] if d["dataset"] == "ujiindoorloc"), None)
             if data:
                 best = min(data["sweep"], key=lambda p: p["strongest"])
-                lines.append(f"- {name}: at beta {best['beta']:g} (measured L0 {best['expected_l0']:.1f}) the strongest of "
-                             f"its attackers reaches {pct(best['strongest'])}% (Random* {pct(data['random_star'])}%), "
-                             f"floor probe {pct(best['probing_acc_useful'])}%.")
+                lines.append(
+                    f"- {name}: at beta {best['beta']:g} (measured L0 {best['expected_l0']:.1f}) the strongest of "
+                    f"its attackers reaches {pct(best['strongest'])}% (Random* {pct(data['random_star'])}%), "
+                    f"floor probe {pct(best['probing_acc_useful'])}%."
+                )
     doc = ROOT / "docs" / "sanitizer_results.json"
     if doc.is_file():
         data = next((d for d in json.loads(doc.read_text())["datasets"] if d["dataset"] == "ujiindoorloc"), None)
         if data:
             kind, curve = max(data["curves"].items(), key=lambda item: item[1]["hypervolume"])
             point = min(curve["points"], key=lambda p: max(p["leakage"], p["leakage_trees"]))
-            lines.append(f"- Sanitizer: its best mechanism by hyper-volume, {kind}, leaks "
-                         f"{pct(max(point['leakage'], point['leakage_trees']))}% at its most private setting "
-                         f"(Random* {pct(data['random_star'])}%), floor probe {pct(point['utility'])}%.")
+            lines.append(
+                f"- Sanitizer: its best mechanism by hyper-volume, {kind}, leaks "
+                f"{pct(max(point['leakage'], point['leakage_trees']))}% at its most private setting "
+                f"(Random* {pct(data['random_star'])}%), floor probe {pct(point['utility'])}%."
+            )
     return lines
 
 

@@ -40,10 +40,10 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from depth_bundle import depth_bundle  # noqa: E402
 
+from sensorveil.benchmarks.bench import sensor_sample  # noqa: E402
 from sensorveil.benchmarks.flops import onnx_flops  # noqa: E402
 from sensorveil.benchmarks.latency import matmul_peak_gflops, measure_latency  # noqa: E402
 from sensorveil.benchmarks.report import cpu_description, cpu_text  # noqa: E402
-from sensorveil.benchmarks.bench import sensor_sample  # noqa: E402
 from sensorveil.runtime import Privatizer, open_bundle  # noqa: E402
 
 OPT_LEVELS = ("disabled", "basic", "extended", "all")
@@ -66,8 +66,11 @@ def build_bundles(work: Path) -> dict:
                        "--out", str(pass_run))
     runs = {"prgan-depth generator": work / "prgan-depth-run", "pass-depth embedding + head": pass_run}
     for model, run in runs.items():
-        for name, argv in (("fp32", ["--format", "onnx"]), ("int8", ["--format", "onnx", "--precision", "int8", "--skip-int8-privacy-check"]),
-                           ("openvino", ["--format", "openvino"])):
+        for name, argv in (
+            ("fp32", ["--format", "onnx"]),
+            ("int8", ["--format", "onnx", "--precision", "int8", "--skip-int8-privacy-check"]),
+            ("openvino", ["--format", "openvino"]),
+        ):
             out = work / f"{run.name[:-4]}-{name}"
             if name not in bundles[model] and not (out / "manifest.json").is_file():
                 try:
@@ -82,6 +85,7 @@ def build_bundles(work: Path) -> dict:
 def peaks(thread_counts: list) -> dict:
     """numpy's fp32 matmul GFLOP/s at each thread count (threadpoolctl limits the BLAS pool)."""
     from threadpoolctl import threadpool_limits
+
     result = {}
     for threads in thread_counts:
         with threadpool_limits(limits=threads, user_api="blas"):
@@ -101,9 +105,12 @@ def timed(run, x: np.ndarray, iters: int) -> dict:
 
 def ort_session(path: Path, level: str, threads: int, save_to: Path | None = None):
     import onnxruntime as ort
+
     options = ort.SessionOptions()
-    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, f"ORT_{'ENABLE_' if level != 'disabled' else ''}"
-                                               f"{level.upper() if level != 'disabled' else 'DISABLE_ALL'}")
+    options.graph_optimization_level = getattr(
+        ort.GraphOptimizationLevel,
+        f"ORT_{'ENABLE_' if level != 'disabled' else ''}{level.upper() if level != 'disabled' else 'DISABLE_ALL'}",
+    )
     options.intra_op_num_threads = threads
     if save_to is not None:
         options.optimized_model_filepath = str(save_to)
@@ -117,8 +124,15 @@ def onnxruntime_rows(path: Path, precision: str, x: np.ndarray, thread_counts: l
         for level in levels:
             session = ort_session(path, level, threads)
             name = session.get_inputs()[0].name
-            rows.append({"backend": "onnxruntime", "precision": precision, "setting": f"level {level}",
-                         "threads": threads, **timed(lambda b: session.run(None, {name: b}), x, iters)})
+            rows.append(
+                {
+                    "backend": "onnxruntime",
+                    "precision": precision,
+                    "setting": f"level {level}",
+                    "threads": threads,
+                    **timed(lambda b: session.run(None, {name: b}), x, iters),
+                }
+            )
         if precision == "fp32":
             rows.append(saved_optimized_row(path, x, threads, iters))
     sessions = max(thread_counts)
@@ -134,13 +148,14 @@ def concurrent_sessions_row(path: Path, precision: str, x: np.ndarray, sessions:
     (the rows at 2 threads fall well short of twice 1 thread); whole frames side by side keep every core busy.
     onnxruntime releases the GIL inside run(), so Python threads run the sessions in parallel."""
     import threading
+
     runners = []
     for _ in range(sessions):
         session = ort_session(path, "all", 1)
         name = session.get_inputs()[0].name
         runners.append(lambda b, session=session, name=name: session.run(None, {name: b}))
     each = max(1, iters // sessions)
-    for run in runners:                       # warm-up, one session at a time
+    for run in runners:  # warm-up, one session at a time
         for _ in range(max(20, each // 10)):
             run(x)
     threads = [threading.Thread(target=lambda run=run: [run(x) for _ in range(each)]) for run in runners]
@@ -150,8 +165,15 @@ def concurrent_sessions_row(path: Path, precision: str, x: np.ndarray, sessions:
     for thread in threads:
         thread.join()
     per_frame_ms = (time.perf_counter() - started) * 1e3 / (each * sessions)
-    return {"backend": "onnxruntime", "precision": precision, "setting": f"THROUGHPUT: {sessions} sessions x 1 thread",
-            "threads": sessions, "p50_ms": None, "mean_ms": per_frame_ms, "fps": 1e3 / per_frame_ms}
+    return {
+        "backend": "onnxruntime",
+        "precision": precision,
+        "setting": f"THROUGHPUT: {sessions} sessions x 1 thread",
+        "threads": sessions,
+        "p50_ms": None,
+        "mean_ms": per_frame_ms,
+        "fps": 1e3 / per_frame_ms,
+    }
 
 
 def saved_optimized_row(path: Path, x: np.ndarray, threads: int, iters: int) -> dict:
@@ -166,9 +188,15 @@ def saved_optimized_row(path: Path, x: np.ndarray, threads: int, iters: int) -> 
         started = time.perf_counter()
         ort_session(path, "all", threads)
         load_all_ms = (time.perf_counter() - started) * 1e3
-        return {"backend": "onnxruntime", "precision": "fp32", "setting": "saved optimized (level all, loaded off)",
-                "threads": threads, "load_ms": load_ms, "load_ms_optimizing": load_all_ms,
-                **timed(lambda b: session.run(None, {name: b}), x, iters)}
+        return {
+            "backend": "onnxruntime",
+            "precision": "fp32",
+            "setting": "saved optimized (level all, loaded off)",
+            "threads": threads,
+            "load_ms": load_ms,
+            "load_ms_optimizing": load_all_ms,
+            **timed(lambda b: session.run(None, {name: b}), x, iters),
+        }
 
 
 def openvino_rows(xml: Path, x: np.ndarray, thread_counts: list, iters: int) -> list:
@@ -179,11 +207,21 @@ def openvino_rows(xml: Path, x: np.ndarray, thread_counts: list, iters: int) -> 
     core, rows = Core(), []
     model = core.read_model(str(xml))
     for threads in thread_counts:
-        compiled = core.compile_model(model, "CPU", {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads,
-                                                     "INFERENCE_PRECISION_HINT": "f32"})
+        compiled = core.compile_model(
+            model,
+            "CPU",
+            {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32"},
+        )
         request = compiled.create_infer_request()
-        rows.append({"backend": "openvino", "precision": "fp32", "setting": "hint LATENCY", "threads": threads,
-                     **timed(lambda b: request.infer({0: b}), x, iters)})
+        rows.append(
+            {
+                "backend": "openvino",
+                "precision": "fp32",
+                "setting": "hint LATENCY",
+                "threads": threads,
+                **timed(lambda b: request.infer({0: b}), x, iters),
+            }
+        )
     rows.append(openvino_throughput_row(core, model, x, iters))
     return rows
 
@@ -193,7 +231,7 @@ def openvino_throughput_row(core, model, x: np.ndarray, iters: int) -> dict:
     serving several streams (or pipelining frames) gets; per-frame latency is longer, not measured here."""
     try:
         from openvino import AsyncInferQueue
-    except ImportError:    # OpenVINO 2022.3 (the NCS2's release) keeps it in openvino.runtime
+    except ImportError:  # OpenVINO 2022.3 (the NCS2's release) keeps it in openvino.runtime
         from openvino.runtime import AsyncInferQueue
     compiled = core.compile_model(model, "CPU", {"PERFORMANCE_HINT": "THROUGHPUT", "INFERENCE_PRECISION_HINT": "f32"})
     requests = compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")
@@ -206,8 +244,15 @@ def openvino_throughput_row(core, model, x: np.ndarray, iters: int) -> dict:
         queue.start_async({0: x})
     queue.wait_all()
     per_frame_ms = (time.perf_counter() - started) * 1e3 / iters
-    return {"backend": "openvino", "precision": "fp32", "setting": f"hint THROUGHPUT, {requests} requests",
-            "threads": os.cpu_count(), "p50_ms": None, "mean_ms": per_frame_ms, "fps": 1e3 / per_frame_ms}
+    return {
+        "backend": "openvino",
+        "precision": "fp32",
+        "setting": f"hint THROUGHPUT, {requests} requests",
+        "threads": os.cpu_count(),
+        "p50_ms": None,
+        "mean_ms": per_frame_ms,
+        "fps": 1e3 / per_frame_ms,
+    }
 
 
 def graph_input(bundle_dir: Path) -> np.ndarray:
@@ -249,38 +294,64 @@ def findings(result: dict) -> "list[str]":
     for model in result["models"]:
         rows = {(r["backend"], r["precision"], r["setting"], r["threads"]): r for r in model["rows"]}
         top = max(r["threads"] for r in model["rows"] if r["backend"] == "onnxruntime")
-        best, extended = rows.get(("onnxruntime", "fp32", "level all", top)), rows.get(("onnxruntime", "fp32", "level extended", top))
+        best, extended = (
+            rows.get(("onnxruntime", "fp32", "level all", top)),
+            rows.get(("onnxruntime", "fp32", "level extended", top)),
+        )
         int8 = rows.get(("onnxruntime", "int8", "level all", top))
         throughput = rows.get(("onnxruntime", "fp32", f"THROUGHPUT: {top} sessions x 1 thread", top))
         if best and throughput:
-            lines.append(f"- {model['model']}: {top} single-threaded sessions side by side reach "
-                         f"{throughput['share_of_peak']:.0%} of the {top}-thread peak ({throughput['fps']:,.0f} FPS), "
-                         f"one session on {top} threads {best['share_of_peak']:.0%} ({best['fps']:,.0f} FPS, batch 1)")
+            lines.append(
+                f"- {model['model']}: {top} single-threaded sessions side by side reach "
+                f"{throughput['share_of_peak']:.0%} of the {top}-thread peak ({throughput['fps']:,.0f} FPS), "
+                f"one session on {top} threads {best['share_of_peak']:.0%} ({best['fps']:,.0f} FPS, batch 1)"
+            )
         if best and extended:
-            lines.append(f"- {model['model']}: level all is {best['fps'] / extended['fps']:.2f}x level extended at {top} threads "
-                         "(its NCHWc convolution layout)" + (f"; int8 QDQ runs at {int8['fps'] / best['fps']:.2f}x fp32" if int8 else ""))
+            lines.append(
+                f"- {model['model']}: level all is {best['fps'] / extended['fps']:.2f}x level extended at "
+                f"{top} threads "
+                "(its NCHWc convolution layout)"
+                + (f"; int8 QDQ runs at {int8['fps'] / best['fps']:.2f}x fp32" if int8 else "")
+            )
     return lines
 
 
 def render(result: dict) -> str:
-    peak_text = ", ".join(f"{t} thread{'s' if t > 1 else ''}: {g:.1f} GFLOP/s" for t, g in result["peak_gflops"].items())
-    lines = ["# The depth models against this CPU's roofline", "",
-             f"Generated by `{result['command']}` on {cpu_text(result['cpu'])} ({result['timestamp']}). Do not edit by "
-             "hand; `python scripts/roofline.py --render-only` re-renders it from roofline.json.", "",
-             f"numpy fp32 matmul peak, measured in the same run: {peak_text}. Share of peak compares a row with "
-             "the peak at its own thread count (the THROUGHPUT row with the largest).", "",
-             "The models are timing runs, trained just enough to export: this script exports their int8 bundles "
-             "without the export's privacy audit, which only a trained run makes meaningful (a bundle already in "
-             "the work folder is reused).", ""]
+    peak_text = ", ".join(
+        f"{t} thread{'s' if t > 1 else ''}: {g:.1f} GFLOP/s" for t, g in result["peak_gflops"].items()
+    )
+    lines = [
+        "# The depth models against this CPU's roofline",
+        "",
+        f"Generated by `{result['command']}` on {cpu_text(result['cpu'])} ({result['timestamp']}). Do not edit by "
+        "hand; `python scripts/roofline.py --render-only` re-renders it from roofline.json.",
+        "",
+        f"numpy fp32 matmul peak, measured in the same run: {peak_text}. Share of peak compares a row with "
+        "the peak at its own thread count (the THROUGHPUT row with the largest).",
+        "",
+        "The models are timing runs, trained just enough to export: this script exports their int8 bundles "
+        "without the export's privacy audit, which only a trained run makes meaningful (a bundle already in "
+        "the work folder is reused).",
+        "",
+    ]
     for model in result["models"]:
         best = max(model["rows"], key=lambda r: r["fps"])
-        lines += [f"## {model['model']}: {model['flops'] / 1e6:.1f} MFLOP per frame, input {model['input_shape']}", "",
-                  "| backend | precision | setting | threads | p50 ms | FPS | GFLOP/s | share of peak |",
-                  "|---|---|---|---:|---:|---:|---:|---:|"]
-        lines += [f"| {r['backend']} | {r['precision']} | {r['setting']} | {r['threads']} | {fmt(r['p50_ms'], '.3f')} | "
-                  f"{r['fps']:,.0f} | {r['gflops']:.1f} | {r['share_of_peak']:.0%} |" for r in model["rows"]]
-        lines += ["", f"Fastest: {best['backend']} {best['precision']}, {best['setting']}, {best['threads']} threads: "
-                  f"{best['fps']:,.0f} FPS, {best['share_of_peak']:.0%} of the matmul peak."]
+        lines += [
+            f"## {model['model']}: {model['flops'] / 1e6:.1f} MFLOP per frame, input {model['input_shape']}",
+            "",
+            "| backend | precision | setting | threads | p50 ms | FPS | GFLOP/s | share of peak |",
+            "|---|---|---|---:|---:|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {r['backend']} | {r['precision']} | {r['setting']} | {r['threads']} | {fmt(r['p50_ms'], '.3f')} | "
+            f"{r['fps']:,.0f} | {r['gflops']:.1f} | {r['share_of_peak']:.0%} |"
+            for r in model["rows"]
+        ]
+        lines += [
+            "",
+            f"Fastest: {best['backend']} {best['precision']}, {best['setting']}, {best['threads']} threads: "
+            f"{best['fps']:,.0f} FPS, {best['share_of_peak']:.0%} of the matmul peak.",
+        ]
         lines += [f"- {name}: not measured: {why}" for name, why in model["notes"].items()]
         lines.append("")
     lines += ["## Findings", ""] + findings(result) + [""]
@@ -290,8 +361,10 @@ def render(result: dict) -> str:
 
 def plot(result: dict, path: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(1, len(result["models"]), figsize=(6 * len(result["models"]), 5), squeeze=False)
     for ax, model in zip(axes[0], result["models"]):
         rows = model["rows"]
@@ -310,7 +383,9 @@ def plot(result: dict, path: Path) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, default=REPO / "timing-bundles", help="where the bundles are built or reused")
+    parser.add_argument(
+        "--work", type=Path, default=REPO / "timing-bundles", help="where the bundles are built or reused"
+    )
     parser.add_argument("--threads", default="1,2", help="comma-separated intra-op thread counts (default 1,2)")
     parser.add_argument("--iters", type=int, default=300)
     parser.add_argument("--out", type=Path, default=REPO / "docs", help="folder for roofline.{md,json,png}")
@@ -318,7 +393,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.render_only:
         result = json.loads((args.out / "roofline.json").read_text())
-        result["peak_gflops"] = {int(threads): peak for threads, peak in result["peak_gflops"].items()}   # JSON keys
+        result["peak_gflops"] = {int(threads): peak for threads, peak in result["peak_gflops"].items()}  # JSON keys
         plot(result, args.out / "roofline.png")
         (args.out / "roofline.md").write_text(render(result))
         return 0
@@ -327,12 +402,17 @@ def main(argv=None) -> int:
     bundles = build_bundles(args.work)
     peak = peaks(thread_counts)
     models = [measure_model(model, entry, thread_counts, args.iters, peak) for model, entry in bundles.items()]
-    peak_after = peaks(thread_counts)   # the ceiling again at the end: a busy machine shows up as a drift
-    result = {"command": "python scripts/roofline.py" + (" " + " ".join(argv) if argv else ""),
-              "cpu": cpu_description(), "platform": platform.platform(), "os_cpu_count": os.cpu_count(),
-              "peak_gflops": {t: max(peak[t], peak_after[t]) for t in thread_counts},
-              "peak_drift": {t: peak_after[t] / peak[t] - 1 for t in thread_counts},
-              "models": models, "timestamp": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    peak_after = peaks(thread_counts)  # the ceiling again at the end: a busy machine shows up as a drift
+    result = {
+        "command": "python scripts/roofline.py" + (" " + " ".join(argv) if argv else ""),
+        "cpu": cpu_description(),
+        "platform": platform.platform(),
+        "os_cpu_count": os.cpu_count(),
+        "peak_gflops": {t: max(peak[t], peak_after[t]) for t in thread_counts},
+        "peak_drift": {t: peak_after[t] / peak[t] - 1 for t in thread_counts},
+        "models": models,
+        "timestamp": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "roofline.json").write_text(json.dumps(result, indent=1, default=str))
     plot(result, args.out / "roofline.png")

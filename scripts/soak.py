@@ -25,8 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from depth_bundle import depth_bundle   # scripts/depth_bundle.py
+from depth_bundle import depth_bundle  # scripts/depth_bundle.py
 
 PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
 

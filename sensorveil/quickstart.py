@@ -109,20 +109,28 @@ def figure(f: dict) -> str:
 def print_summary(summary: dict, out: Path) -> None:
     """One table a person can read at 100 columns; details are in the reports it names."""
     print("\n== sensorveil quickstart: digits, hide lt5 (digit < 5), keep parity ==")
-    print(f"{'mechanism':9s}  {'best attacker on lt5 [95%]':27s}  {'Random*':7s}  {'parity kept [95%]':25s}  {'FPS':>6s}")
+    print(
+        f"{'mechanism':9s}  {'best attacker on lt5 [95%]':27s}  {'Random*':7s}  {'parity kept [95%]':25s}  {'FPS':>6s}"
+    )
     for name, row in summary["mechanisms"].items():
-        print(f"{name:9s}  {figure(row['attacker_accuracy']):27s}  {row['random_star']:7.1%}  "
-              f"{figure(row['utility']):25s}  {row['fps']:6.0f}")
+        print(
+            f"{name:9s}  {figure(row['attacker_accuracy']):27s}  {row['random_star']:7.1%}  "
+            f"{figure(row['utility']):25s}  {row['fps']:6.0f}"
+        )
     print()
     for name, row in summary["mechanisms"].items():
-        verdict = ("protects: its best attacker is within 5 points of Random*" if row["goal_met"] else
-                   "LEAKS: attackers trained on its output recover lt5")
+        verdict = (
+            "protects: its best attacker is within 5 points of Random*"
+            if row["goal_met"]
+            else "LEAKS: attackers trained on its output recover lt5"
+        )
         print(f"  {name}: {verdict} (best attacker: {row['strongest_attacker']})")
     print(f"\n  bundles   {', '.join(row['bundle'] for row in summary['mechanisms'].values())}")
     print(f"  audits    {', '.join(row['audit_report'] for row in summary['mechanisms'].values())}")
     print(f"  examples  {summary['examples']}")
-    print(f"  details   {out / 'reports'} (benchmark tables), {out / 'summary.json'}; "
-          f"{summary['seconds']:.0f} s in all")
+    print(
+        f"  details   {out / 'reports'} (benchmark tables), {out / 'summary.json'}; {summary['seconds']:.0f} s in all"
+    )
 
 
 # The camera path of issue 14 in one call: PASS on people crops of a still camera clip, its walking
@@ -145,12 +153,15 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS) -> dict:
 
     out, clip = Path(out), Path(clip)
     if not clip.is_file():
-        raise FileNotFoundError(f"camera clip not found: {clip}; expected a still camera filming people walking, "
-                                "e.g. ../shared/media/walkway.avi")
+        raise FileNotFoundError(
+            f"camera clip not found: {clip}; expected a still camera filming people walking, "
+            "e.g. ../shared/media/walkway.avi"
+        )
     started = time.time()
     print(f"[1/3] training pass on people crops of {clip.name} (private: appearance, useful: walking direction)")
-    run_dir = train_run("pass", "walkway", data_path=str(clip), out=out / "runs" / "pass-walkway",
-                        settings=dict(CAMERA_SETTINGS))
+    run_dir = train_run(
+        "pass", "walkway", data_path=str(clip), out=out / "runs" / "pass-walkway", settings=dict(CAMERA_SETTINGS)
+    )
     bundle = export_run(run_dir, "onnx", out / "bundles" / "pass-walkway")
     print(f"[2/3] auditing the bundle through the torch-free runtime ({seeds} seeds per attacker)")
     audit = audit_path(bundle, seeds=seeds)
@@ -158,10 +169,18 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS) -> dict:
     print(f"[3/3] previewing raw beside privatized over {clip.name}")
     with open_source(str(clip)) as source:
         shown = preview(load_for_stream(bundle), source, out=out / "camera-preview.mp4", headless=True)
-    summary = {"seconds": round(time.time() - started, 1), "bundle": str(bundle), "audit_report": str(report),
-               "mechanisms": {"pass": summarize({"audit": audit, "report": str(report), "bundle": str(bundle),
-                                                 "fps": shown.get("fps", 0.0)})},
-               "video": str(shown["video"]), "contact_sheet": str(shown["contact_sheet"])}
+    summary = {
+        "seconds": round(time.time() - started, 1),
+        "bundle": str(bundle),
+        "audit_report": str(report),
+        "mechanisms": {
+            "pass": summarize(
+                {"audit": audit, "report": str(report), "bundle": str(bundle), "fps": shown.get("fps", 0.0)}
+            )
+        },
+        "video": str(shown["video"]),
+        "contact_sheet": str(shown["contact_sheet"]),
+    }
     (out / "camera-summary.json").write_text(json.dumps(summary, indent=2, default=str))
     print_camera_summary(summary)
     return summary
@@ -170,8 +189,10 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS) -> dict:
 def print_camera_summary(summary: dict) -> None:
     row = summary["mechanisms"]["pass"]
     print("\n== sensorveil quickstart --camera: people made substitutes, walking direction kept ==")
-    print(f"  best attacker on appearance  {figure(row['attacker_accuracy'])} ({row['strongest_attacker']}); "
-          f"Random* {row['random_star']:.1%}: " + ("protects" if row["goal_met"] else "LEAKS"))
+    print(
+        f"  best attacker on appearance  {figure(row['attacker_accuracy'])} ({row['strongest_attacker']}); "
+        f"Random* {row['random_star']:.1%}: " + ("protects" if row["goal_met"] else "LEAKS")
+    )
     print(f"  direction kept               {figure(row['utility'])}")
     print(f"  whole pipeline               {row['fps']:.1f} FPS (decode, detect, privatize, paste back)")
     print(f"  preview   {summary['video']} (raw | privatized), {summary['contact_sheet']}")

@@ -40,8 +40,9 @@ def assert_parity(outputs: dict) -> None:
 
 def real_inputs(bundle, n: int = 8) -> np.ndarray:
     """Validation inputs: the run's own data in model units (the exporter's real samples)."""
-    from sensorveil.export.exporter import Exporter
     import json
+
+    from sensorveil.export.exporter import Exporter
     run_dir = json.loads((bundle / "manifest.json").read_text())["training"]["run"]
     return Exporter(run_dir, bundle.parent / "unused").samples[:n]
 

@@ -150,7 +150,7 @@ def test_write_report_outputs(tmp_path):
     assert data["rows"][0]["flops_torch"] == 42 and data["bundle"] == "tiny"
 
     md = paths["md"].read_text().splitlines()
-    header = next(i for i, l in enumerate(md) if l.startswith("| backend"))
+    header = next(i for i, line in enumerate(md) if line.startswith("| backend"))
     cols = [c.strip() for c in md[header].strip("|").split("|")]
     assert cols == ["backend", "precision", "params", "p50_ms", "fps",
                     "flops_torch", "overhead_ratio"]

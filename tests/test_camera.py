@@ -8,9 +8,19 @@ from tests.conftest import WALKWAY
 
 cv2 = pytest.importorskip("cv2")
 
-from sensorveil.runtime.camera import (CROP_SHAPE, MotionPeopleDetector, PersonCrops, Tracker,  # noqa: E402
-                                       WalkingDirection, clean_cut_out, crop_people, crop_windows, iou,
-                                       paste_people, stand_out)
+from sensorveil.runtime.camera import (  # noqa: E402
+    CROP_SHAPE,
+    MotionPeopleDetector,
+    PersonCrops,
+    Tracker,
+    WalkingDirection,
+    clean_cut_out,
+    crop_people,
+    crop_windows,
+    iou,
+    paste_people,
+    stand_out,
+)
 
 
 def walkway():
@@ -368,16 +378,18 @@ def test_camera_bundle_runs_torch_free_on_walkway(tmp_path):
     from sensorveil.runtime.bundle import read_manifest
     from sensorveil.sdk.runs import train_run
     run = train_run("pass", "walkway", data_path=walkway(), out=tmp_path / "run", epochs=1, attacker_epochs=1,
-                    dataset_options={"stride": 8}, settings={"substitutes": 32, "embedding_dim": 32, "progress": False, "condition": "direction"})
+                    dataset_options={"stride": 8},
+                    settings={"substitutes": 32, "embedding_dim": 32, "progress": False, "condition": "direction"})
     bundle = export_run(run, "onnx", tmp_path / "bundle")
     camera = read_manifest(Path(bundle))["camera"]
     assert camera["crop_shape"] == list(CROP_SHAPE) and camera["paste"] == "cut-out"
     cut_outs = np.load(Path(bundle) / "substitutes.npy")
-    assert 0.05 < (cut_outs == 0).mean() < 0.95             # people cut out of their crops
+    assert 0.05 < (cut_outs == 0).mean() < 0.95  # people cut out of their crops
     draw = read_manifest(Path(bundle))["pipeline"][1]
-    assert draw["sequence"]["frames_per_step"] == 8          # the bank's crops were taken every 8 frames
+    assert draw["sequence"]["frames_per_step"] == 8  # the bank's crops were taken every 8 frames
     following = np.load(Path(bundle) / draw["sequence"]["next"])
     from sensorveil.runtime import Privatizer
+
     privatizer = Privatizer.load(bundle, output="index", seed=0)
     crops = np.random.default_rng(0).integers(0, 256, (3,) + CROP_SHAPE, dtype=np.uint8)
     first = privatizer(crops, known=[1, 1, 0], keys=[7, 8, 9])
@@ -386,11 +398,17 @@ def test_camera_bundle_runs_torch_free_on_walkway(tmp_path):
     with pytest.raises(Exception, match="keys holds 2 values for a batch of 3"):
         privatizer(crops, keys=[7, 8])
     root = Path(__file__).resolve().parents[1]
-    done = subprocess.run([sys.executable, "-c", TORCH_FREE_PIPELINE, str(bundle), walkway()], cwd=root,
-                          env={**__import__("os").environ, "PYTHONPATH": str(root)}, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", TORCH_FREE_PIPELINE, str(bundle), walkway()],
+        cwd=root,
+        env={**__import__("os").environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
-    from sensorveil.sdk.assess import audit_path      # the clip's split is by time: scored with label-shift weights
+    from sensorveil.sdk.assess import audit_path  # the clip's split is by time: scored with label-shift weights
+
     audited = audit_path(bundle, seeds=1, attacker_epochs=1)
     assert audited["n_effective"] < audited["n_test"] and "unweighted" in audited
     assert audited["random_star"] != audited["unweighted"]["random_star"]

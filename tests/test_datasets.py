@@ -231,14 +231,18 @@ def test_depth_identity_readable_from_body_shape():
     from sklearn.ensemble import ExtraTreesClassifier
     data = load_dataset("synthetic-depth", samples_per_class=20, seed=3)
     valid = [frame[frame > 0] for frame in data.x]
-    features = np.array([np.r_[np.percentile(v, [0.5, 1, 2, 5, 10, 20, 30]), [np.mean(v < t) for t in range(1000, 2800, 50)]]
-                         for v in valid])
+    features = np.array(
+        [
+            np.r_[np.percentile(v, [0.5, 1, 2, 5, 10, 20, 30]), [np.mean(v < t) for t in range(1000, 2800, 50)]]
+            for v in valid
+        ]
+    )
     z = data.attributes["identity"]
     train, test = stratified_slices(z * 2 + data.attributes["facing"], n_slices=2, seed=0)
     accuracy = ExtraTreesClassifier(300, random_state=0).fit(features[train], z[train]).score(features[test], z[test])
-    assert accuracy > 0.8, accuracy   # chance: 0.05
+    assert accuracy > 0.8, accuracy  # chance: 0.05
     same_person = data.x[z == 0].astype(np.float32)
-    assert np.abs(same_person[0] - same_person[1]).mean() > 5.0   # not one frame repeated
+    assert np.abs(same_person[0] - same_person[1]).mean() > 5.0  # not one frame repeated
 
 
 def test_full_frame_rendering():

@@ -61,6 +61,7 @@ def test_int8_model_has_int8_io_and_stays_close(bundles):
     # outputs beyond the calibrated range saturate (a few elements), the rest sit within 8-bit steps
     assert record["status"] == "measured" and record["max_abs_diff"] < 0.25
     import torch
+
     from sensorveil.export.exporter import Exporter
     exporter = Exporter(p.manifest["training"]["run"], bundle / "unused")
     inputs = exporter.samples

@@ -15,7 +15,11 @@ from sensorveil.runtime.bundle import sha256_of
 def test_manifest_lists_every_file_with_its_hash(digits_bundle):
     manifest = json.loads((digits_bundle / "manifest.json").read_text())
     [stage] = manifest["pipeline"]
-    assert manifest["schema_version"] == 2 and (stage["kind"], stage["graph"], stage["units"]) == ("model", "model", "sensor")
+    assert manifest["schema_version"] == 2 and (stage["kind"], stage["graph"], stage["units"]) == (
+        "model",
+        "model",
+        "sensor",
+    )
     for name, record in manifest["files"].items():
         assert sha256_of(digits_bundle / name) == record["sha256"]
         assert (digits_bundle / name).stat().st_size == record["size"]
@@ -40,6 +44,7 @@ def test_export_is_validated_against_torch(digits_bundle, digits_run):
     # independently of the exporter's own check: the runtime's full sensor-unit path vs torch
     from sensorveil.sdk import mechanisms
     from sensorveil.sdk.runs import read_run
+
     G = mechanisms.get("prgan").graphs(digits_run, read_run(digits_run))["model"].module
     x = np.random.default_rng(2).uniform(0, 16, size=(16, 8, 8)).astype(np.float32)
     with torch.no_grad():
@@ -49,7 +54,9 @@ def test_export_is_validated_against_torch(digits_bundle, digits_run):
 
 def test_uji_vector_bundle_round_trip(uji_zip, tmp_path):
     from conftest import tiny_run
+
     from sensorveil.export import export_run
+
     run = tiny_run(tmp_path / "run", "ujiindoorloc", data_path=str(uji_zip), dataset_options={"max_rows": 600})
     bundle = export_run(run, "onnx", tmp_path / "bundle")
     p = Privatizer.load(bundle)
@@ -60,6 +67,7 @@ def test_uji_vector_bundle_round_trip(uji_zip, tmp_path):
 
 def test_unknown_format_and_precision_are_clear_errors(digits_run, tmp_path):
     from sensorveil.export import export_run
+
     with pytest.raises(ValueError, match="unknown export format 'pb'"):
         export_run(digits_run, "pb", tmp_path / "b")
     with pytest.raises(ValueError, match="fp32"):
@@ -71,7 +79,8 @@ def test_missing_export_library_is_one_error_and_leaves_no_bundle(digits_run, tm
     import sys
 
     from sensorveil.cli import main
-    monkeypatch.setitem(sys.modules, "litert_torch", None)       # as if the package were not installed
+
+    monkeypatch.setitem(sys.modules, "litert_torch", None)  # as if the package were not installed
     out = tmp_path / "coral"
     assert main(["export", str(digits_run), "--target", "coral-usb", "--out", str(out)]) == 2
     error = capsys.readouterr().err.strip().splitlines()
@@ -84,9 +93,11 @@ def test_binary_sensor_bundle_privatizes_as_the_run_measured(uji_zip, tmp_path):
     """PR-GAN trains through the WiFi scan's 0/1 values (straight-through rounding), so the fixed
     D_z scores the deployed bundle exactly as it scored the trained generator."""
     from conftest import tiny_run
+
     from sensorveil.export import export_run
     from sensorveil.sdk.assess import evaluate_bundle
     from sensorveil.sdk.runs import read_run
+
     run_dir = tiny_run(tmp_path / "run", "ujiindoorloc", data_path=str(uji_zip), dataset_options={"max_rows": 600})
     bundle = export_run(run_dir, "onnx", tmp_path / "bundle")
     device = evaluate_bundle(bundle, attacker_epochs=1)
@@ -97,6 +108,7 @@ def test_binary_sensor_bundle_privatizes_as_the_run_measured(uji_zip, tmp_path):
 
 def test_snapping_rounds_forward_and_passes_gradients_straight_through():
     from sensorveil.sdk.training import sensor_step, snap_to_sensor
+
     assert sensor_step({"dtype": "uint8", "normalization": {"scale": 1.0}}) == 1.0
     assert sensor_step({"dtype": "float32", "normalization": {"scale": 16.0}}) == 0.0
     y = torch.tensor([0.2, 0.49, 0.51, 0.9], requires_grad=True)
@@ -113,6 +125,7 @@ def test_pass_logits_are_validated_as_cosines_and_generators_as_they_are():
     from sensorveil.export.exporter import compared_units
     from sensorveil.export.validate import TOLERANCE, tolerance_error
     from sensorveil.sdk.mechanisms.pass_substitution import SubstitutionHead, SubstitutionModel
+
     head = SubstitutionHead(SubstitutionModel(torch.nn.Linear(4, 8), bank_size=5, dim=8, tau=0.01))
     logits = np.array([[98.7, -4.2, 12.0]], np.float32)
     off = logits + np.float32(3.3e-4)

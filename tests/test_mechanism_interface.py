@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from sensorveil.runtime import BundleError, Privatizer
-from sensorveil.runtime import stages
+from sensorveil.runtime import BundleError, Privatizer, stages
 from sensorveil.sdk import mechanisms
 from sensorveil.sdk.mechanisms.base import TrainRequest
 

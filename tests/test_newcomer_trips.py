@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import WALKWAY
+
 from sensorveil.cli import build_parser, main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,19 +78,25 @@ def test_empty_npy_source_is_one_clear_error(depth_bundle, tmp_path, capsys):
     assert "holds no frames; expected (N, ...) frames with N >= 1" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["devices", "check"], "devices check needs a bundle and a device"),
-    (["run", "BUNDLE", "--source", "synthetic-depth", "--frames", "0"], "expected 1 or more"),
-    (["train", "prgan", "--dataset", "digits", "--epochs", "-3"], "expected 1 or more"),
-    (["benchmark", "/nonexistent-bundle"], "expected a bundle directory"),
-    (["preview", "BUNDLE", "--source", "synthetic-depth", "--web", "0", "--out", "x.mp4"], "does not take --headless or --out"),
-    (["preview", "BUNDLE", "--source", "synthetic-depth", "--no-raw"], "apply to the web preview"),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["devices", "check"], "devices check needs a bundle and a device"),
+        (["run", "BUNDLE", "--source", "synthetic-depth", "--frames", "0"], "expected 1 or more"),
+        (["train", "prgan", "--dataset", "digits", "--epochs", "-3"], "expected 1 or more"),
+        (["benchmark", "/nonexistent-bundle"], "expected a bundle directory"),
+        (
+            ["preview", "BUNDLE", "--source", "synthetic-depth", "--web", "0", "--out", "x.mp4"],
+            "does not take --headless or --out",
+        ),
+        (["preview", "BUNDLE", "--source", "synthetic-depth", "--no-raw"], "apply to the web preview"),
+    ],
+)
 def test_usage_errors_exit_2_as_the_readme_promises(argv, expected, depth_bundle, capsys):
     argv = [str(depth_bundle) if arg == "BUNDLE" else arg for arg in argv]
     try:
         code = main(argv)
-    except SystemExit as exit_:   # argparse's own usage errors
+    except SystemExit as exit_:  # argparse's own usage errors
         code = exit_.code
     assert code == 2
     assert expected in capsys.readouterr().err
@@ -99,7 +105,11 @@ def test_usage_errors_exit_2_as_the_readme_promises(argv, expected, depth_bundle
 def test_directories_the_readme_creates_are_ignored_by_git():
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
-    for created in ("bundles/prgan-wifi/manifest.json", "reports/prgan-wifi.json", "runs/x/run.json",
-                    "test-artifacts/preview.png"):
+    for created in (
+        "bundles/prgan-wifi/manifest.json",
+        "reports/prgan-wifi.json",
+        "runs/x/run.json",
+        "test-artifacts/preview.png",
+    ):
         result = subprocess.run(["git", "check-ignore", "-q", created], cwd=REPO)
         assert result.returncode == 0, f"{created} is not ignored by git"

@@ -13,7 +13,6 @@ import glob
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np

@@ -291,9 +291,15 @@ def test_pretraining_starts_g_at_f_of_each_substitute_and_f_reading_the_useful_l
     P(X'|X) begins on substitutes that share x's useful label (from a random f and g it does not)."""
     import torch
 
-    from sensorveil.sdk.mechanisms.pass_substitution import (PASSConfig, SubstitutionHead, SubstitutionModel,
-                                                             make_embedding, prepare_data, pretrain_embedding,
-                                                             probabilities)
+    from sensorveil.sdk.mechanisms.pass_substitution import (
+        PASSConfig,
+        SubstitutionHead,
+        SubstitutionModel,
+        make_embedding,
+        prepare_data,
+        pretrain_embedding,
+        probabilities,
+    )
     from sensorveil.sdk.training import apply, model_shape
     data = prepare_data(digits, ["parity"], ["lt5"], substitutes=256, seed=0)
     config = PASSConfig(embedding_dim=64, progress=False)

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import WALKWAY
 
 REPO = Path(__file__).resolve().parents[1]

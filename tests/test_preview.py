@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import WALKWAY
 
 cv2 = pytest.importorskip("cv2", reason="the preview needs OpenCV (pip install opencv-python-headless)")
@@ -39,6 +38,7 @@ def test_headless_preview_on_walkway_writes_every_frame_at_the_view_size(depth_b
 
 def test_headless_preview_of_depth_colour_maps_the_patch(depth_bundle, tmp_path):
     import numpy as np
+
     from sensorveil.runtime import Privatizer
     from sensorveil.runtime.preview import preview
     from sensorveil.runtime.sources import open_source

@@ -13,6 +13,10 @@ from sensorveil.sdk.networks import depth_generator, make_classifier, make_gener
 from sensorveil.sdk.priors import maximum_entropy_distribution, prior_guess_accuracies
 
 
+def grad(net) -> float:
+    return sum(float(p.grad.abs().sum()) for p in net.parameters() if p.grad is not None)
+
+
 def test_med_equals_theta_where_known_and_spreads_the_rest_uniformly():
     theta = np.array([[0.5, np.nan, np.nan, 0.0], [np.nan] * 4])
     med = maximum_entropy_distribution(theta, 2, 4)
@@ -54,7 +58,6 @@ def test_variants_drop_the_modules_the_paper_removes():
     _, D_prgan, fixed_prgan = loss_parts("prgan")
     _, D_ngp, _ = loss_parts("ngp")
     _, _, fixed_ap = loss_parts("ap")
-    grad = lambda net: sum(float(p.grad.abs().sum()) for p in net.parameters() if p.grad is not None)
     assert grad(D_prgan) > 0 and grad(D_ngp) == 0            # NGP: no GAN discriminator in L_G
     assert grad(fixed_prgan["D_y"]) > 0 and grad(fixed_ap["D_y"]) == 0   # AP: no D_y in L_Adv
 
@@ -100,6 +103,7 @@ def test_depth_classifier_reads_heights_and_ignores_invalid_pixels():
     """The depth levels turn a head 2 cm higher into a visible change of the profile, and an invalid
     pixel (0, no return) adds nothing, where on raw depth it would look like the nearest surface."""
     import torch
+
     from sensorveil.sdk.networks import DepthLevels, make_classifier
     levels = DepthLevels()
     floor = torch.full((1, 1, 8, 8), 2800 / 4500)
@@ -155,6 +159,7 @@ def test_cosine_schedule_anneals_to_zero_and_reports_every_epoch():
     import pytest
     import torch
     from torch import nn
+
     from sensorveil.sdk.training import train_classifier
     x = torch.randn(100, 4)
     labels = (x[:, 0] > 0).long().numpy()

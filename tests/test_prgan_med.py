@@ -36,6 +36,7 @@ def test_generator_input_layout():
 @pytest.fixture(scope="module")
 def med_run(tmp_path_factory):
     from conftest import tiny_config
+
     from sensorveil.sdk.runs import train_run
     config = tiny_config(epochs=8, classifier_epochs=6, margin_fractions=(0.5,))
     return train_run("prgan-med", "digits", out=tmp_path_factory.mktemp("runs") / "prgan-med", config=config,
@@ -93,6 +94,7 @@ def test_fixed_dz_reads_the_drawn_private_value_more_often_than_chance(med_run):
     """G is trained so the fixed D_z reads z' (eq. 8 aimed at z'): with z' forced to each value on the
     same test rows, D_z must follow it more often than a D_z that ignored the condition would (1/2)."""
     import torch
+
     from sensorveil.runtime.stages.prgan_med import generator_input
     from sensorveil.sdk import mechanisms
     from sensorveil.sdk.rundir import read_run

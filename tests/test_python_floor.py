@@ -10,16 +10,39 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ON_THE_BOARD = ["sensorveil/runtime", "sensorveil/devices", "sensorveil/benchmarks", "sensorveil/cli",
-                "sensorveil/__init__.py", "sensorveil/__main__.py", "sensorveil/sdk/__init__.py", "sensorveil/sdk/mechanisms/__init__.py"]
+ON_THE_BOARD = [
+    "sensorveil/runtime",
+    "sensorveil/devices",
+    "sensorveil/benchmarks",
+    "sensorveil/cli",
+    "sensorveil/__init__.py",
+    "sensorveil/__main__.py",
+    "sensorveil/sdk/__init__.py",
+    "sensorveil/sdk/mechanisms/__init__.py",
+]
 
 
 def test_board_side_code_needs_nothing_newer_than_python_3_6():
     pytest.importorskip("vermin", reason="vermin is not installed (pip install '.[dev]')")
     # vermin has no __main__ module: its console script's entry point is vermin.main
-    result = subprocess.run([sys.executable, "-c", "import sys, vermin; sys.exit(vermin.main())", "-t=3.6-", "--no-tips", "--violations",
-                             "--eval-annotations", "--backport", "dataclasses", *ON_THE_BOARD],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, vermin; sys.exit(vermin.main())",
+            "-t=3.6-",
+            "--no-tips",
+            "--violations",
+            "--eval-annotations",
+            "--backport",
+            "dataclasses",
+            *ON_THE_BOARD,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+    )
     assert result.returncode == 0, result.stdout
 
 

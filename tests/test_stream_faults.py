@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import WALKWAY
+
 from sensorveil.runtime import Privatizer
 from sensorveil.runtime.errors import InputError
 from sensorveil.runtime.sinks import open_sink
@@ -194,6 +194,7 @@ def test_prefetching_raises_a_fatal_source_error_in_the_caller_and_ends():
 
 def test_open_source_prefetches_and_close_stops_the_reader():
     import threading
+
     from sensorveil.runtime.sources import Prefetching, open_source
     if not WALKWAY.is_file():
         pytest.skip(f"walkway.avi not found at {WALKWAY}")

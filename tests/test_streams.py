@@ -7,14 +7,20 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import VTEST
+
 from sensorveil.runtime import Privatizer
 from sensorveil.runtime.errors import BackendUnavailableError, InputError
 from sensorveil.runtime.preprocess import DepthPersonPatch, FitToBundle, find_person
 from sensorveil.runtime.sinks import UdpReceiver, open_sink
-from sensorveil.runtime.sources import (BadFrame, Frame, Reconnecting, Source, SourceDisconnected,
-                                        open_source, parse_source)
+from sensorveil.runtime.sources import (
+    Frame,
+    Reconnecting,
+    Source,
+    SourceDisconnected,
+    open_source,
+    parse_source,
+)
 from sensorveil.runtime.stream import Stream, run_stream
 from sensorveil.runtime.synthetic_depth import make_identities, render_depth_frame
 
@@ -50,8 +56,10 @@ def test_opencv_and_numpy_person_finders_agree(monkeypatch):
     """The OpenCV fast path (inRange, minMaxLoc, moments) finds the same centre as the numpy one."""
     from sensorveil.runtime import preprocess
     rng = np.random.default_rng(4)
-    frames = [render_depth_frame(person, step % 2, rng, center=(int(rng.integers(100, 324)), int(rng.integers(100, 412))))
-              for step, person in enumerate(make_identities(6, seed=5))]
+    frames = [
+        render_depth_frame(person, step % 2, rng, center=(int(rng.integers(100, 324)), int(rng.integers(100, 412))))
+        for step, person in enumerate(make_identities(6, seed=5))
+    ]
     fast = [find_person(frame, 300.0, 4, (180, 180)) for frame in frames]
     monkeypatch.setattr(preprocess, "_opencv", lambda: None)
     assert all(found is not None for found in fast)
@@ -71,18 +79,18 @@ def test_depth_stream_privatizes_the_patch_and_frame_mode_leaks_nothing_else(dep
         results = list(Stream(privatizer, source, depth_output="frame"))
     assert len(results) == 3
     for result in results:
-        assert np.array_equal(result.privatized, privatizer(result.sample))   # the split path == the call
+        assert np.array_equal(result.privatized, privatizer(result.sample))  # the split path == the call
         assert result.output.shape == (424, 512)
         top, left = np.argwhere(result.output > 0).min(axis=0) if result.output.any() else (0, 0)
-        window = result.output[top:top + 180, left:left + 180]
-        assert np.count_nonzero(result.output) == np.count_nonzero(window)   # nothing outside the patch
+        window = result.output[top : top + 180, left : left + 180]
+        assert np.count_nonzero(result.output) == np.count_nonzero(window)  # nothing outside the patch
 
 
 def test_depthdir_counts_a_corrupt_png_as_bad_and_goes_on(depth_bundle, tmp_path):
     for i, frame in enumerate(depth_frames(3)):
         assert cv2.imwrite(str(tmp_path / f"{i:04d}.png"), frame)
     (tmp_path / "0001b.png").write_bytes(b"not a png")
-    cv2.imwrite(str(tmp_path / "0002b.png"), np.zeros((424, 512), np.uint8))   # 8-bit: not depth
+    cv2.imwrite(str(tmp_path / "0002b.png"), np.zeros((424, 512), np.uint8))  # 8-bit: not depth
     with open_source(f"depthdir:{tmp_path}") as source:
         report = run_stream(Privatizer.load(depth_bundle), source)
     assert (report["frames_in"], report["frames_out"], report["bad"], report["dropped"]) == (3, 3, 2, 0)
@@ -91,6 +99,7 @@ def test_depthdir_counts_a_corrupt_png_as_bad_and_goes_on(depth_bundle, tmp_path
 
 def test_npy_samples_pass_through_and_match_the_privatizer(digits_bundle, tmp_path):
     from sklearn.datasets import load_digits
+
     samples = load_digits().images[:12].astype(np.float32)
     np.save(tmp_path / "digits.npy", samples)
     privatizer = Privatizer.load(digits_bundle)
@@ -104,8 +113,12 @@ def test_a_nan_frame_is_counted_bad_not_fatal(bundle, request, tmp_path):
     """For a one-model bundle and for a pipeline of several stages (PASS: model, then the draw), which
     validates its input inside the Privatizer's call."""
     from pathlib import Path
-    path = (Path(__file__).parent / "fixtures" / "schema1-pass-digits-onnx" if bundle == "schema1-pass"
-            else request.getfixturevalue(bundle))
+
+    path = (
+        Path(__file__).parent / "fixtures" / "schema1-pass-digits-onnx"
+        if bundle == "schema1-pass"
+        else request.getfixturevalue(bundle)
+    )
     samples = np.ones((5, 8, 8), np.float32)
     samples[2, 3, 3] = np.nan
     np.save(tmp_path / "x.npy", samples)
@@ -116,6 +129,7 @@ def test_a_nan_frame_is_counted_bad_not_fatal(bundle, request, tmp_path):
 
 def test_stage_timings_stay_bounded_on_a_long_stream(digits_bundle, tmp_path, monkeypatch):
     from sensorveil.runtime import stream as stream_module
+
     monkeypatch.setattr(stream_module, "TIMING_WINDOW", 50)
     np.save(tmp_path / "x.npy", np.ones((180, 8, 8), np.float32))
     with open_source(f"npy:{tmp_path / 'x.npy'}") as source:
@@ -129,6 +143,7 @@ def test_stage_timings_stay_bounded_on_a_long_stream(digits_bundle, tmp_path, mo
 
 def test_a_huge_batch_runs_in_chunks_with_the_same_result(digits_bundle):
     from sensorveil.runtime import privatizer as privatizer_module
+
     p = Privatizer.load(digits_bundle)
     x = np.random.default_rng(0).uniform(0, 16, size=(2500, 8, 8)).astype(np.float32)
     whole = p(x)
@@ -150,7 +165,7 @@ def test_video_file_camera_path_matches_opencv_area_resize(depth_bundle, vtest):
         report_fps = source.fps
     assert [r.frame.index for r in results] == list(range(30))
     assert results[5].frame.timestamp == pytest.approx(5 / report_fps)
-    frame = results[10].frame.data                       # 480x640 BGR -> centre 480x480 -> 180x180
+    frame = results[10].frame.data  # 480x640 BGR -> centre 480x480 -> 180x180
     gray = cv2.cvtColor(frame[:, 80:560], cv2.COLOR_BGR2GRAY).astype(np.float32)
     expected = cv2.resize(gray, (180, 180), interpolation=cv2.INTER_AREA) * (4500 / 255)
     sample = results[10].sample
@@ -179,11 +194,12 @@ def test_opencv_and_numpy_fits_agree_within_one_source_level(shape):
     INTER_AREA, then 8-bit grey) and the numpy path (grey, then float area resampling) are the same
     mapping up to the two 8-bit roundings."""
     from sensorveil.runtime.preprocess import _fit_with_numpy, _fit_with_opencv
+
     image = np.random.default_rng(sum(shape)).integers(0, 256, size=shape, dtype=np.uint8)
     fast, slow = _fit_with_opencv(cv2, image, 180, 180), _fit_with_numpy(image, 180, 180)
     assert fast.shape == slow.shape == (180, 180) and fast.dtype == np.uint8 and slow.dtype == np.float32
     assert np.abs(fast - slow).max() <= 1.0 + 1e-3
-    assert np.abs(fast - slow).mean() < 0.4     # rounding, not a shifted or transposed image
+    assert np.abs(fast - slow).mean() < 0.4  # rounding, not a shifted or transposed image
 
 
 def test_camera_frames_map_to_the_bundle_range_by_one_table():
@@ -192,6 +208,7 @@ def test_camera_frames_map_to_the_bundle_range_by_one_table():
     from sensorveil.runtime.preprocess import FitToBundle
     from sensorveil.runtime.sources import Frame
     from sensorveil.runtime.spec import TensorSpec
+
     spec = TensorSpec("x", (180, 180), (180, 180), np.dtype(np.uint16), 0, 4500, 0, 4500)
     fit = FitToBundle(spec, (0, 255))
     assert fit.levels.dtype == np.uint16 and fit.levels[255] == 4500 and fit.levels[1] == round(4500 / 255)
@@ -207,8 +224,9 @@ def test_enlarging_frames_keep_the_numpy_area_resampler():
     """OpenCV's INTER_AREA turns bilinear when enlarging; a frame smaller than the bundle must get the
     same area resampling as without OpenCV."""
     from sensorveil.runtime.preprocess import FitToBundle, _fit_with_numpy
-    from sensorveil.runtime.spec import TensorSpec
     from sensorveil.runtime.sources import Frame
+    from sensorveil.runtime.spec import TensorSpec
+
     spec = TensorSpec("x", (180, 180), (180, 180), np.dtype(np.float32), 0, 255, 0, 255)
     image = np.random.default_rng(0).integers(0, 256, size=(97, 131), dtype=np.uint8)
     sample, _ = FitToBundle(spec, (0, 255)).prepare(Frame(image, 0.0, 0, "gray"))
@@ -217,6 +235,7 @@ def test_enlarging_frames_keep_the_numpy_area_resampler():
 
 def test_fit_to_bundle_refuses_vector_bundles():
     from sensorveil.runtime.spec import TensorSpec
+
     spec = TensorSpec("x", (520,), (520,), np.dtype(np.uint8), 0, 1, 0, 1)
     with pytest.raises(InputError, match="2-D image"):
         FitToBundle(spec, (0, 255))
@@ -250,7 +269,7 @@ def test_a_disconnected_sensor_is_reopened_with_back_off(digits_bundle):
     source = Reconnecting(FlakySensor(), base_delay_s=0.5, max_delay_s=1.5, sleep=delays.append)
     source.open()
     report = run_stream(Privatizer.load(digits_bundle), source)
-    assert delays == [0.5, 1.0, 1.5]          # doubled each try, capped
+    assert delays == [0.5, 1.0, 1.5]  # doubled each try, capped
     assert (report["frames_out"], report["reconnects"], report["bad"]) == (6, 1, 0)
 
 
@@ -284,10 +303,10 @@ def test_udp_sink_sends_exactly_the_privatized_output(depth_bundle):
         with open_source("synthetic-depth:4", loop_frames=2, frames=2) as source:
             for result in Stream(Privatizer.load(depth_bundle), source, sink=sink):
                 sent.append(result.output)
-                array, index, timestamp = receiver.receive()    # 180x180 uint16 = 2 datagrams
+                array, index, timestamp = receiver.receive()  # 180x180 uint16 = 2 datagrams
                 assert index == result.frame.index and timestamp == result.frame.timestamp
                 assert array.dtype == np.uint16 and np.array_equal(array, result.output)
-                assert not np.array_equal(array, result.sample)   # the raw patch is not what travels
+                assert not np.array_equal(array, result.sample)  # the raw patch is not what travels
     finally:
         sink.close()
         receiver.close()
@@ -303,16 +322,19 @@ def test_png_and_npz_sinks_keep_sensor_units(depth_bundle, tmp_path):
         sink.close()
         files = sorted((tmp_path / fmt).iterdir())
         assert len(files) == 2
-        stored = (cv2.imread(str(files[1]), -1) if fmt == "png" else np.load(files[1])["output"])
+        stored = cv2.imread(str(files[1]), -1) if fmt == "png" else np.load(files[1])["output"]
         assert stored.dtype == np.uint16 and np.array_equal(stored, outputs[1])
 
 
-@pytest.mark.parametrize("uri, fragment", [
-    ("webcam", "expected one of: camera:N"),
-    ("npy:/nonexistent.npy", "file not found"),
-    ("depthdir:/nonexistent", "not a folder"),
-    ("k4a:/nonexistent.mkv", "recording not found"),
-])
+@pytest.mark.parametrize(
+    "uri, fragment",
+    [
+        ("webcam", "expected one of: camera:N"),
+        ("npy:/nonexistent.npy", "file not found"),
+        ("depthdir:/nonexistent", "not a folder"),
+        ("k4a:/nonexistent.mkv", "recording not found"),
+    ],
+)
 def test_bad_source_uris_get_one_clear_error(uri, fragment):
     with pytest.raises(InputError, match=fragment):
         open_source(uri)
@@ -323,10 +345,13 @@ def test_unknown_sink_is_a_clear_error():
         open_sink("tcp://somewhere")
 
 
-@pytest.mark.parametrize("uri, module, hint", [("kinect", "pylibfreenect2", "libfreenect2"),
-                                               ("k4a", "pyk4a", "pyk4a"), ("k4a:1", "pyk4a", "pyk4a")])
+@pytest.mark.parametrize(
+    "uri, module, hint",
+    [("kinect", "pylibfreenect2", "libfreenect2"), ("k4a", "pyk4a", "pyk4a"), ("k4a:1", "pyk4a", "pyk4a")],
+)
 def test_kinect_sources_without_their_library_say_what_to_install(uri, module, hint):
     import importlib.util
+
     if importlib.util.find_spec(module) is not None:
         pytest.skip(f"{module} is installed here; this checks the message when it is not")
     with pytest.raises(BackendUnavailableError, match=hint):
@@ -335,7 +360,9 @@ def test_kinect_sources_without_their_library_say_what_to_install(uri, module, h
 
 @pytest.mark.parametrize("uri, module", [("kinect", "pylibfreenect2"), ("k4a", "pyk4a")])
 def test_kinect_hardware_streams_depth_in_millimetres(uri, module):
-    pytest.importorskip(module, reason=f"{module} is not installed (needs the sensor's SDK); hardware path unverified here")
+    pytest.importorskip(
+        module, reason=f"{module} is not installed (needs the sensor's SDK); hardware path unverified here"
+    )
     try:
         source = open_source(uri)
     except BackendUnavailableError as error:
@@ -346,33 +373,58 @@ def test_kinect_hardware_streams_depth_in_millimetres(uri, module):
 
 
 def test_stream_modules_import_without_torch_sdk_or_opencv():
-    code = ("import sys, sensorveil.runtime.stream, sensorveil.runtime.sources, sensorveil.runtime.sinks, "
-            "sensorveil.runtime.preview, sensorveil.runtime.synthetic_depth, sensorveil.runtime; "
-            "bad = [m for m in ('torch', 'sensorveil.sdk', 'sensorveil.export', 'cv2') if m in sys.modules]; "
-            "print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, sensorveil.runtime.stream, sensorveil.runtime.sources, sensorveil.runtime.sinks, "
+        "sensorveil.runtime.preview, sensorveil.runtime.synthetic_depth, sensorveil.runtime; "
+        "bad = [m for m in ('torch', 'sensorveil.sdk', 'sensorveil.export', 'cv2') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_benchmark_with_a_source_reports_stream_split_and_labelled_estimates(depth_bundle):
     from sensorveil.benchmarks.bench import benchmark_bundle
-    result = benchmark_bundle(depth_bundle, backend="onnxruntime", iters=20, warmup=2,
-                              source="synthetic-depth:6", stream_frames=20)
+
+    result = benchmark_bundle(
+        depth_bundle, backend="onnxruntime", iters=20, warmup=2, source="synthetic-depth:6", stream_frames=20
+    )
     row = result["rows"][0]
-    for column in ("stream_fps", "capture_ms", "preprocess_ms", "inference_ms", "postprocess_ms",
-                   "runtime_added_pct", "peak_rss_mb"):
+    for column in (
+        "stream_fps",
+        "capture_ms",
+        "preprocess_ms",
+        "inference_ms",
+        "postprocess_ms",
+        "runtime_added_pct",
+        "peak_rss_mb",
+    ):
         assert row[column] is not None and row[column] > 0, column
-    assert row["frames_out"] == 30 and row["bad"] == 0   # 10 warm-up + 20 timed frames
+    assert row["frames_out"] == 30 and row["bad"] == 0  # 10 warm-up + 20 timed frames
     assert result["estimates"] and all(e["label"].startswith("ESTIMATE") for e in result["estimates"])
-    assert not any(key.startswith("est_") for key in row)     # estimates never enter measured rows
+    assert not any(key.startswith("est_") for key in row)  # estimates never enter measured rows
     assert result["device"]["name"]
 
 
 def test_cli_run_writes_a_report_and_a_sink(depth_bundle, tmp_path, capsys):
     import json
+
     from sensorveil.cli import main
-    code = main(["run", str(depth_bundle), "--source", "synthetic-depth:7", "--frames", "4",
-                 "--sink", f"npz:{tmp_path / 'out'}", "--json", str(tmp_path / "report.json")])
+
+    code = main(
+        [
+            "run",
+            str(depth_bundle),
+            "--source",
+            "synthetic-depth:7",
+            "--frames",
+            "4",
+            "--sink",
+            f"npz:{tmp_path / 'out'}",
+            "--json",
+            str(tmp_path / "report.json"),
+        ]
+    )
     assert code == 0
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["frames_out"] == 4 and len(list((tmp_path / "out").iterdir())) == 4
@@ -381,18 +433,20 @@ def test_cli_run_writes_a_report_and_a_sink(depth_bundle, tmp_path, capsys):
 
 def test_cli_run_fails_when_nothing_is_delivered_or_too_much_is_bad(digits_bundle, tmp_path, capsys):
     from sensorveil.cli import main
+
     np.save(tmp_path / "x.npy", np.ones((4, 8, 8), np.float32))
     not_a_folder = tmp_path / "not-a-directory"
-    not_a_folder.write_text("x")                     # (root ignores permissions, so a file stands in the way)
+    not_a_folder.write_text("x")  # (root ignores permissions, so a file stands in the way)
     code = main(["run", str(digits_bundle), "--source", f"npy:{tmp_path / 'x.npy'}", "--sink", f"npz:{not_a_folder}"])
     error = capsys.readouterr().err
     assert code == 2 and "expected a writable directory" in error and "Traceback" not in error
     from sensorveil.cli import stream_exit_code
+
     every_write_failed = {"frames_out": 3, "undelivered": 3, "bad": 0, "dropped": 3, "errors": ["disk full"]}
     assert stream_exit_code(every_write_failed, 0.5) == 1
     assert "no privatized frame was delivered (first error: disk full)" in capsys.readouterr().err
     bad = np.ones((4, 8, 8), np.float32)
-    bad[1:] = np.nan                                   # 3 of 4 frames bad: over the 0.5 default
+    bad[1:] = np.nan  # 3 of 4 frames bad: over the 0.5 default
     np.save(tmp_path / "bad.npy", bad)
     assert main(["run", str(digits_bundle), "--source", f"npy:{tmp_path / 'bad.npy'}"]) == 1
     assert "75% of the frames were bad, dropped or missing (3 bad" in capsys.readouterr().err

@@ -16,9 +16,16 @@ import pytest
 import torch
 
 from sensorveil.sdk.mechanisms import tappfl
-from sensorveil.sdk.mechanisms.tappfl import (DeviceNetworks, LocalSettings, UtilityCritic, jsd_mutual_information,
-                                              privacy_condition_loss, privacy_network, theta_objective,
-                                              vclub_upper_bound)
+from sensorveil.sdk.mechanisms.tappfl import (
+    DeviceNetworks,
+    LocalSettings,
+    UtilityCritic,
+    jsd_mutual_information,
+    privacy_condition_loss,
+    privacy_network,
+    theta_objective,
+    vclub_upper_bound,
+)
 
 pytest.importorskip("flwr", reason="Flower is the federated extra: pip install 'sensorveil[federated]'")
 
@@ -290,26 +297,27 @@ ADULT_DATA = """39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical
 38, Private, 215646, HS-grad, 9, Divorced, Handlers-cleaners, Not-in-family, White, Male, 0, 0, 40, United-States, <=50K
 31, Private, 45781, Masters, 14, Never-married, Prof-specialty, Not-in-family, White, Female, 14084, 0, 50, United-States, >50K
 54, ?, 180211, Some-college, 10, Married-civ-spouse, ?, Husband, Asian-Pac-Islander, Male, 0, 0, 60, South, >50K
-"""
+"""  # noqa: E501  (records in the file's own format, one per line)
 ADULT_TEST = """|1x3 Cross validator
 25, Private, 226802, 11th, 7, Never-married, Machine-op-inspct, Own-child, Black, Male, 0, 0, 40, United-States, <=50K.
 38, Private, 89814, HS-grad, 9, Married-civ-spouse, Farming-fishing, Husband, White, Male, 0, 0, 50, United-States, <=50K.
 44, Private, 160323, Some-college, 10, Married-civ-spouse, Machine-op-inspct, Husband, Black, Male, 7688, 0, 40, United-States, >50K.
-"""
+"""  # noqa: E501  (records in the file's own format, one per line)
 
 
 def test_adult_loader_reads_the_uci_format_from_a_user_given_folder(tmp_path):
     from sensorveil.sdk.datasets import load_dataset
+
     (tmp_path / "adult.data").write_text(ADULT_DATA)
     (tmp_path / "adult.test").write_text(ADULT_TEST)
     train = load_dataset("adult", tmp_path)
     assert train.x.shape == (5, 96) and train.x.dtype == np.float32 and 0 <= train.x.min() <= train.x.max() <= 1
     assert train.attributes["income"].tolist() == [0, 0, 0, 1, 1]
     assert train.attributes["gender"].tolist() == [1, 1, 1, 0, 1]
-    assert train.attributes["marital_status"].tolist() == [4, 2, 0, 4, 2]   # appendix B's codes
-    assert train.x[0, 0] == pytest.approx(0.39) and train.x[4, 6:14].sum() == 0        # age; "?" workclass
+    assert train.attributes["marital_status"].tolist() == [4, 2, 0, 4, 2]  # appendix B's codes
+    assert train.x[0, 0] == pytest.approx(0.39) and train.x[4, 6:14].sum() == 0  # age; "?" workclass
     both = load_dataset("adult", tmp_path, split="both")
-    assert len(both) == 8 and both.attributes["income"][-1] == 1                        # "<=50K." read as label
+    assert len(both) == 8 and both.attributes["income"][-1] == 1  # "<=50K." read as label
     with pytest.raises(FileNotFoundError, match="expected a folder or .zip"):
         load_dataset("adult", tmp_path / "nowhere")
 
@@ -317,9 +325,16 @@ def test_adult_loader_reads_the_uci_format_from_a_user_given_folder(tmp_path):
 # -- 100 devices, 10% a round: the defaults in a real (one-round) run -----------------------------------
 def test_a_hundred_devices_ten_percent_a_round(tmp_path, monkeypatch):
     from sensorveil.sdk.runs import read_run, train_run
+
     monkeypatch.setenv("FLWR_HOME", str(tmp_path / "flwr-home"))
-    settings = {"rounds": "1", "pretrain_rounds": "0", "local_epochs": "1", "evaluate_fraction": "0",
-                "reference_attacks": "false", "timeout_s": "400"}
+    settings = {
+        "rounds": "1",
+        "pretrain_rounds": "0",
+        "local_epochs": "1",
+        "evaluate_fraction": "0",
+        "reference_attacks": "false",
+        "timeout_s": "400",
+    }
     run = read_run(train_run("tappfl", "digits", out=tmp_path / "run", attacker_epochs=1, settings=settings))
     config, [only] = run["config"], run["federation"]["rounds"]
     assert (config["clients"], config["fraction"], config["batch_size"], config["lr"]) == (100, 0.1, 10, 0.01)
@@ -351,7 +366,7 @@ def listening_addresses(pids: set) -> set:
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for line in Path(table).read_text().splitlines()[1:]:
             parts = line.split()
-            if parts[3] == "0A" and parts[9] in inodes:                   # 0A: LISTEN
+            if parts[3] == "0A" and parts[9] in inodes:  # 0A: LISTEN
                 address, port = parts[1].split(":")
                 found.add((address, int(port, 16)))
     return found
@@ -366,6 +381,7 @@ def test_federation_over_loopback_with_real_superlink_and_supernodes(tmp_path, m
     from sensorveil.cli import main
     from sensorveil.sdk import federated
     from sensorveil.sdk.runs import read_run
+
     home = tmp_path / "flwr-home"
     monkeypatch.setenv("FLWR_HOME", str(home))
     monkeypatch.setenv("FLWR_TELEMETRY_ENABLED", "0")
@@ -374,10 +390,31 @@ def test_federation_over_loopback_with_real_superlink_and_supernodes(tmp_path, m
     with federated.LoopbackFederation(home, nodes) as federation:
         addresses = listening_addresses({p.pid for p in federation.processes.values()})
         assert addresses and {a for a, _ in addresses} <= {"0100007F", "00000000000000000000000001000000"}, addresses
-        assert main(["train", "tappfl", "--dataset", "digits", "--out", str(tmp_path / "run"), "--set",
-                     "federation=deployment", f"superlink={federation.name}", "clients=2", "fraction=1.0",
-                     "rounds=2", "pretrain_rounds=0", "local_epochs=1", "evaluate_fraction=0",
-                     "reference_attacks=false", "timeout_s=180", "round_timeout_s=120"]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    "tappfl",
+                    "--dataset",
+                    "digits",
+                    "--out",
+                    str(tmp_path / "run"),
+                    "--set",
+                    "federation=deployment",
+                    f"superlink={federation.name}",
+                    "clients=2",
+                    "fraction=1.0",
+                    "rounds=2",
+                    "pretrain_rounds=0",
+                    "local_epochs=1",
+                    "evaluate_fraction=0",
+                    "reference_attacks=false",
+                    "timeout_s=180",
+                    "round_timeout_s=120",
+                ]
+            )
+            == 0
+        )
         processes = dict(federation.processes)
     stopped = time.time()
     assert all(p.poll() is not None for p in processes.values())

@@ -87,7 +87,9 @@ def test_export_sign_writes_a_signature_the_trusted_key_accepts(digits_run, keys
     out = tmp_path / "bundle"
     result = cli("export", digits_run, "--format", "onnx", "--sign", private, "--out", out)
     assert result.returncode == 0, result.stderr
-    assert (out / "manifest.sig").is_file() and "manifest.sig" not in json.loads((out / "manifest.json").read_text())["files"]
+    assert (out / "manifest.sig").is_file() and "manifest.sig" not in json.loads((out / "manifest.json").read_text())[
+        "files"
+    ]
     p = Privatizer.load(out, trusted_keys=[public])
     assert p.signature["status"] == "trusted" and p.describe()["signature"] == "trusted"
     assert p(FRAME).shape == (8, 8)
@@ -112,7 +114,7 @@ def test_identity_model_with_fixed_sha256_is_reported_unsigned_with_signing_off(
     bundle = signed_copy(digits_bundle, tmp_path, keys["publisher"][0])
     swap_in_identity_model(bundle)
     p = Privatizer.load(bundle)
-    np.testing.assert_array_equal(p(FRAME), FRAME)      # it is the pass-through: the load must not hide that
+    np.testing.assert_array_equal(p(FRAME), FRAME)  # it is the pass-through: the load must not hide that
     assert p.signature["status"] == "unsigned" and "does not match" in p.signature["detail"]
 
 
@@ -140,11 +142,13 @@ def test_any_change_after_signing_is_refused(digits_bundle, keys, tmp_path, edit
     bundle = signed_copy(digits_bundle, tmp_path, keys["publisher"][0])
     if edit == "manifest value":
         manifest = json.loads((bundle / "manifest.json").read_text())
-        manifest["input"]["normalization"]["scale"] = 32.0       # still a valid manifest
+        manifest["input"]["normalization"]["scale"] = 32.0  # still a valid manifest
         (bundle / "manifest.json").write_text(json.dumps(manifest))
     elif edit == "signature bytes":
         record = json.loads((bundle / "manifest.sig").read_text())
-        record["signature"] = record["signature"][:10] + ("A" if record["signature"][10] != "A" else "B") + record["signature"][11:]
+        record["signature"] = (
+            record["signature"][:10] + ("A" if record["signature"][10] != "A" else "B") + record["signature"][11:]
+        )
         (bundle / "manifest.sig").write_text(json.dumps(record))
     else:
         (bundle / "manifest.sig").write_bytes(b"\x00" * 300)
@@ -167,10 +171,10 @@ def copy_of(bundle, tmp_path):
 
 def test_file_swapped_after_the_check_is_never_run(digits_bundle, tmp_path):
     bundle = copy_of(digits_bundle, tmp_path)
-    verified = open_bundle(bundle)                    # hashes checked here ...
-    (bundle / "model.onnx").write_bytes(identity_model_bytes())   # ... the file swapped before the backend loads
+    verified = open_bundle(bundle)  # hashes checked here ...
+    (bundle / "model.onnx").write_bytes(identity_model_bytes())  # ... the file swapped before the backend loads
     y = Privatizer(verified)(FRAME)
-    assert not np.array_equal(y, FRAME)               # the verified bytes ran, not the swapped file
+    assert not np.array_equal(y, FRAME)  # the verified bytes ran, not the swapped file
 
 
 @pytest.mark.parametrize("stray", ["model.onnx.data", "sub/extra.bin", ".hidden"])
@@ -191,14 +195,17 @@ def test_symbolic_link_in_place_of_a_listed_file_is_refused(digits_bundle, tmp_p
         Privatizer.load(bundle)
 
 
-@pytest.mark.parametrize("alias, fragment", [
-    ("./model.onnx", "not a plain relative path"),
-    ("./././model.onnx", "not a plain relative path"),
-    ("sub//model.onnx", "not a plain relative path"),
-    ("../model.onnx", "outside the bundle"),
-    ("/etc/passwd", "outside the bundle"),
-    ("manifest.sig", "cannot be hashed inside itself"),
-])
+@pytest.mark.parametrize(
+    "alias, fragment",
+    [
+        ("./model.onnx", "not a plain relative path"),
+        ("./././model.onnx", "not a plain relative path"),
+        ("sub//model.onnx", "not a plain relative path"),
+        ("../model.onnx", "outside the bundle"),
+        ("/etc/passwd", "outside the bundle"),
+        ("manifest.sig", "cannot be hashed inside itself"),
+    ],
+)
 def test_aliases_and_outside_paths_are_refused(digits_bundle, tmp_path, alias, fragment):
     bundle = copy_of(digits_bundle, tmp_path)
     manifest = json.loads((bundle / "manifest.json").read_text())
@@ -211,10 +218,11 @@ def test_aliases_and_outside_paths_are_refused(digits_bundle, tmp_path, alias, f
 def test_twenty_thousand_aliases_are_refused_without_hashing_them(digits_bundle, tmp_path, monkeypatch):
     bundle = copy_of(digits_bundle, tmp_path)
     manifest = json.loads((bundle / "manifest.json").read_text())
-    for i in range(20000):     # 20,000 spellings of model.onnx
+    for i in range(20000):  # 20,000 spellings of model.onnx
         manifest["files"][f"./d{i}/../model.onnx"] = dict(manifest["files"]["model.onnx"])
     (bundle / "manifest.json").write_text(json.dumps(manifest))
     import hashlib
+
     calls = []
     real_sha256 = hashlib.sha256
     monkeypatch.setattr(hashlib, "sha256", lambda *a: calls.append(1) or real_sha256(*a))
@@ -231,6 +239,7 @@ def no_serial_policy(monkeypatch):
 
 def signed_with_serial(bundle, tmp_path, key_file, serial, name):
     from sensorveil.export.signing import load_private_key, sign_bundle
+
     target = tmp_path / name
     shutil.copytree(bundle, target)
     sign_bundle(target, load_private_key(key_file), serial=serial)
@@ -240,11 +249,12 @@ def signed_with_serial(bundle, tmp_path, key_file, serial, name):
 def test_signing_writes_a_serial_that_grows(digits_bundle, keys, tmp_path, no_serial_policy):
     bundle = signed_copy(digits_bundle, tmp_path, keys["publisher"][0])
     serial = json.loads((bundle / "manifest.json").read_text())["serial"]
-    assert isinstance(serial, int) and serial > 1_700_000_000      # the Unix time of signing
+    assert isinstance(serial, int) and serial > 1_700_000_000  # the Unix time of signing
 
 
-def test_an_older_signed_bundle_is_refused_once_a_serial_is_pinned(digits_bundle, keys, tmp_path, no_serial_policy,
-                                                                   monkeypatch):
+def test_an_older_signed_bundle_is_refused_once_a_serial_is_pinned(
+    digits_bundle, keys, tmp_path, no_serial_policy, monkeypatch
+):
     old = signed_with_serial(digits_bundle, tmp_path, keys["publisher"][0], 5, "old")
     new = signed_with_serial(digits_bundle, tmp_path, keys["publisher"][0], 6, "new")
     trusted = [keys["publisher"][1]]
@@ -252,7 +262,7 @@ def test_an_older_signed_bundle_is_refused_once_a_serial_is_pinned(digits_bundle
     assert Privatizer.load(new, trusted_keys=trusted, min_serial=6).signature["status"] == "trusted"
     with pytest.raises(TrustError, match="bundle serial 5 is below 6"):
         Privatizer.load(old, trusted_keys=trusted, min_serial=6)
-    monkeypatch.setenv("SENSORVEIL_MIN_SERIAL", "6")       # the device's policy: code cannot lower it
+    monkeypatch.setenv("SENSORVEIL_MIN_SERIAL", "6")  # the device's policy: code cannot lower it
     with pytest.raises(TrustError, match="bundle serial 5 is below 6"):
         Privatizer.load(old, trusted_keys=trusted, min_serial=1)
 
@@ -260,7 +270,7 @@ def test_an_older_signed_bundle_is_refused_once_a_serial_is_pinned(digits_bundle
 def test_a_pinned_serial_needs_a_trusted_signature(digits_bundle, keys, tmp_path, no_serial_policy):
     bundle = signed_with_serial(digits_bundle, tmp_path, keys["publisher"][0], 9, "signed")
     with pytest.raises(TrustError, match="only a trusted signature can vouch for"):
-        Privatizer.load(bundle, min_serial=1)          # no trusted key: anyone could have written the serial
+        Privatizer.load(bundle, min_serial=1)  # no trusted key: anyone could have written the serial
     with pytest.raises(TrustError, match="only a trusted signature"):
         Privatizer.load(digits_bundle, min_serial=1)
 

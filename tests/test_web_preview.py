@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import WALKWAY
 
 cv2 = pytest.importorskip("cv2", reason="the preview needs OpenCV (pip install opencv-python-headless)")
@@ -168,6 +167,7 @@ def test_counters_move_and_privacy_figures_are_the_manifests(server, depth_bundl
 def test_a_remote_viewer_cannot_switch_the_raw_view_back_on(depth_bundle):
     """The switch's policy, through the app in-process: only a loopback client may re-enable raw."""
     from starlette.testclient import TestClient
+
     from sensorveil.runtime import Privatizer
     from sensorveil.runtime.sources import open_source
     from sensorveil.runtime.web_preview import LiveFeed, build_app
@@ -221,6 +221,7 @@ def app_client(depth_bundle):
     """The app in-process, bound to 127.0.0.1:8080, the raw view switched off; requests come from
     the board itself (loopback), the one client that may turn it back on."""
     from starlette.testclient import TestClient
+
     from sensorveil.runtime import Privatizer
     from sensorveil.runtime.sources import open_source
     from sensorveil.runtime.web_preview import LiveFeed, build_app
@@ -428,7 +429,10 @@ ATTACK_PAGE = """<!doctype html><title>elsewhere</title><script>
                       headers: {"Content-Type": "application/json"}}],
   ];
   for (const [name, init] of attempts) {
-    try { const r = await fetch("TARGET" + "api/raw", init); results.push(name + ": " + (r.type === "opaque" ? "opaque" : r.status)); }
+    try {
+      const r = await fetch("TARGET" + "api/raw", init);
+      results.push(name + ": " + (r.type === "opaque" ? "opaque" : r.status));
+    }
     catch (e) { results.push(name + ": " + e.name); }
   }
   window.results = results; document.title = "done";
@@ -442,6 +446,7 @@ def test_a_page_from_another_origin_in_chromium_cannot_turn_the_raw_view_on(dept
     as text/plain and as a no-cors JSON request; the server's own state says the raw view is still off."""
     executable = chromium_or_skip()
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
     from playwright.sync_api import sync_playwright
 
     with PreviewServer(depth_bundle) as server:
@@ -458,6 +463,7 @@ def test_a_page_from_another_origin_in_chromium_cannot_turn_the_raw_view_on(dept
 
             def log_message(self, *args):
                 pass
+
         other = ThreadingHTTPServer(("127.0.0.1", 0), Elsewhere)
         threading.Thread(target=other.serve_forever, daemon=True).start()
         try:

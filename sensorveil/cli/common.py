@@ -70,14 +70,19 @@ def print_stream_report(report: dict) -> None:
     print_mapping(f"stream {report['source']}", {key: value for key, value in report.items()
                                                   if key not in FRACTION_KEYS})
     for stage, figures in report.get("stages_ms", {}).items():
-        print(f"  {stage + '_ms (mean/p50/p95)':28s} {figures['mean']:.3f} / {figures['p50']:.3f} / {figures['p95']:.3f}")
+        print(
+            f"  {stage + '_ms (mean/p50/p95)':28s} {figures['mean']:.3f} / {figures['p50']:.3f} / {figures['p95']:.3f}"
+        )
     for line in explain_overhead(report):
         print("  " + line)
     for error in report.get("errors", []):
         print(f"  bad frame: {error}")
     if report.get("frames_missing"):
-        print(f"sensorveil: warning: the source announced {report['frames_announced']} frames and ended "
-              f"{report['frames_missing']} short of that (a damaged or truncated file?)", file=sys.stderr)
+        print(
+            f"sensorveil: warning: the source announced {report['frames_announced']} frames and ended "
+            f"{report['frames_missing']} short of that (a damaged or truncated file?)",
+            file=sys.stderr,
+        )
 
 
 def explain_overhead(report: dict) -> "list[str]":
@@ -86,19 +91,27 @@ def explain_overhead(report: dict) -> "list[str]":
     if report.get("runtime_added_fraction") is None:
         return []
     model = report["model_ms_p50"]
-    return [f"model (backend) per frame, p50: {model:.3f} ms",
-            f"runtime added per frame, p50:   {report['runtime_added_ms_p50']:.3f} ms = "
-            f"{report['runtime_added_fraction']:.2f}x the model's time (runtime_added_fraction: preprocess + "
-            "postprocess, i.e. frame-to-sample crop/resize, validation and unit mapping)",
-            f"  of which the Privatizer's own: {report['units_ms_p50']:.3f} ms = {report['units_fraction']:.2f}x "
-            "(units_fraction: validation and sensor<->model units, what a caller handing it samples pays)"] + (
-            ["  preprocess ran in the read-ahead thread, beside the model: it costs CPU, not the frame rate, "
-             "while it is the faster side"] if report.get("prepared_ahead") else [])
+    return [
+        f"model (backend) per frame, p50: {model:.3f} ms",
+        f"runtime added per frame, p50:   {report['runtime_added_ms_p50']:.3f} ms = "
+        f"{report['runtime_added_fraction']:.2f}x the model's time (runtime_added_fraction: preprocess + "
+        "postprocess, i.e. frame-to-sample crop/resize, validation and unit mapping)",
+        f"  of which the Privatizer's own: {report['units_ms_p50']:.3f} ms = {report['units_fraction']:.2f}x "
+        "(units_fraction: validation and sensor<->model units, what a caller handing it samples pays)",
+    ] + (
+        [
+            "  preprocess ran in the read-ahead thread, beside the model: it costs CPU, not the frame rate, "
+            "while it is the faster side"
+        ]
+        if report.get("prepared_ahead")
+        else []
+    )
 
 
 def progress_for(source, frames):
     """A progress line on stderr: frames done of the file's length (or of --frames)."""
     from sensorveil.runtime.progress import Progress, expected_frames
+
     total = expected_frames(source)
     if frames is not None:
         total = min(total, frames) if total else frames

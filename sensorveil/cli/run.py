@@ -58,14 +58,27 @@ def add_parser(verbs) -> None:
     p.add_argument("--source", required=True, help="camera:N, video file or URL, kinect, k4a[:N|:FILE.mkv], "
                    "depthdir:PATH, npy:PATH or synthetic-depth")
     p.add_argument("--sink", default=None, help="video:FILE.mp4, png:DIR, npz:DIR or udp://HOST:PORT (default: none)")
-    p.add_argument("--frames", type=positive_int, default=None, help="stop after N frames (default: until the source ends)")
+    p.add_argument(
+        "--frames", type=positive_int, default=None, help="stop after N frames (default: until the source ends)"
+    )
     p.add_argument("--backend", default="auto")
-    p.add_argument("--depth-output", default="patch", choices=("patch", "frame"),
-                   help="depth: emit the privatized 180x180 patch, or a full frame with only the patch valid")
+    p.add_argument(
+        "--depth-output",
+        default="patch",
+        choices=("patch", "frame"),
+        help="depth: emit the privatized 180x180 patch, or a full frame with only the patch valid",
+    )
     p.add_argument("--json", default=None, help="write the stream report to this JSON file")
-    p.add_argument("--threads", type=positive_int, default=None,
-                   help="CPU threads for the model (default: all cores but one, which reads and pre-processes "
-                        "the next frames)")
-    p.add_argument("--max-bad-share", type=share, default=0.5,
-                   help="exit 1 when more than this share of frames was bad or dropped (default 0.5)")
+    p.add_argument(
+        "--threads",
+        type=positive_int,
+        default=None,
+        help="CPU threads for the model (default: all cores but one, which reads and pre-processes the next frames)",
+    )
+    p.add_argument(
+        "--max-bad-share",
+        type=share,
+        default=0.5,
+        help="exit 1 when more than this share of frames was bad or dropped (default 0.5)",
+    )
     p.set_defaults(func=cmd_run)

@@ -55,7 +55,7 @@ def threshold_warning(run: dict) -> "str | None":
 
 
 def mechanism_names() -> tuple:
-    from sensorveil.sdk import mechanisms   # the registry's names, read without importing torch
+    from sensorveil.sdk import mechanisms  # the registry's names, read without importing torch
     return mechanisms.names()
 
 

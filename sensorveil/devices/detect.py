@@ -85,5 +85,4 @@ def detect(evidence: "dict | None" = None) -> "list[dict]":
         required = [key for key in ("device_tree_model", "usb_ids") if key in rules]
         if hits and all(key in hits for key in required):
             found.append({"name": name, "matched_by": hits})
-    rank = lambda match: min(PRIORITY.index(key) for key in match["matched_by"])
-    return sorted(found, key=rank)
+    return sorted(found, key=lambda match: min(PRIORITY.index(key) for key in match["matched_by"]))

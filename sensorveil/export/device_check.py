@@ -107,30 +107,47 @@ def check_graph(graph: dict, profile: dict, precision: str) -> dict:
     problems = []
     unsupported = sorted(op for op in counts if allowed is not None and op not in allowed["supported"])
     if unsupported:
-        problems.append(f"{len(unsupported)} operator type(s) not supported by {profile['name']}: {', '.join(unsupported)}")
+        problems.append(
+            f"{len(unsupported)} operator type(s) not supported by {profile['name']}: {', '.join(unsupported)}"
+        )
     if graph.get("opset") and allowed and graph["opset"] > allowed.get("max_opset", graph["opset"]):
-        problems.append(f"ONNX opset {graph['opset']} is newer than the parser's {allowed['max_opset']}; "
-                        f"re-export with --target {profile['name']}")
-    too_new = sorted(op for op, version in graph.get("opset_versions", {}).items()
-                     if allowed and _opset_number(version) > allowed.get("max_opset", 99))
+        problems.append(
+            f"ONNX opset {graph['opset']} is newer than the parser's {allowed['max_opset']}; "
+            f"re-export with --target {profile['name']}"
+        )
+    too_new = sorted(
+        op
+        for op, version in graph.get("opset_versions", {}).items()
+        if allowed and _opset_number(version) > allowed.get("max_opset", 99)
+    )
     if too_new:
-        problems.append(f"operation versions newer than opset{allowed['max_opset']}: "
-                        + ", ".join(f"{op} ({graph['opset_versions'][op]})" for op in too_new))
+        problems.append(
+            f"operation versions newer than opset{allowed['max_opset']}: "
+            + ", ".join(f"{op} ({graph['opset_versions'][op]})" for op in too_new)
+        )
     constraints = profile.get("input_constraints", {})
     if constraints.get("static_shapes") and graph["dynamic_shapes"]:
         problems.append(f"{profile['name']} needs static shapes; the graph has a dynamic dimension")
     if constraints.get("io_dtype") == "int8":
         if precision != "int8" or graph.get("io_types", ["INT8"]) != ["INT8", "INT8"]:
-            problems.append(f"{profile['name']} needs int8 inputs/outputs; this model has {graph.get('io_types')} "
-                            f"({precision})")
+            problems.append(
+                f"{profile['name']} needs int8 inputs/outputs; this model has {graph.get('io_types')} ({precision})"
+            )
         if graph.get("float_operators"):
-            problems.append("not fully int8: float tensors around " + ", ".join(graph["float_operators"])
-                            + " (the Edge TPU compiler stops mapping at the first of these; the rest runs on the CPU)")
+            problems.append(
+                "not fully int8: float tensors around "
+                + ", ".join(graph["float_operators"])
+                + " (the Edge TPU compiler stops mapping at the first of these; the rest runs on the CPU)"
+            )
     if precision not in profile["precisions"]:
         problems.append(f"{profile['name']} runs {profile['precisions']}, the bundle is {precision}")
-    return {"operator_counts": dict(counts), "unsupported": unsupported, "problems": problems,
-            "operator_source": allowed["source"] if allowed else "no operator restriction for this profile",
-            "compatible": not problems}
+    return {
+        "operator_counts": dict(counts),
+        "unsupported": unsupported,
+        "problems": problems,
+        "operator_source": allowed["source"] if allowed else "no operator restriction for this profile",
+        "compatible": not problems,
+    }
 
 
 def check_bundle(bundle_dir, device: str) -> dict:
@@ -150,16 +167,32 @@ def check_bundle(bundle_dir, device: str) -> dict:
         problems += [f"{name}: {problem}" if len(names) > 1 else problem for problem in verdict["problems"]]
         source = verdict["operator_source"]
     files = [bundle.graph_artifact(backend, name)["file"] for name in names]
-    report = {"device": device, "bundle": str(bundle.root), "backend": backend, "file": ", ".join(files),
-              "graphs": names, "precision": precision, "operator_counts": dict(counts),
-              "unsupported": sorted(unsupported), "problems": problems, "operator_source": source,
-              "compatible": not problems}
+    report = {
+        "device": device,
+        "bundle": str(bundle.root),
+        "backend": backend,
+        "file": ", ".join(files),
+        "graphs": names,
+        "precision": precision,
+        "operator_counts": dict(counts),
+        "unsupported": sorted(unsupported),
+        "problems": problems,
+        "operator_source": source,
+        "compatible": not problems,
+    }
     if profile["backend"] == "edgetpu":
-        uncompiled = [bundle.graph_artifact("edgetpu", name) for name in bundle.graph_names("edgetpu")
-                      if not bundle.graph_artifact("edgetpu", name).get("compiled")] \
-            if "edgetpu" in bundle.manifest["artifacts"] else [artifact]
+        uncompiled = (
+            [
+                bundle.graph_artifact("edgetpu", name)
+                for name in bundle.graph_names("edgetpu")
+                if not bundle.graph_artifact("edgetpu", name).get("compiled")
+            ]
+            if "edgetpu" in bundle.manifest["artifacts"]
+            else [artifact]
+        )
         if uncompiled:
-            report["note"] = ("not compiled for the Edge TPU yet; on an x86-64 host run: " + "; ".join(
+            report["note"] = "not compiled for the Edge TPU yet; on an x86-64 host run: " + "; ".join(
                 entry.get("compile_command", f"edgetpu_compiler -s -o BUNDLE BUNDLE/{entry.get('file')}")
-                for entry in uncompiled))
+                for entry in uncompiled
+            )
     return report

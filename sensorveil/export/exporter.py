@@ -73,17 +73,30 @@ class GraphJob:
 
 
 class Exporter:
-    def __init__(self, run_dir, out_dir, precision: str = "fp32", include_samples: bool = True,
-                 target: str | None = None, calibration: int | None = None, int8_check: bool = True,
-                 attacker_epochs: int | None = None, sign_key=None, sensor_units: bool = True, serial: int | None = None):
+    def __init__(
+        self,
+        run_dir,
+        out_dir,
+        precision: str = "fp32",
+        include_samples: bool = True,
+        target: str | None = None,
+        calibration: int | None = None,
+        int8_check: bool = True,
+        attacker_epochs: int | None = None,
+        sign_key=None,
+        sensor_units: bool = True,
+        serial: int | None = None,
+    ):
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; expected one of {PRECISIONS}")
         self.run_dir = Path(run_dir)
         self.run = read_run(run_dir)
         self.mechanism = mechanisms.get(self.run["mechanism"])
         if not self.mechanism.exportable:
-            raise ValueError(f"the {self.mechanism.name} mechanism has no network to export "
-                             f"({self.mechanism.summary}); evaluate its run instead")
+            raise ValueError(
+                f"the {self.mechanism.name} mechanism has no network to export "
+                f"({self.mechanism.summary}); evaluate its run instead"
+            )
         self.graphs = self.mechanism.graphs(self.run_dir, self.run)
         self.out_dir = Path(out_dir)
         self.precision = precision
@@ -98,7 +111,7 @@ class Exporter:
         self.int8_check, self.attacker_epochs = int8_check, attacker_epochs
         # --sign KEY: the key is loaded before any work, so a wrong path fails in a second, not after training
         self.sign_key = load_private_key(sign_key) if sign_key else None
-        self.serial = serial      # the signed manifest's rollback serial (None: the Unix time of signing)
+        self.serial = serial  # the signed manifest's rollback serial (None: the Unix time of signing)
         # sensor units inside the graph where the format, precision and pipeline allow (sensor_units.py)
         self.sensor_units = sensor_units
         self.units_plan = UnitsPlan(MODEL_UNITS, "not planned yet")
@@ -128,8 +141,10 @@ class Exporter:
         """Rows outside the run's test slice (rebuilt with make_slices and the run's seed); all rows
         when the run has no single useful/private pair to rebuild the split from."""
         useful, private = self.run.get("useful"), self.run.get("private")
-        useful, private = (useful[0] if isinstance(useful, list) and len(useful) == 1 else useful,
-                           private[0] if isinstance(private, list) and len(private) == 1 else private)
+        useful, private = (
+            useful[0] if isinstance(useful, list) and len(useful) == 1 else useful,
+            private[0] if isinstance(private, list) and len(private) == 1 else private,
+        )
         if not (isinstance(useful, str) and isinstance(private, str)):
             return np.arange(len(self.dataset))
         data = self.dataset
@@ -152,9 +167,15 @@ class Exporter:
 
     def job(self, name: str) -> GraphJob:
         module, samples = self.exported_module(name)
-        return GraphJob(name=name, module=module, samples=samples,
-                        calibration=lambda: self.graph_inputs(name, self.calibration_samples()),
-                        out_dir=self.out_dir, precision=self.precision, target=self.target)
+        return GraphJob(
+            name=name,
+            module=module,
+            samples=samples,
+            calibration=lambda: self.graph_inputs(name, self.calibration_samples()),
+            out_dir=self.out_dir,
+            precision=self.precision,
+            target=self.target,
+        )
 
     def exported_module(self, name: str) -> tuple:
         """(the module the file is exported from, its real inputs): the graph itself in model units, or
@@ -185,11 +206,15 @@ class Exporter:
     def _missing_library(self, fmt: str, error: ModuleNotFoundError) -> str:
         module = (error.name or "").split(".")[0]
         extra = EXTRA_OF_MODULE.get(module, "all")
-        message = (f"exporting to {fmt} needs the Python package {module!r}, which is not installed here; "
-                   f"install it with: pip install '.[{extra}]' (from the sensorveil checkout)")
+        message = (
+            f"exporting to {fmt} needs the Python package {module!r}, which is not installed here; "
+            f"install it with: pip install '.[{extra}]' (from the sensorveil checkout)"
+        )
         if self.target:
-            message += (f"; the {self.target['name']} board itself is set up with "
-                        f"sensorveil/devices/{self.target['setup_script']}")
+            message += (
+                f"; the {self.target['name']} board itself is set up with "
+                f"sensorveil/devices/{self.target['setup_script']}"
+            )
         return message
 
     def _camera(self, pipeline: list) -> dict:
@@ -203,26 +228,44 @@ class Exporter:
 
     def _export(self, fmt: str) -> Path:
         # the pipeline first: whether the units can go in the graph depends on its stages
-        mechanism, pipeline = self.mechanism.bundle(self.run_dir, self.run, self.dataset, self.out_dir,
-                                                    self.include_samples)
-        self.units_plan = plan_units(fmt, self.precision, self.target, pipeline, self.run["input"],
-                                     self.run["output"], enabled=self.sensor_units)
+        mechanism, pipeline = self.mechanism.bundle(
+            self.run_dir, self.run, self.dataset, self.out_dir, self.include_samples
+        )
+        self.units_plan = plan_units(
+            fmt, self.precision, self.target, pipeline, self.run["input"], self.run["output"], enabled=self.sensor_units
+        )
         pipeline = self._with_units(pipeline)
         artifacts = self._write_graphs(fmt)
-        write_manifest(self.out_dir, mechanism, self.run["input"], self.run["output"], artifacts,
-                       extra={"pipeline": pipeline, "dataset": self.run["dataset"],
-                              "complexity": self._complexity(artifacts),
-                              "target": self.target["name"] if self.target else None,
-                              "metrics": self._metrics(), "training": self._training(),
-                              **self._camera(pipeline)})
-        records = [self._compare(backend, name, artifact.get("precision", "fp32"))
-                   for backend, artifact in artifacts.items() for name in artifact["graphs"]]
+        write_manifest(
+            self.out_dir,
+            mechanism,
+            self.run["input"],
+            self.run["output"],
+            artifacts,
+            extra={
+                "pipeline": pipeline,
+                "dataset": self.run["dataset"],
+                "complexity": self._complexity(artifacts),
+                "target": self.target["name"] if self.target else None,
+                "metrics": self._metrics(),
+                "training": self._training(),
+                **self._camera(pipeline),
+            },
+        )
+        records = [
+            self._compare(backend, name, artifact.get("precision", "fp32"))
+            for backend, artifact in artifacts.items()
+            for name in artifact["graphs"]
+        ]
         if self.int8_check and self.mechanism.int8_privacy_check:
-            records += [int8_privacy_record(self.out_dir, backend, self.run_dir, self.attacker_epochs)
-                        for backend, artifact in artifacts.items() if artifact.get("precision") == "int8"]
+            records += [
+                int8_privacy_record(self.out_dir, backend, self.run_dir, self.attacker_epochs)
+                for backend, artifact in artifacts.items()
+                if artifact.get("precision") == "int8"
+            ]
         self._record_validation(records)
         raise_on_failure(records)
-        if self.sign_key is not None:      # last: the signature covers the manifest as it is finally written
+        if self.sign_key is not None:  # last: the signature covers the manifest as it is finally written
             sign_bundle(self.out_dir, self.sign_key, serial=self.serial)
         return self.out_dir
 
@@ -239,12 +282,20 @@ class Exporter:
         (a float32 difference can flip a rounding)."""
         module, samples = self.exported_module(name)
         if not self.units_plan.in_graph:
-            return compare(self.out_dir, backend, name, module, samples, precision,
-                           to_model_units=compared_units(module))
+            return compare(
+                self.out_dir, backend, name, module, samples, precision, to_model_units=compared_units(module)
+            )
         out = module.out
-        return compare(self.out_dir, backend, name, module, samples, precision,
-                       to_model_units=lambda y: (y.astype(np.float32) - out.offset) / out.scale,
-                       rounding_step=1.0 / out.scale if module.round_output else 0.0)
+        return compare(
+            self.out_dir,
+            backend,
+            name,
+            module,
+            samples,
+            precision,
+            to_model_units=lambda y: (y.astype(np.float32) - out.offset) / out.scale,
+            rounding_step=1.0 / out.scale if module.round_output else 0.0,
+        )
 
     def _write_graphs(self, fmt: str) -> dict:
         """Every graph through the format's writer; per backend, the shared keys once and each
@@ -259,6 +310,7 @@ class Exporter:
     def _complexity(self, artifacts: dict) -> dict:
         """FLOPs and params summed over the bundle's graphs, from torch and from the ONNX files."""
         from sensorveil.benchmarks.flops import onnx_flops, onnx_params, torch_flops, torch_params
+
         record = {"params": 0, "flops_torch": 0}
         for name, graph in self.graphs.items():
             example = torch.from_numpy(self.graph_inputs(name, self.samples[:1]))
@@ -266,15 +318,20 @@ class Exporter:
             record["flops_torch"] += torch_flops(graph.module, example)
         onnx_files = [entry["file"] for entry in artifacts.get("onnxruntime", {}).get("graphs", {}).values()]
         if onnx_files:
-            record.update(flops_onnx=sum(onnx_flops(self.out_dir / f)["total"] for f in onnx_files),
-                          params_onnx=sum(onnx_params(self.out_dir / f) for f in onnx_files))
+            record.update(
+                flops_onnx=sum(onnx_flops(self.out_dir / f)["total"] for f in onnx_files),
+                params_onnx=sum(onnx_params(self.out_dir / f) for f in onnx_files),
+            )
         if len(self.graphs) > 1:
             record["graphs"] = list(self.graphs)
         return record
 
     def _metrics(self) -> dict:
-        return {**self.run.get("reference", {}), **self.run.get("metrics", {}),
-                "threshold_met": self.run.get("selection", {}).get("threshold_met")}
+        return {
+            **self.run.get("reference", {}),
+            **self.run.get("metrics", {}),
+            "threshold_met": self.run.get("selection", {}).get("threshold_met"),
+        }
 
     def _training(self) -> dict:
         return {"run": str(self.run_dir), "seed": self.run.get("seed"), "config": self.run.get("config")}
@@ -296,14 +353,35 @@ class Exporter:
         path.write_text(json.dumps(manifest, indent=2))
 
 
-def export_run(run_dir, fmt: str | None, out_dir, precision: str | None = None, include_samples: bool = True,
-               target: str | None = None, calibration: int | None = None, int8_check: bool = True,
-               attacker_epochs: int | None = None, sign_key=None, sensor_units: bool = True,
-               serial: int | None = None) -> Path:
+def export_run(
+    run_dir,
+    fmt: str | None,
+    out_dir,
+    precision: str | None = None,
+    include_samples: bool = True,
+    target: str | None = None,
+    calibration: int | None = None,
+    int8_check: bool = True,
+    attacker_epochs: int | None = None,
+    sign_key=None,
+    sensor_units: bool = True,
+    serial: int | None = None,
+) -> Path:
     """``target`` (a device profile) fills in the format and precision the device runs; ``sign_key``
-    (an Ed25519 private key PEM file) signs the manifest, with rollback ``serial`` (default: the Unix time); ``sensor_units=False`` keeps the normalization
-    in the runtime even where the graph could take it (sensor_units.py says where it cannot)."""
+    (an Ed25519 private key PEM file) signs the manifest, with rollback ``serial`` (default: the Unix
+    time); ``sensor_units=False`` keeps the normalization in the runtime even where the graph could take
+    it (sensor_units.py says where it cannot)."""
     fmt, precision = plan_for_target(target, fmt, precision)
-    return Exporter(run_dir, out_dir, precision, include_samples, target=target, calibration=calibration,
-                    int8_check=int8_check, attacker_epochs=attacker_epochs, sign_key=sign_key,
-                    sensor_units=sensor_units, serial=serial).export(fmt)
+    return Exporter(
+        run_dir,
+        out_dir,
+        precision,
+        include_samples,
+        target=target,
+        calibration=calibration,
+        int8_check=int8_check,
+        attacker_epochs=attacker_epochs,
+        sign_key=sign_key,
+        sensor_units=sensor_units,
+        serial=serial,
+    ).export(fmt)

@@ -91,13 +91,16 @@ def int8_privacy_record(bundle_dir, backend: str, run_dir, attacker_epochs: int 
     above = {family: int8["private"][family]["mean"] - figure["high"]
              for family, figure in fp32["private"].items() if family in int8["private"]}
     leaks = {family: excess for family, excess in above.items() if excess > 0}
-    return {**record, "fp32": {key: fp32[key] for key in INT8_FIGURES}, "int8": {key: int8[key] for key in INT8_FIGURES},
-            "shift": {key: float(int8[key] - fp32[key]) for key in INT8_FIGURES},
-            "families": {family: {"fp32": fp32["private"][family], "int8": int8["private"][family]}
-                         for family in above},
-            "status": "failed" if leaks else "passed",
-            "message": f"{backend} (int8) leaks more than fp32 beyond its 95% interval: "
-                       + ", ".join(f"{family} +{excess:.3f} above the interval" for family, excess in leaks.items())}
+    return {
+        **record,
+        "fp32": {key: fp32[key] for key in INT8_FIGURES},
+        "int8": {key: int8[key] for key in INT8_FIGURES},
+        "shift": {key: float(int8[key] - fp32[key]) for key in INT8_FIGURES},
+        "families": {family: {"fp32": fp32["private"][family], "int8": int8["private"][family]} for family in above},
+        "status": "failed" if leaks else "passed",
+        "message": f"{backend} (int8) leaks more than fp32 beyond its 95% interval: "
+        + ", ".join(f"{family} +{excess:.3f} above the interval" for family, excess in leaks.items()),
+    }
 
 
 def raise_on_failure(records: list[dict]) -> None:

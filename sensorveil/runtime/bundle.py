@@ -21,9 +21,19 @@ from pathlib import Path
 
 from sensorveil.runtime import trust
 from sensorveil.runtime.errors import BundleError
-from sensorveil.runtime.schema import (MANIFEST_NAME, MAX_FILES, READABLE_SCHEMAS, REQUIRED_KEYS,  # noqa: F401
-                                       REQUIRED_SPEC_KEYS, SCHEMA_VERSION, SIGNATURE_NAME, SINGLE_GRAPH,
-                                       graphs_of, pipeline_of, validate_manifest)
+from sensorveil.runtime.schema import (  # noqa: F401
+    MANIFEST_NAME,
+    MAX_FILES,
+    READABLE_SCHEMAS,
+    REQUIRED_KEYS,
+    REQUIRED_SPEC_KEYS,
+    SCHEMA_VERSION,
+    SIGNATURE_NAME,
+    SINGLE_GRAPH,
+    graphs_of,
+    pipeline_of,
+    validate_manifest,
+)
 
 MAX_MANIFEST_BYTES = 16 << 20      # a real manifest is a few KB; this keeps a hostile one from filling memory
 # TensorRT builds its engine on the device and caches it here, inside the bundle (tensorrt_backend.py);

@@ -78,17 +78,20 @@ class ViewComposer:
             if raw.ndim == 3:
                 raw, privatized = (cv2.cvtColor(v, cv2.COLOR_BGR2GRAY) if name == "difference" else v
                                    for v in (raw, privatized))
-            panel = self._difference(raw, privatized) if name == "difference" else (raw if name == "raw" else privatized)
+            panel = (
+                self._difference(raw, privatized) if name == "difference" else (raw if name == "raw" else privatized)
+            )
             if panel.ndim == 2:
                 panel = cv2.cvtColor(panel, cv2.COLOR_GRAY2BGR)
         elif name == "difference":
             panel = self._difference(result.sample, result.privatized)
         else:
-            depth = result.frame.modality == "depth"   # colour-map depth; camera frames stay grey
+            depth = result.frame.modality == "depth"  # colour-map depth; camera frames stay grey
             panel = colorize(result.sample if name == "raw" else result.privatized, self.low, self.high, depth)
-        small = panel.shape[0] < self.panel[0] // 4   # 8x8 digits: keep pixels square and sharp
-        return cv2.resize(panel, (self.panel[1], self.panel[0]),
-                          interpolation=cv2.INTER_NEAREST if small else cv2.INTER_LINEAR)
+        small = panel.shape[0] < self.panel[0] // 4  # 8x8 digits: keep pixels square and sharp
+        return cv2.resize(
+            panel, (self.panel[1], self.panel[0]), interpolation=cv2.INTER_NEAREST if small else cv2.INTER_LINEAR
+        )
 
     def _difference(self, raw: np.ndarray, privatized: np.ndarray) -> np.ndarray:
         cv2 = _cv2()
@@ -112,8 +115,9 @@ class ContactSheet:
         if self.seen % self.step == 0:
             cv2 = _cv2()
             scale = self.tile_width / view.shape[1]
-            self.kept.append(cv2.resize(view, (self.tile_width, _even(view.shape[0] * scale)),
-                                        interpolation=cv2.INTER_AREA))
+            self.kept.append(
+                cv2.resize(view, (self.tile_width, _even(view.shape[0] * scale)), interpolation=cv2.INTER_AREA)
+            )
             if len(self.kept) >= 2 * self.tiles:
                 self.kept, self.step = self.kept[::2], self.step * 2
         self.seen += 1
@@ -124,8 +128,10 @@ class ContactSheet:
         chosen = [self.kept[i] for i in np.linspace(0, len(self.kept) - 1, min(self.tiles, len(self.kept))).astype(int)]
         columns = 3
         blank = np.zeros_like(chosen[0])
-        rows = [np.concatenate((chosen[i:i + columns] + [blank] * columns)[:columns], axis=1)
-                for i in range(0, len(chosen), columns)]
+        rows = [
+            np.concatenate((chosen[i : i + columns] + [blank] * columns)[:columns], axis=1)
+            for i in range(0, len(chosen), columns)
+        ]
         if not _cv2().imwrite(str(path), np.concatenate(rows, axis=0)):
             raise InputError(f"could not write the contact sheet {path}")
         return path
@@ -136,8 +142,15 @@ def _even(value: float) -> int:
     return max(2, int(round(value / 2)) * 2)
 
 
-def preview(privatizer: Privatizer, source: Source, out: "str | Path | None" = None, headless: bool = False,
-            frames: "int | None" = None, panel_px: int = 320, progress=None) -> dict:
+def preview(
+    privatizer: Privatizer,
+    source: Source,
+    out: "str | Path | None" = None,
+    headless: bool = False,
+    frames: "int | None" = None,
+    panel_px: int = 320,
+    progress=None,
+) -> dict:
     """Run the preview; returns the stream report plus what was written. ``progress``: an object
     with ``update(counters)`` (sensorveil.runtime.progress.Progress), called after each frame."""
     if headless and out is None:
@@ -152,19 +165,19 @@ def preview(privatizer: Privatizer, source: Source, out: "str | Path | None" = N
     state = {"view": 0, "paused": False, "quit": False}
     recent = collections.deque(maxlen=30)
     try:
-        with sigterm_as_interrupt():   # Ctrl-C or SIGTERM: the video is finalised and the report kept
+        with sigterm_as_interrupt():  # Ctrl-C or SIGTERM: the video is finalised and the report kept
             for result in stream:
                 recent.append(time.perf_counter())
                 fps = (len(recent) - 1) / (recent[-1] - recent[0]) if len(recent) > 1 else 0.0
                 latency = sum(result.timings_ms[stage] for stage in ("preprocess", "inference", "postprocess"))
                 if progress is not None:
                     progress.update(stream.counters)
-                if out is not None and writer is None:   # sized by the first frame (camera bundles)
+                if out is not None and writer is None:  # sized by the first frame (camera bundles)
                     composer.fit(result)
                     writer = open_video_writer(out, source.fps or 25.0, *composer.size(VIEWS[0]))
                 elif window is not None and stream.counters.frames_out == 1:
                     composer.fit(result)
-                if writer is not None:   # the file always carries the full three-panel view
+                if writer is not None:  # the file always carries the full three-panel view
                     full = composer.compose(result, VIEWS[0], fps, latency)
                     writer.write(full)
                     sheet.add(full)
@@ -177,7 +190,7 @@ def preview(privatizer: Privatizer, source: Source, out: "str | Path | None" = N
     finally:
         if progress is not None:
             progress.close(stream.counters)
-        if out is not None and writer is None:   # no frame came: still an (empty) video file
+        if out is not None and writer is None:  # no frame came: still an (empty) video file
             writer = open_video_writer(out, source.fps or 25.0, *composer.size(VIEWS[0]))
         if writer is not None:
             writer.release()
@@ -200,12 +213,14 @@ def _open_window():
         raise BackendUnavailableError(
             "no window can be opened (no display, or OpenCV built without GUI support, e.g. "
             "opencv-python-headless); run with --headless --out FILE.mp4, or pip install opencv-python "
-            f"on a machine with a display ({str(error).strip().splitlines()[-1]})") from None
+            f"on a machine with a display ({str(error).strip().splitlines()[-1]})"
+        ) from None
     return cv2
 
 
-def _show(cv2, composer: ViewComposer, result: Result, fps: float, latency: float, state: dict,
-          source_fps: "float | None") -> None:
+def _show(
+    cv2, composer: ViewComposer, result: Result, fps: float, latency: float, state: dict, source_fps: "float | None"
+) -> None:
     """Draw one result and handle keys; while paused, keep redrawing the same result."""
     delay_ms = max(1, int(1000 / source_fps)) if source_fps else 1
     while True:

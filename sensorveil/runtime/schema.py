@@ -14,11 +14,29 @@ Runs on the boards' Python (3.6): no annotations import here.
 """
 import re
 
-from sensorveil.runtime.manifest_fields import (MAX_NAME_CHARS, MAX_RANK, MAX_SAMPLE_ELEMENTS,  # noqa: F401
-                                                SINGLE_GRAPH, ManifestError, describe, fail, graphs_of,
-                                                is_integer, is_number, need_integer, need_list, need_listed,
-                                                need_number, need_object, need_shape, need_str, need_text,
-                                                optional, pipeline_of, subpath)
+from sensorveil.runtime.manifest_fields import (  # noqa: F401
+    MAX_NAME_CHARS,
+    MAX_RANK,
+    MAX_SAMPLE_ELEMENTS,
+    SINGLE_GRAPH,
+    ManifestError,
+    describe,
+    fail,
+    graphs_of,
+    is_integer,
+    is_number,
+    need_integer,
+    need_list,
+    need_listed,
+    need_number,
+    need_object,
+    need_shape,
+    need_str,
+    need_text,
+    optional,
+    pipeline_of,
+    subpath,
+)
 from sensorveil.runtime.stages import STAGE_KINDS, stage_class
 
 # 2: a mechanism is a pipeline of stages over named graphs (artifacts[backend]["graphs"]).
@@ -109,10 +127,13 @@ def check_file_name(where, name):
                             "inside it".format(where, name))
     if "\\" in name or any(part in ("", ".") for part in parts):
         raise ManifestError("{}: file entry {!r} is not a plain relative path; expected one spelling per "
-                            "file, such as 'model.onnx' or 'sub/model.bin' (no '.', '//' or '\\\\')".format(where, name))
+                            "file, such as 'model.onnx' or 'sub/model.bin' (no '.', '//' or '\\\\')".format(
+                                where, name))
     if name in (MANIFEST_NAME, SIGNATURE_NAME):
-        raise ManifestError("{}: the manifest lists {!r}, which cannot be hashed inside itself; expected "
-                            "only the bundle's model and array files".format(where, name))
+        raise ManifestError(
+            "{}: the manifest lists {!r}, which cannot be hashed inside itself; expected "
+            "only the bundle's model and array files".format(where, name)
+        )
 
 
 def validate_files(where, files):
@@ -141,20 +162,26 @@ def validate_artifacts(where, manifest):
         optional(artifact, "precision", need_text, where, path + ".precision", artifact.get("precision"), PRECISIONS)
         graphs = graphs_of(artifact)
         if not isinstance(graphs, dict) or not graphs:
-            raise ManifestError("{}: artifact {!r} 'graphs' must map graph names to {{'file': ...}}".format(where, backend))
+            raise ManifestError(
+                "{}: artifact {!r} 'graphs' must map graph names to {{'file': ...}}".format(where, backend)
+            )
         for graph, entry in graphs.items():
             graph_path = subpath(path + ".graphs", need_text(where, path + ".graphs key", graph))
             validate_graph_entry(where, graph_path, entry, files)
-            if backend == "tensorrt":     # build settings per graph, or shared by all (graph_artifact merges)
+            if backend == "tensorrt":  # build settings per graph, or shared by all (graph_artifact merges)
                 build = entry.get("build", artifact.get("build"))
-                validate_tensorrt_build(where, graph_path + ".build" if "build" in entry else path + ".build",
-                                        build, files)
+                validate_tensorrt_build(
+                    where, graph_path + ".build" if "build" in entry else path + ".build", build, files
+                )
 
 
 def validate_graph_entry(where, path, entry, files):
     if not isinstance(entry, dict) or not isinstance(entry.get("file"), str) or entry["file"] not in files:
-        raise ManifestError("{}: {} file {} is not listed in 'files'".format(
-            where, path, describe(entry.get("file") if isinstance(entry, dict) else entry)))
+        raise ManifestError(
+            "{}: {} file {} is not listed in 'files'".format(
+                where, path, describe(entry.get("file") if isinstance(entry, dict) else entry)
+            )
+        )
     optional(entry, "weights", need_listed, where, path + ".weights", entry.get("weights"), files)
     optional(entry, "input_shape", need_shape, where, path + ".input_shape", entry.get("input_shape"))
 
@@ -173,7 +200,7 @@ def validate_mechanism(where, mechanism):
     need_object(where, "mechanism", mechanism)
     optional(mechanism, "name", need_text, where, "mechanism.name", mechanism.get("name"))
     optional(mechanism, "kind", need_text, where, "mechanism.kind", mechanism.get("kind"))
-    if mechanism.get("substitution") is not None:     # null reads as {} (schema 1's pipeline_of)
+    if mechanism.get("substitution") is not None:  # null reads as {} (schema 1's pipeline_of)
         need_object(where, "mechanism.substitution", mechanism["substitution"])
 
 
@@ -183,16 +210,20 @@ def validate_pipeline(where, manifest):
         raise ManifestError("{}: manifest lacks 'pipeline'; expected a non-empty list of stages".format(where))
     pipeline = pipeline_of(manifest)
     if not isinstance(pipeline, list) or not 0 < len(pipeline) <= MAX_STAGES:
-        raise ManifestError("{}: manifest 'pipeline' must be a non-empty list of stages (at most {}); it is "
-                            "{}".format(where, MAX_STAGES, describe(pipeline)))
+        raise ManifestError(
+            "{}: manifest 'pipeline' must be a non-empty list of stages (at most {}); it is {}".format(
+                where, MAX_STAGES, describe(pipeline)
+            )
+        )
     for position, stage in enumerate(pipeline):
         path = "pipeline[{}]".format(position)
         if not isinstance(stage, dict) or not isinstance(stage.get("kind"), str):
             raise ManifestError("{}: pipeline stage {} must be an object with a 'kind' string".format(where, position))
         if stage["kind"] not in STAGE_KINDS:
-            raise ManifestError("{}: pipeline stage kind {!r} is not known to this runtime; expected one of {} "
-                                "(upgrade sensorveil on the device)".format(where, stage["kind"][:60],
-                                                                            sorted(STAGE_KINDS)))
+            raise ManifestError(
+                "{}: pipeline stage kind {!r} is not known to this runtime; expected one of {} "
+                "(upgrade sensorveil on the device)".format(where, stage["kind"][:60], sorted(STAGE_KINDS))
+            )
         # each stage module checks its own entry, including the ranges in which it still protects
         stage_class(stage["kind"]).validate_fields(where, path, stage, manifest)
 
@@ -209,8 +240,12 @@ def validate_camera(where, manifest):
     if camera["detector"] != "motion":
         fail(where, "camera.detector", camera["detector"], "'motion'")
     if camera["crop_shape"] != manifest["input"]["sample_shape"]:
-        fail(where, "camera.crop_shape", camera["crop_shape"],
-             "the input's sample_shape {}".format(manifest["input"]["sample_shape"]))
+        fail(
+            where,
+            "camera.crop_shape",
+            camera["crop_shape"],
+            "the input's sample_shape {}".format(manifest["input"]["sample_shape"]),
+        )
     if camera.get("paste", "window") not in ("window", "cut-out"):
         fail(where, "camera.paste", camera.get("paste"), "'window' (the default) or 'cut-out'")
     margin = camera.get("margin", 0.0)
@@ -224,13 +259,17 @@ def validate_manifest(manifest, where):
     need_object(where, "(the whole manifest)", manifest)
     missing = [key for key in REQUIRED_KEYS if key not in manifest]
     if missing:
-        raise ManifestError("{}: manifest lacks required keys {}; expected {}".format(where, missing,
-                                                                                   list(REQUIRED_KEYS)))
+        raise ManifestError(
+            "{}: manifest lacks required keys {}; expected {}".format(where, missing, list(REQUIRED_KEYS))
+        )
     version = manifest["schema_version"]
     if not is_integer(version) or version not in READABLE_SCHEMAS:
         raise ManifestError(
             "{}: manifest schema_version {} is not supported; this runtime reads schema_version {} (upgrade "
-            "sensorveil or re-export the bundle)".format(where, describe(version), ", ".join(map(str, READABLE_SCHEMAS))))
+            "sensorveil or re-export the bundle)".format(
+                where, describe(version), ", ".join(map(str, READABLE_SCHEMAS))
+            )
+        )
     validate_mechanism(where, manifest["mechanism"])
     optional(manifest, "serial", need_integer, where, "serial", manifest.get("serial"), 1, (1 << 63) - 1)
     for side in ("input", "output"):
@@ -242,24 +281,35 @@ def validate_manifest(manifest, where):
 
 
 # -- the model against the manifest, once a backend has loaded it --------------------------------
-def check_model_io(where, backend, graph, inputs, outputs, expected_input=None, expected_output=None,
-                   check_names=True):
+def check_model_io(where, backend, graph, inputs, outputs, expected_input=None, expected_output=None, check_names=True):
     """``inputs``/``outputs``: [(name, shape)] the backend reports, a dim None where it is free.
     ``expected_*``: (name, per-sample shape) from the manifest, or None where the manifest says nothing
     about that side of this graph (a decoder's latent input). Each mismatch is one ManifestError."""
     label = "{}: the {} model of graph {!r}".format(where, backend, graph)
     if len(inputs) != 1 or not outputs:
-        raise ManifestError("{} has {} input(s) and {} output(s); expected one input and at least one output".format(
-            label, len(inputs), len(outputs)))
-    for side, (name, shape), expected in (("input", inputs[0], expected_input), ("output", outputs[0], expected_output)):
+        raise ManifestError(
+            "{} has {} input(s) and {} output(s); expected one input and at least one output".format(
+                label, len(inputs), len(outputs)
+            )
+        )
+    for side, (name, shape), expected in (
+        ("input", inputs[0], expected_input),
+        ("output", outputs[0], expected_output),
+    ):
         if expected is None:
             continue
         expected_name, sample_shape = expected
         if check_names and expected_name is not None and name != expected_name:
-            raise ManifestError("{} names its {} {!r}; the manifest expects {!r}".format(label, side, name, expected_name))
+            raise ManifestError(
+                "{} names its {} {!r}; the manifest expects {!r}".format(label, side, name, expected_name)
+            )
         if not dims_agree(shape, sample_shape):
-            raise ManifestError("{} has {} shape {}; the manifest expects (batch, {}) ".format(
-                label, side, list(shape), ", ".join(map(str, sample_shape))) + "(a free dimension matches any size)")
+            raise ManifestError(
+                "{} has {} shape {}; the manifest expects (batch, {}) ".format(
+                    label, side, list(shape), ", ".join(map(str, sample_shape))
+                )
+                + "(a free dimension matches any size)"
+            )
 
 
 def dims_agree(shape, sample_shape):

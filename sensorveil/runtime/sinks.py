@@ -74,7 +74,9 @@ class VideoSink(Sink):
         self.writer = None
 
     def write(self, output: np.ndarray, frame: Frame) -> None:
-        image = output if output.dtype == np.uint8 and output.ndim == 3 else colorize(output, *self.value_range, self.depth)
+        image = (
+            output if output.dtype == np.uint8 and output.ndim == 3 else colorize(output, *self.value_range, self.depth)
+        )
         if self.writer is None:
             self.writer = open_video_writer(self.path, self.fps, image.shape[1], image.shape[0])
         self.writer.write(image)
@@ -102,15 +104,16 @@ class FolderSink(Sink):
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            raise SinkError(f"{fmt} sink: cannot use {self.folder} as a folder ({error.strerror}); "
-                            "expected a writable directory") from None
+            raise SinkError(
+                f"{fmt} sink: cannot use {self.folder} as a folder ({error.strerror}); expected a writable directory"
+            ) from None
 
     def write(self, output: np.ndarray, frame: Frame) -> None:
         path = self.folder / f"{frame.index:08d}.{self.fmt}"
         if self.fmt == "npz":
             try:
                 np.savez(path, output=output, index=frame.index, timestamp=frame.timestamp)
-            except OSError as error:   # read-only folder, full disk: one SinkError, the stream counts it
+            except OSError as error:  # read-only folder, full disk: one SinkError, the stream counts it
                 raise SinkError(f"could not write {path} ({error.strerror})") from None
             return
         if output.dtype not in (np.uint8, np.uint16):
@@ -128,7 +131,7 @@ class UdpSink(Sink):
     """
 
     def __init__(self, host: str, port: int, max_payload: int = 60000):
-        self.address = resolve_udp_address(host, port)   # once: not a DNS lookup per datagram
+        self.address = resolve_udp_address(host, port)  # once: not a DNS lookup per datagram
         self.max_payload = int(max_payload)
         self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 
@@ -140,9 +143,10 @@ class UdpSink(Sink):
         shape = tuple(output.shape) + (0,) * (MAX_RANK - output.ndim)
         try:
             for chunk in range(chunks):
-                header = HEADER.pack(MAGIC, frame.index, frame.timestamp, chunk, chunks,
-                                     output.dtype.str.encode(), output.ndim, *shape)
-                body = payload[chunk * self.max_payload:(chunk + 1) * self.max_payload]
+                header = HEADER.pack(
+                    MAGIC, frame.index, frame.timestamp, chunk, chunks, output.dtype.str.encode(), output.ndim, *shape
+                )
+                body = payload[chunk * self.max_payload : (chunk + 1) * self.max_payload]
                 self.socket.sendto(header + body, self.address)
         except OSError as error:
             raise SinkError(f"udp send to {self.address[0]}:{self.address[1]} failed: {error}") from None
@@ -162,8 +166,9 @@ def resolve_udp_address(host: str, port) -> "tuple[str, int]":
     try:
         return socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM)[0][4][:2]
     except (socket.gaierror, UnicodeError) as error:
-        raise InputError(f"udp sink: cannot resolve host {host!r} ({error}); expected a name or IPv4 address "
-                         "of the receiver") from None
+        raise InputError(
+            f"udp sink: cannot resolve host {host!r} ({error}); expected a name or IPv4 address of the receiver"
+        ) from None
 
 
 MAGIC = b"SVL1"
@@ -188,7 +193,7 @@ class UdpReceiver:
             if magic != MAGIC:
                 continue
             parts = self.partial.setdefault(index, {})
-            parts[chunk] = packet[HEADER.size:]
+            parts[chunk] = packet[HEADER.size :]
             if len(parts) == chunks:
                 del self.partial[index]
                 # older incomplete frames will never complete once a newer one has
@@ -201,8 +206,9 @@ class UdpReceiver:
         self.socket.close()
 
 
-def open_sink(target, fps: "float | None" = None, value_range: "tuple[float, float]" = (0.0, 255.0),
-              depth: bool = False) -> "Sink | None":
+def open_sink(
+    target, fps: "float | None" = None, value_range: "tuple[float, float]" = (0.0, 255.0), depth: bool = False
+) -> "Sink | None":
     """A sink from a URI (see the module docstring), a callable, or None for no sink."""
     if target is None or target == "":
         return None
@@ -211,7 +217,7 @@ def open_sink(target, fps: "float | None" = None, value_range: "tuple[float, flo
     text = str(target)
     scheme, _, rest = text.partition(":")
     if text.startswith("udp://"):
-        host, _, port = text[len("udp://"):].rpartition(":")
+        host, _, port = text[len("udp://") :].rpartition(":")
         if not host or not port.isdigit():
             raise InputError(f"sink {text!r}: expected udp://HOST:PORT")
         return UdpSink(host, int(port))

@@ -58,8 +58,10 @@ def check_sensor_input(x, spec: TensorSpec) -> "tuple[np.ndarray, bool]":
     if x.dtype.kind in "ui" and x.dtype != spec.dtype and x.dtype not in spec.accepts:
         # integer codes of another sensor (8-bit pixels into a 0..16 bundle, millimetres into metres) would
         # be clipped into range silently; a float is a reading in the bundle's units and is only range-clipped
-        raise InputError(f"input dtype {x.dtype} is not the bundle's input dtype {spec.dtype.name}; expected "
-                         f"{spec.describe()} (convert the readings to its units first, or export with input.accepts_dtypes)")
+        raise InputError(
+            f"input dtype {x.dtype} is not the bundle's input dtype {spec.dtype.name}; expected "
+            f"{spec.describe()} (convert the readings to its units first, or export with input.accepts_dtypes)"
+        )
     if x.size == 0:
         raise InputError(f"input is empty (shape {x.shape}); expected {spec.describe()}")
     ndim = len(spec.sample_shape)

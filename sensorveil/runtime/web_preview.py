@@ -46,10 +46,21 @@ from sensorveil.runtime.sources import Source
 from sensorveil.runtime.stream import sigterm_as_interrupt
 from sensorveil.runtime.web_feed import COUNTER_KEYS, JPEG_QUALITY, PANEL_PX, VIEWS, LiveFeed  # noqa: F401 (API)
 from sensorveil.runtime.web_page import BOUNDARY, FIGURES, privacy_figures, render_page  # noqa: F401 (API)
-from sensorveil.runtime.web_security import (DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS, MAX_CONNECTIONS_ENV,
-                                             MAX_STREAMS_ENV, AddressCheck, HostGuard, Refused, StreamSlots,
-                                             bounded_protocol, limit_setting, parse_switch, read_small_body,
-                                             require_json)
+from sensorveil.runtime.web_security import (
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_STREAMS,
+    MAX_CONNECTIONS_ENV,
+    MAX_STREAMS_ENV,
+    AddressCheck,
+    HostGuard,
+    Refused,
+    StreamSlots,
+    bounded_protocol,
+    limit_setting,
+    parse_switch,
+    read_small_body,
+    require_json,
+)
 
 DEFAULT_HOST = "127.0.0.1"
 POLL_S = 0.02             # how often an MJPEG response looks for a new frame

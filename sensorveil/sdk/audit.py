@@ -91,7 +91,7 @@ def flat_features(x: np.ndarray) -> np.ndarray:
 def attack(family: str, release: Release, labels: np.ndarray, classes: int, epochs: int, seed: int) -> np.ndarray:
     """One attacker of ``family`` trained on the released training split: its guesses on the test split."""
     task = release.task
-    train_y, test_y = labels[task.attacker_train], labels[task.test]
+    train_y = labels[task.attacker_train]
     if family == "neural":
         net = make_classifier(task.modality, task.model_shape, classes)
         torch.manual_seed(seed)

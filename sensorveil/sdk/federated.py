@@ -33,13 +33,11 @@ from typing import Callable
 
 import numpy as np
 
+from sensorveil.sdk.federated_validation import FederationError
+
 TELEMETRY_OFF = {"FLWR_TELEMETRY_ENABLED": "0"}
 SPEC_FILE = "federation-spec.json"
 STOP_GRACE_S = 10.0
-
-
-class FederationError(RuntimeError):
-    """A federated run failed: a device raised, did not answer, or the Flower process exited badly."""
 
 
 class FederationTimeout(FederationError):

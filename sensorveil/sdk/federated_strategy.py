@@ -22,8 +22,7 @@ import logging
 import random
 import time
 
-from sensorveil.sdk.federated import FederationError
-from sensorveil.sdk.federated_validation import UpdateLimits, split_replies, too_few_message
+from sensorveil.sdk.federated_validation import FederationError, UpdateLimits, split_replies, too_few_message
 
 AGGREGATIONS = ("fedavg", "fedmedian", "fedtrimmedavg")
 LOG = logging.getLogger("sensorveil.federated")

@@ -22,6 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+
+class FederationError(RuntimeError):
+    """A federated run failed: a device raised, did not answer, sent only invalid updates, or the Flower
+    process exited badly."""
+
 WEIGHT_KEY = "num-examples"
 
 

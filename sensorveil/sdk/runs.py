@@ -15,8 +15,7 @@ from pathlib import Path
 from sensorveil.sdk import mechanisms
 from sensorveil.sdk.datasets import load_dataset
 from sensorveil.sdk.mechanisms.base import TrainRequest, as_list
-from sensorveil.sdk.rundir import (RUN_FILE, base_record, dataset_record, load_recorded_dataset, read_run,
-                                   write_run)
+from sensorveil.sdk.rundir import RUN_FILE, base_record, dataset_record, load_recorded_dataset, read_run, write_run
 
 # The paper's tasks per dataset: (useful y, private z, Acc(D_y) threshold of PR-GAN section 6.4)
 DEFAULT_TASKS = {

@@ -11,13 +11,41 @@ One job per module: ``detect`` (the people detector), ``track`` (the tracker and
 numpy plus OpenCV, imported when a detector is built, with one error naming the extra. Runs on the
 boards' own Python (3.6): no annotations import, no walrus.
 """
-from sensorveil.runtime.camera.composite import (CROP_MARGIN, CROP_SHAPE, PERSON_CONTRAST, PERSON_GAP, SHADOW_RATIO,
-                                                 clean_cut_out, coarse, crop_people, crop_windows, cut, keep_apart,
-                                                 paste_people, paste_window, person_bounds, place_person, stand_out)
-from sensorveil.runtime.camera.detect import (BGR_TO_GRAY, PROTECT_MARGIN, MotionPeopleDetector, channels_like, opencv,
-                                              to_gray)
-from sensorveil.runtime.camera.pipeline import (MAX_PROTECT, PASTE_MODES, WALKED_IN, WARMUP_BLOCK, CropContext,
-                                                PersonCrops, person_crops_from_manifest)
+from sensorveil.runtime.camera.composite import (
+                                                 CROP_MARGIN,
+                                                 CROP_SHAPE,
+                                                 PERSON_CONTRAST,
+                                                 PERSON_GAP,
+                                                 SHADOW_RATIO,
+                                                 clean_cut_out,
+                                                 coarse,
+                                                 crop_people,
+                                                 crop_windows,
+                                                 cut,
+                                                 keep_apart,
+                                                 paste_people,
+                                                 paste_window,
+                                                 person_bounds,
+                                                 place_person,
+                                                 stand_out,
+)
+from sensorveil.runtime.camera.detect import (
+                                                 BGR_TO_GRAY,
+                                                 PROTECT_MARGIN,
+                                                 MotionPeopleDetector,
+                                                 channels_like,
+                                                 opencv,
+                                                 to_gray,
+)
+from sensorveil.runtime.camera.pipeline import (
+                                                 MAX_PROTECT,
+                                                 PASTE_MODES,
+                                                 WALKED_IN,
+                                                 WARMUP_BLOCK,
+                                                 CropContext,
+                                                 PersonCrops,
+                                                 person_crops_from_manifest,
+)
 from sensorveil.runtime.camera.track import Tracker, WalkingDirection, iou
 
 __all__ = [

@@ -26,18 +26,22 @@ class CropContext(NamedTuple):
     frame: np.ndarray           # the camera's frame the crops were cut from
     boxes: np.ndarray           # (N, 4) int (x, y, w, h): each person's box in the frame
     windows: np.ndarray         # (N, 4) int (x0, y0, x1, y1): each crop's window (may run past the frame)
-    directions: np.ndarray      # (N,) int: walking directions (1 right, 0 left, -1 too new or too slow; WalkingDirection)
-    track_ids: np.ndarray       # (N,) int: each person's id from the tracker
+    directions: np.ndarray  # (N,) int: walking directions (1 right, 0 left, -1 too new or too slow; WalkingDirection)
+    track_ids: np.ndarray  # (N,) int: each person's id from the tracker
 
 
 def person_crops_from_manifest(camera):
     """The pre-processor a bundle's manifest ``camera`` entry describes."""
     if camera.get("frame") != "person-crops" or camera.get("detector", "motion") != "motion":
-        raise InputError("camera pipeline {!r} with detector {!r} is not known to this runtime; expected "
-                         "frame 'person-crops' with detector 'motion'".format(camera.get("frame"),
-                                                                           camera.get("detector")))
-    return PersonCrops(tuple(camera["crop_shape"]), margin=float(camera.get("margin", CROP_MARGIN)),
-                       paste=camera.get("paste", "window"))
+        raise InputError(
+            "camera pipeline {!r} with detector {!r} is not known to this runtime; expected "
+            "frame 'person-crops' with detector 'motion'".format(camera.get("frame"), camera.get("detector"))
+        )
+    return PersonCrops(
+        tuple(camera["crop_shape"]),
+        margin=float(camera.get("margin", CROP_MARGIN)),
+        paste=camera.get("paste", "window"),
+    )
 
 
 PASTE_MODES = ("window", "cut-out")
@@ -55,10 +59,11 @@ class PersonCrops(object):
     person (runtime.stages.substitution.HeldDraws)."""
 
     name = "person-crops"
-    batched = True            # prepare() returns a batch of samples (one per person, maybe none)
+    batched = True  # prepare() returns a batch of samples (one per person, maybe none)
 
-    def __init__(self, crop_shape=CROP_SHAPE, detector=None, margin=CROP_MARGIN, paste="window",
-                 max_protect=MAX_PROTECT):
+    def __init__(
+        self, crop_shape=CROP_SHAPE, detector=None, margin=CROP_MARGIN, paste="window", max_protect=MAX_PROTECT
+    ):
         if paste not in PASTE_MODES:
             raise InputError("camera paste mode {!r}; expected one of {}".format(paste, list(PASTE_MODES)))
         self.paste = paste
@@ -69,9 +74,9 @@ class PersonCrops(object):
         self.max_protect = int(max_protect)
         # track id -> [first box centre, farthest distance from it in box heights, frames protected]
         self.walked = {}
-        self.last_boxes = np.zeros((0, 4), dtype=np.int64)     # the people found in the latest frame
-        self.last_windows = np.zeros((0, 4), dtype=np.int64)   # their windows
-        self.last_directions = np.zeros(0, dtype=np.int64)     # and their walking directions
+        self.last_boxes = np.zeros((0, 4), dtype=np.int64)  # the people found in the latest frame
+        self.last_windows = np.zeros((0, 4), dtype=np.int64)  # their windows
+        self.last_directions = np.zeros(0, dtype=np.int64)  # and their walking directions
 
     def prepare(self, frame):
         image = frame if isinstance(frame, np.ndarray) else frame.data

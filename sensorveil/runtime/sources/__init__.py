@@ -15,8 +15,16 @@ docstring lists the failure modes), ``video`` (OpenCV), ``kinect`` (Kinect v2, A
 OpenCV, pylibfreenect2 and pyk4a are imported inside the source that needs them, never at
 module import, so the runtime still imports on a device that has none of them.
 """
-from sensorveil.runtime.sources.base import (DEPTH_MAX_MM, MAX_FRAME_PIXELS, BadFrame, Frame, Source,
-                                             SourceDisconnected, _cv2, check_pixels)
+from sensorveil.runtime.sources.base import (
+                                             DEPTH_MAX_MM,
+                                             MAX_FRAME_PIXELS,
+                                             BadFrame,
+                                             Frame,
+                                             Source,
+                                             SourceDisconnected,
+                                             _cv2,
+                                             check_pixels,
+)
 from sensorveil.runtime.sources.kinect import KINECT_V2_TICK_S, AzureKinectSource, KinectV2Source
 from sensorveil.runtime.sources.recorded import DepthDirSource, NpySource, RecordedSource, png_size
 from sensorveil.runtime.sources.synthetic import SyntheticDepthSource

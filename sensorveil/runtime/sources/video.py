@@ -2,8 +2,15 @@
 import time
 
 from sensorveil.runtime.errors import InputError
-from sensorveil.runtime.sources.base import (MAX_FRAME_PIXELS, BadFrame, Frame, Source, SourceDisconnected, _cv2,
-                                             check_pixels)
+from sensorveil.runtime.sources.base import (
+    MAX_FRAME_PIXELS,
+    BadFrame,
+    Frame,
+    Source,
+    SourceDisconnected,
+    _cv2,
+    check_pixels,
+)
 
 # A damaged video: OpenCV's read() fails at the damage, and often reads on past it; when this many
 # reads in a row fail, the file has ended (the stream then reports how many frames never came).

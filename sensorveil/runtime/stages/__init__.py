@@ -6,8 +6,16 @@ A new mechanism's numpy step is one module here plus one line in STAGE_KINDS.
 import importlib
 
 from sensorveil.runtime.errors import BundleError
-from sensorveil.runtime.stages.base import (BANK_INDEX, EMITS, GRAPH_UNITS, MODEL_UNITS, REPRESENTATION,
-                                            SENSOR_UNITS, Stage, StageContext)
+from sensorveil.runtime.stages.base import (
+    BANK_INDEX,
+    EMITS,
+    GRAPH_UNITS,
+    MODEL_UNITS,
+    REPRESENTATION,
+    SENSOR_UNITS,
+    Stage,
+    StageContext,
+)
 
 STAGE_KINDS = {
     "model": ("sensorveil.runtime.stages.model", "ModelStage"),

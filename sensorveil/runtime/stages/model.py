@@ -2,8 +2,14 @@
 from sensorveil.runtime.errors import BundleError
 from sensorveil.runtime.manifest_fields import fail, need_text, optional, pipeline_of
 from sensorveil.runtime.spec import TensorSpec, from_graph_sensor_output
-from sensorveil.runtime.stages.base import (GRAPH_UNITS, MODEL_UNITS, REPRESENTATION, SENSOR_UNITS, Stage,
-                                            validate_graph_name)
+from sensorveil.runtime.stages.base import (
+    GRAPH_UNITS,
+    MODEL_UNITS,
+    REPRESENTATION,
+    SENSOR_UNITS,
+    Stage,
+    validate_graph_name,
+)
 
 
 class ModelStage(Stage):

@@ -9,13 +9,23 @@ pipeline stage) turns the result back into a sample. Randomness from the Privati
 
 numpy only (the mixture is sampled through each component's Cholesky factor), Python 3.6.
 """
-import numpy as np
-
 import math
 
+import numpy as np
+
 from sensorveil.runtime.errors import BundleError, InputError
-from sensorveil.runtime.manifest_fields import (MAX_SAMPLE_ELEMENTS, fail, need_integer, need_listed, need_number,
-                                                need_object, need_text, optional, pipeline_of, subpath)
+from sensorveil.runtime.manifest_fields import (
+    MAX_SAMPLE_ELEMENTS,
+    fail,
+    need_integer,
+    need_listed,
+    need_number,
+    need_object,
+    need_text,
+    optional,
+    pipeline_of,
+    subpath,
+)
 from sensorveil.runtime.stages.base import MODEL_UNITS, Stage
 
 MECHANISMS = ("suppression", "obfuscation", "generalization", "sampling")

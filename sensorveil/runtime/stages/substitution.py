@@ -26,8 +26,16 @@ person), a held substitute walks on through them, as the bank person walked in t
 import numpy as np
 
 from sensorveil.runtime.errors import BundleError, InputError, OutputError
-from sensorveil.runtime.manifest_fields import (MAX_SAMPLE_ELEMENTS, fail, need_integer, need_listed, need_object,
-                                                need_str, need_text, optional)
+from sensorveil.runtime.manifest_fields import (
+    MAX_SAMPLE_ELEMENTS,
+    fail,
+    need_integer,
+    need_listed,
+    need_object,
+    need_str,
+    need_text,
+    optional,
+)
 from sensorveil.runtime.stages.base import BANK_INDEX, SENSOR_UNITS, Stage
 
 KIND = "substitution"

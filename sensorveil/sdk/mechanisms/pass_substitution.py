@@ -29,27 +29,82 @@ from sensorveil.sdk.audit import Release
 from sensorveil.sdk.datasets import SensorDataset
 from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest
-from sensorveil.sdk.mechanisms.pass_parts.bundle import (BANK_FILE, CONDITION_FILE, SAMPLES_FILE, SEQUENCE_FILE,
-                                                         WEIGHTS_FILE, bank_sequences, load_bank_rows, load_head,
-                                                         load_model, substitute_samples, write_bundle_files)
-from sensorveil.sdk.mechanisms.pass_parts.config import (DEFAULT_EPOCHS, DEFAULT_PRETRAIN, PASSConfig, config_dict,
-                                                         config_from_dict)
-from sensorveil.sdk.mechanisms.pass_parts.data import (SPLIT_ATTRIBUTE, PassData, check_attributes, joint_code,
-                                                       prepare_data, split_rows)
-from sensorveil.sdk.mechanisms.pass_parts.evaluate import (BATCH, CONFUSION_PLOT, attack_task, attribute_scores,
-                                                           confusion_matrices, evaluate_model, evaluate_pass_bundle,
-                                                           evaluate_pass_run, evaluate_substitution,
-                                                           exact_posterior_attacker, in_batches, mnag, nag,
-                                                           pass_release, random_star, reference, run_data)
-from sensorveil.sdk.mechanisms.pass_parts.losses import (constant_c, general_loss, pass_loss, private_loss,
-                                                         row_entropy, useful_loss)
-from sensorveil.sdk.mechanisms.pass_parts.model import (SubstitutionHead, SubstitutionModel, cosine_logits,
-                                                        depth_embedding, large_image_embedding, make_embedding,
-                                                        mlp_embedding, probabilities, small_image_embedding,
-                                                        unit_rows, window_embedding)
+from sensorveil.sdk.mechanisms.pass_parts.bundle import (
+    BANK_FILE,
+    CONDITION_FILE,
+    SAMPLES_FILE,
+    SEQUENCE_FILE,
+    WEIGHTS_FILE,
+    bank_sequences,
+    load_bank_rows,
+    load_head,
+    load_model,
+    substitute_samples,
+    write_bundle_files,
+)
+from sensorveil.sdk.mechanisms.pass_parts.config import (
+    DEFAULT_EPOCHS,
+    DEFAULT_PRETRAIN,
+    PASSConfig,
+    config_dict,
+    config_from_dict,
+)
+from sensorveil.sdk.mechanisms.pass_parts.data import (
+    SPLIT_ATTRIBUTE,
+    PassData,
+    check_attributes,
+    joint_code,
+    prepare_data,
+    split_rows,
+)
+from sensorveil.sdk.mechanisms.pass_parts.evaluate import (
+    BATCH,
+    CONFUSION_PLOT,
+    attack_task,
+    attribute_scores,
+    confusion_matrices,
+    evaluate_model,
+    evaluate_pass_bundle,
+    evaluate_pass_run,
+    evaluate_substitution,
+    exact_posterior_attacker,
+    in_batches,
+    mnag,
+    nag,
+    pass_release,
+    random_star,
+    reference,
+    run_data,
+)
+from sensorveil.sdk.mechanisms.pass_parts.losses import (
+    constant_c,
+    general_loss,
+    pass_loss,
+    private_loss,
+    row_entropy,
+    useful_loss,
+)
+from sensorveil.sdk.mechanisms.pass_parts.model import (
+    SubstitutionHead,
+    SubstitutionModel,
+    cosine_logits,
+    depth_embedding,
+    large_image_embedding,
+    make_embedding,
+    mlp_embedding,
+    probabilities,
+    small_image_embedding,
+    unit_rows,
+    window_embedding,
+)
 from sensorveil.sdk.mechanisms.pass_parts.plots import plot_confusion
-from sensorveil.sdk.mechanisms.pass_parts.train import (conditioned_out, fit, pretrain_embedding, pretrain_epochs,
-                                                        resolved_weights)
+from sensorveil.sdk.mechanisms.pass_parts.train import (
+    conditioned_out,
+    fit,
+    pretrain_embedding,
+    pretrain_epochs,
+    resolved_weights,
+)
 
 MECHANISM = "pass"
 

@@ -17,13 +17,24 @@ import torch.nn.functional as F
 from torch import nn
 
 from sensorveil.sdk.datasets import SensorDataset
-from sensorveil.sdk.evaluation import Task, dataset_slices, evaluate, raw_reference, baselines
+from sensorveil.sdk.evaluation import Task, baselines, dataset_slices, evaluate, raw_reference
 from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, load_run_dataset, protocol_task
 from sensorveil.sdk.networks import make_classifier, make_generator
 from sensorveil.sdk.priors import maximum_entropy_distribution
-from sensorveil.sdk.training import (accuracy, apply, batches, model_shape, sensor_step, set_seed, snap_to_sensor,
-                                     tensor_spec_dict, to_model, progress_bar, train_classifier)
+from sensorveil.sdk.training import (
+    accuracy,
+    apply,
+    batches,
+    model_shape,
+    progress_bar,
+    sensor_step,
+    set_seed,
+    snap_to_sensor,
+    tensor_spec_dict,
+    to_model,
+    train_classifier,
+)
 
 GENERATOR_FILE = "generator.pt"
 # Datasets whose sweep needs wider margins than the default. UJIIndoorLoc's binary fingerprints: the fixed

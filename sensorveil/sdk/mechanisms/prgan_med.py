@@ -29,8 +29,14 @@ from sensorveil.runtime.stages.prgan_med import KIND, conditioned
 from sensorveil.sdk.datasets import SensorDataset
 from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import Graph
-from sensorveil.sdk.mechanisms.prgan import (GENERATOR_FILE, Experiment, PerturbationMechanism, fit_variant,
-                                             reload_experiment, train_generator)
+from sensorveil.sdk.mechanisms.prgan import (
+    GENERATOR_FILE,
+    Experiment,
+    PerturbationMechanism,
+    fit_variant,
+    reload_experiment,
+    train_generator,
+)
 from sensorveil.sdk.networks import PerturbationGenerator, make_generator
 from sensorveil.sdk.training import apply, model_shape, predict, sensor_step, snap_to_sensor
 

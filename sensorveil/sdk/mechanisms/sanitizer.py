@@ -31,8 +31,15 @@ from sensorveil.sdk.evaluation import Task, apply_privatize, baselines, evaluate
 from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, protocol_task
 from sensorveil.sdk.networks import make_classifier
-from sensorveil.sdk.training import (accuracy, batches, sensor_step, set_seed, snap_to_sensor, progress_bar,
-                                     train_classifier)
+from sensorveil.sdk.training import (
+    accuracy,
+    batches,
+    progress_bar,
+    sensor_step,
+    set_seed,
+    snap_to_sensor,
+    train_classifier,
+)
 
 WEIGHTS_FILE = "sanitizer.pt"
 DEFAULT_EPOCHS = {"digits": 80, "ujiindoorloc": 15}
@@ -86,7 +93,9 @@ class Decoder(nn.Module):
         super().__init__()
         self.sample_shape = tuple(sample_shape)
         dim = int(np.prod(sample_shape))
-        self.body = nn.Sequential(nn.Linear(latent, 128), nn.ReLU(), nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, dim))
+        self.body = nn.Sequential(
+            nn.Linear(latent, 128), nn.ReLU(), nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, dim)
+        )
 
     def forward(self, z):
         return torch.sigmoid(self.body(z)).reshape((-1,) + self.sample_shape)
@@ -100,9 +109,11 @@ def head(inputs: int, classes: int) -> nn.Module:
 def distance_correlation(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """dcorr(a, b) of a batch (Szekely, Rizzo and Bakirov 2007): the double-centred pairwise distance
     matrices A, B give dCov^2 = mean(A * B) and dCor = sqrt(dCov^2(a, b) / sqrt(dVar^2(a) dVar^2(b)))."""
+
     def centred(x):
         d = torch.cdist(x, x)
         return d - d.mean(0, keepdim=True) - d.mean(1, keepdim=True) + d.mean()
+
     A, B = centred(a), centred(b)
     dcov = (A * B).mean().clamp_min(0)
     dvar = ((A * A).mean() * (B * B).mean()).sqrt()
@@ -132,17 +143,23 @@ def fit(task: Task, rows: np.ndarray, config: SanitizerConfig, epochs: int):
         for idx in batches(len(rows), config.batch_size, generator):
             x, s = x_all[idx], s_all[idx]
             mean, log_var = encoder(x)
-            z = mean + torch.randn_like(mean) * (0.5 * log_var).exp()          # z ~ q_phi(z|x)
+            z = mean + torch.randn_like(mean) * (0.5 * log_var).exp()  # z ~ q_phi(z|x)
             z_s, z_ns = z[:, :k], z[:, k:]
             adversary_opt.zero_grad()
-            F.cross_entropy(adversary(z_ns.detach()), s).backward()          # h_v minimises L4
+            F.cross_entropy(adversary(z_ns.detach()), s).backward()  # h_v minimises L4
             adversary_opt.step()
-            losses = (vae_loss(x, decoder(z), mean, log_var, config.beta),  # -L1, eq. 1
-                      F.cross_entropy(aligner(z_s), s),                     # L2, eq. 2
-                      distance_correlation(z_s, z_ns),                      # L3, eq. 3
-                      F.cross_entropy(adversary(z_ns), s))                  # L4, eq. 4
-            total = (config.alpha1 * losses[0] + config.alpha2 * losses[1] + config.alpha3 * losses[2]
-                     - config.alpha4 * losses[3])                           # eq. 5
+            losses = (
+                vae_loss(x, decoder(z), mean, log_var, config.beta),  # -L1, eq. 1
+                F.cross_entropy(aligner(z_s), s),  # L2, eq. 2
+                distance_correlation(z_s, z_ns),  # L3, eq. 3
+                F.cross_entropy(adversary(z_ns), s),
+            )  # L4, eq. 4
+            total = (
+                config.alpha1 * losses[0]
+                + config.alpha2 * losses[1]
+                + config.alpha3 * losses[2]
+                - config.alpha4 * losses[3]
+            )  # eq. 5
             main.zero_grad()
             total.backward()
             main.step()
@@ -157,20 +174,29 @@ def mechanism_parameters(z_s: np.ndarray, config: SanitizerConfig) -> dict:
     only reads the arrays)."""
     if config.mechanism == "generalization":
         from sklearn.cluster import KMeans
+
         model = KMeans(n_clusters=config.clusters, n_init=10, random_state=config.seed).fit(z_s)
         return {"centroids": model.cluster_centers_.astype(np.float64)}
     if config.mechanism == "sampling":
         from sklearn.mixture import GaussianMixture
+
         model = GaussianMixture(n_components=config.components, covariance_type="full", random_state=config.seed)
         model.fit(z_s)
-        return {"mixture_weights": model.weights_, "mixture_means": model.means_,
-                "mixture_cholesky": np.linalg.cholesky(model.covariances_)}
+        return {
+            "mixture_weights": model.weights_,
+            "mixture_means": model.means_,
+            "mixture_cholesky": np.linalg.cholesky(model.covariances_),
+        }
     if config.mechanism == "obfuscation":
         # the L1 sensitivity of z_S clipped to L2 norm C: two such vectors differ by at most 2C in L2,
         # hence by at most 2 C sqrt(k) in L1; Lap(Delta / epsilon) per dimension (section 3.1 b)
         sensitivity = 2 * config.clip_norm * math.sqrt(config.sensitive_dim)
-        return {"clip_norm": config.clip_norm, "sensitivity": sensitivity,
-                "laplace_scale": sensitivity / config.epsilon, "epsilon": config.epsilon}
+        return {
+            "clip_norm": config.clip_norm,
+            "sensitivity": sensitivity,
+            "laplace_scale": sensitivity / config.epsilon,
+            "epsilon": config.epsilon,
+        }
     return {}
 
 
@@ -182,6 +208,7 @@ def make_privatize(encoder, decoder, sensitive_dim: int, mechanism: str, params:
             latent = encoder(x)[0].numpy()
             sanitized = sanitize_latent(latent, sensitive_dim, mechanism, params, rng)
             return snap_to_sensor(decoder(torch.from_numpy(sanitized)), step)
+
     return privatize
 
 
@@ -198,7 +225,7 @@ def normalized_hypervolume(points: list) -> float:
     the reference point (privacy 0, utility 0), as in Ishibuchi et al. 2018: 1 is a perfect mechanism."""
     front = sorted(((1 - leak, util) for leak, util in points), reverse=True)
     area, best_utility = 0.0, 0.0
-    for privacy, utility in front:                     # sweep from most private to least
+    for privacy, utility in front:  # sweep from most private to least
         if utility > best_utility:
             area += privacy * (utility - best_utility)
             best_utility = utility
@@ -215,8 +242,10 @@ class SanitizerMechanism(Mechanism):
         config = super().make_config(request)
         config.epochs = request.epochs or config.epochs
         if config.mechanism not in MECHANISMS or not 0 < config.sensitive_dim < config.latent_dim:
-            raise ValueError(f"sanitizer: mechanism must be one of {MECHANISMS} and 0 < sensitive_dim < latent_dim; "
-                             f"got {config.mechanism!r}, {config.sensitive_dim}/{config.latent_dim}")
+            raise ValueError(
+                f"sanitizer: mechanism must be one of {MECHANISMS} and 0 < sensitive_dim < latent_dim; "
+                f"got {config.mechanism!r}, {config.sensitive_dim}/{config.latent_dim}"
+            )
         return config
 
     def train(self, request: TrainRequest) -> dict:
@@ -226,7 +255,7 @@ class SanitizerMechanism(Mechanism):
         epochs = config.epochs or DEFAULT_EPOCHS.get(request.data.name, 40)
         encoder, decoder, history = fit(task, task.attacker_train, config, epochs)
         with torch.no_grad():
-            z_s = encoder(task.x[task.attacker_train])[0][:, :config.sensitive_dim].numpy().astype(np.float64)
+            z_s = encoder(task.x[task.attacker_train])[0][:, : config.sensitive_dim].numpy().astype(np.float64)
         params = mechanism_parameters(z_s, config)
         torch.save({"encoder": encoder.state_dict(), "decoder": decoder.state_dict()}, Path(request.out) / WEIGHTS_FILE)
         self.save_params(Path(request.out), params)
@@ -234,14 +263,25 @@ class SanitizerMechanism(Mechanism):
         privatize = make_privatize(encoder, decoder, config.sensitive_dim, config.mechanism, params, step, config.seed)
         metrics = evaluate(task, privatize, None, attacker_epochs=request.attacker_epochs, seed=config.seed)
         released = apply_privatize(privatize, task.x[task.attacker_train])
-        metrics.update(cas_useful=cas(task, released, task.useful, task.n_useful, request.attacker_epochs, config.seed),
-                       cas_private=cas(task, released, task.private, task.n_private, request.attacker_epochs,
-                                       config.seed + 1))
-        metrics["hypervolume"] = normalized_hypervolume([(metrics["probing_acc_private"], metrics["probing_acc_useful"])])
-        return {**request.base, "useful": useful, "private": private, "seed": config.seed, "kind": self.kind,
-                "config": {**asdict(config), "epochs": epochs}, "reference": baselines(task),
-                "mechanism_parameters": {key: value for key, value in params.items() if np.ndim(value) == 0},
-                "training": {"history": history}, "metrics": metrics}
+        metrics.update(
+            cas_useful=cas(task, released, task.useful, task.n_useful, request.attacker_epochs, config.seed),
+            cas_private=cas(task, released, task.private, task.n_private, request.attacker_epochs, config.seed + 1),
+        )
+        metrics["hypervolume"] = normalized_hypervolume(
+            [(metrics["probing_acc_private"], metrics["probing_acc_useful"])]
+        )
+        return {
+            **request.base,
+            "useful": useful,
+            "private": private,
+            "seed": config.seed,
+            "kind": self.kind,
+            "config": {**asdict(config), "epochs": epochs},
+            "reference": baselines(task),
+            "mechanism_parameters": {key: value for key, value in params.items() if np.ndim(value) == 0},
+            "training": {"history": history},
+            "metrics": metrics,
+        }
 
     # -- persistence ------------------------------------------------------------------------------
     @staticmethod
@@ -258,14 +298,19 @@ class SanitizerMechanism(Mechanism):
         encoder.load_state_dict(state["encoder"])
         decoder.load_state_dict(state["decoder"])
         params = dict(run.get("mechanism_parameters", {}))
-        params.update({name: np.load(Path(run_dir) / f"sanitizer_{name}.npy", allow_pickle=False)
-                       for name in PARAMETER_ARRAYS[config.mechanism]})
+        params.update(
+            {
+                name: np.load(Path(run_dir) / f"sanitizer_{name}.npy", allow_pickle=False)
+                for name in PARAMETER_ARRAYS[config.mechanism]
+            }
+        )
         return config, encoder.eval(), decoder.eval(), params
 
     def privatize(self, run_dir, run: dict):
         config, encoder, decoder, params = self.load(run_dir, run)
-        return make_privatize(encoder, decoder, config.sensitive_dim, config.mechanism, params,
-                              sensor_step(run["output"]), run["seed"])
+        return make_privatize(
+            encoder, decoder, config.sensitive_dim, config.mechanism, params, sensor_step(run["output"]), run["seed"]
+        )
 
     def graphs(self, run_dir, run: dict) -> dict:
         _, encoder, decoder, _ = self.load(run_dir, run)
@@ -274,13 +319,26 @@ class SanitizerMechanism(Mechanism):
     def bundle(self, run_dir, run: dict, dataset, out_dir: Path, include_samples: bool = True):
         config, _, _, params = self.load(run_dir, run)
         self.save_params(Path(out_dir), params)
-        stage = {"kind": "sanitizer", "mechanism": config.mechanism, "sensitive_dim": config.sensitive_dim,
-                 "arrays": {name: f"sanitizer_{name}.npy" for name in PARAMETER_ARRAYS[config.mechanism]},
-                 **{key: value for key, value in params.items() if np.ndim(value) == 0}}
-        entry = {"name": self.name, "kind": self.kind, "useful": run["useful"], "private": run["private"],
-                 "parameters": {"latent_dim": config.latent_dim, "sensitive_dim": config.sensitive_dim,
-                                "mechanism": config.mechanism, "beta": config.beta,
-                                **{key: value for key, value in params.items() if np.ndim(value) == 0}}}
+        stage = {
+            "kind": "sanitizer",
+            "mechanism": config.mechanism,
+            "sensitive_dim": config.sensitive_dim,
+            "arrays": {name: f"sanitizer_{name}.npy" for name in PARAMETER_ARRAYS[config.mechanism]},
+            **{key: value for key, value in params.items() if np.ndim(value) == 0},
+        }
+        entry = {
+            "name": self.name,
+            "kind": self.kind,
+            "useful": run["useful"],
+            "private": run["private"],
+            "parameters": {
+                "latent_dim": config.latent_dim,
+                "sensitive_dim": config.sensitive_dim,
+                "mechanism": config.mechanism,
+                "beta": config.beta,
+                **{key: value for key, value in params.items() if np.ndim(value) == 0},
+            },
+        }
         return entry, [{"kind": "model", "graph": "encoder"}, stage, {"kind": "model", "graph": "decoder"}]
 
 
