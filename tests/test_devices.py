@@ -11,7 +11,7 @@ from sensorveil import devices
 from sensorveil.export.device_check import check_graph, onnx_graph
 
 PROFILES = ("jetson-nano", "jetson-orin-nano", "rpi3-ncs2", "rpi4-ncs2", "coral-devboard", "coral-usb",
-            "x86-cpu", "nvidia-gpu", "rpi5-cpu")
+            "x86-cpu", "nvidia-gpu", "rpi4-cpu", "rpi5-cpu")
 NO_EVIDENCE = {"device_tree_model": "", "tegra_release": "", "usb_ids": [], "nvidia_smi": [], "machine": "aarch64"}
 
 
@@ -37,8 +37,8 @@ def test_unknown_device_names_the_choices():
 
 
 @pytest.mark.parametrize("evidence,expected", [
-    ({"device_tree_model": "Raspberry Pi 4 Model B Rev 1.4", "usb_ids": ["03e7:2485"]}, ["rpi4-ncs2", "rpi5-cpu"]),
-    ({"device_tree_model": "Raspberry Pi 4 Model B Rev 1.4"}, ["rpi5-cpu"]),    # no stick: its CPU only
+    ({"device_tree_model": "Raspberry Pi 4 Model B Rev 1.4", "usb_ids": ["03e7:2485"]}, ["rpi4-ncs2", "rpi4-cpu"]),
+    ({"device_tree_model": "Raspberry Pi 4 Model B Rev 1.4"}, ["rpi4-cpu"]),    # no stick: its CPU only
     ({"device_tree_model": "Raspberry Pi 5 Model B Rev 1.0"}, ["rpi5-cpu"]),
     ({"device_tree_model": "Raspberry Pi 3 Model B Plus Rev 1.3", "usb_ids": ["1a6e:089a", "03e7:f63b"]},
      ["coral-usb", "rpi3-ncs2"]),
