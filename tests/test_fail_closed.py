@@ -230,3 +230,23 @@ def test_max_bad_share_outside_0_1_is_a_usage_error(value, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["run", str(PASS_BUNDLE), "--source", "synthetic-depth", "--max-bad-share", value])
     assert exit_.value.code == 2 and "expected a number from 0 to 1" in capsys.readouterr().err
+
+
+def test_int8_calibration_uses_the_samples_asked_for_and_says_so(capsys):
+    """--calibration N calibrates on N samples with a progress line per chunk (the quantizer's own bar
+    counted samples x operators and read as 14x the samples)."""
+    pytest.importorskip("ai_edge_quantizer")
+    from sensorveil.export.tflite_export import calibrate
+
+    class Recorder:
+        seen = 0
+
+        def calibrate(self, data, previous_calibration_result=None, num_threads=None):
+            (rows,) = data.values()
+            self.seen += len(rows)
+            return {"after": self.seen}
+    recorder = Recorder()
+    lines = []
+    result = calibrate(recorder, "serving_default", "x", np.zeros((120, 8, 8), np.float32), log=lines.append)
+    assert recorder.seen == 120 and result == {"after": 120}
+    assert lines[-1] == "int8 calibration: 120 of 120 samples" and len(lines) == 3

@@ -1,10 +1,15 @@
 """sensorveil export RUN_DIR --format ...: a validated (and optionally signed) bundle."""
 import json
+import multiprocessing
 
 from sensorveil.cli.common import positive_int
 
 
 def cmd_export(args) -> int:
+    # torch, JAX (under litert-torch) and onnxruntime start thread pools during an export; a process forked
+    # after that can deadlock on a lock a pool thread held, so any worker a library starts is spawned
+    if multiprocessing.get_start_method(allow_none=True) is None:
+        multiprocessing.set_start_method("spawn")
     from sensorveil.export import export_run
     out = export_run(args.run_dir, args.format, args.out, precision=args.precision,
                      include_samples=not args.index_only, target=args.target, calibration=args.calibration,
