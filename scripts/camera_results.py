@@ -1,4 +1,4 @@
-"""The camera mechanism on walkway.avi (issue 14): train PASS and PR-GAN on people crops of the first 60%
+"""The camera mechanism on walkway.avi: train PASS and PR-GAN on people crops of the first 60%
 of the clip, export ONNX bundles, audit each bundle as the device runs it on the rest of the clip, run the
 whole camera pipeline (detector -> privatizer per crop -> paste back) over the clip, and write
 docs/camera_results.{json,md} and docs/camera_contact_sheet.png.

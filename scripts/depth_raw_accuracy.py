@@ -182,7 +182,7 @@ def page(result: dict) -> str:
         "",
         f"{result['frames']} frames rendered; slice 1 ({result['train']} frames) trains, slice 3 "
         f"({result['test']} held-out frames) scores; {result['epochs']} epochs, learning rate "
-        f"{result['lr_schedule']}. Goal (issue 13): at least 95% held-out on facing and identity.",
+        f"{result['lr_schedule']}. Goal: at least 95% held-out on facing and identity.",
         "",
         "| attribute | held-out | its own training frames | goal met | seconds |",
         "|---|---:|---:|---|---:|",

@@ -1,4 +1,4 @@
-"""Coverage-guided fuzzing of the bundle loader's manifest handling (issue 9), with atheris.
+"""Coverage-guided fuzzing of the bundle loader's manifest handling, with atheris.
 
 Each input becomes manifest.json in a scratch copy of a real bundle (its model and array files in
 place): an input starting with an even byte is the manifest's text itself (JSON syntax, numbers,

@@ -160,7 +160,7 @@ def markdown(results: list[dict], command: str) -> str:
         "**Finding.** PR-GAN and its adversarial baselines fool the fixed D_z they were trained against, "
         "yet an attacker trained on their output recovers the private attribute far above Random*: "
         "adversarial perturbation hides the attribute from one classifier, not from the data. "
-        "PASS (issue 3) is the mechanism meant to close this gap.",
+        "PASS is the mechanism meant to close this gap.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -350,7 +350,7 @@ def camera_section() -> list[str]:
         f"From `{results['command']}` (docs/camera_results.md has every attacker, the pipeline's cost and "
         "the contact sheet). Private: appearance clusters of the tracked people; useful: walking direction; "
         f"trained on the first 60% of the clip, scored on the rest; {results['seeds']} seeds, 95% intervals. "
-        "Goal (issue 14): strongest attacker within 5 points of Random*, direction NAG >= 60%, count per frame "
+        "Goal: strongest attacker within 5 points of Random*, direction NAG >= 60%, count per frame "
         "unchanged. The clip's two parts hold the appearance classes in other shares, so attackers are scored on "
         "the test rows reweighted to the training part's P(appearance | direction), where Random* is the best "
         "guess from the direction alone (the plain figures are on the camera page).",
@@ -431,7 +431,7 @@ def pass_section(results: list[dict]) -> list[str]:
         "## PASS beside PR-GAN under the same probing attackers",
         "",
         "PASS figures from `python scripts/pass_results.py` (docs/pass_results.json); PR-GAN figures from "
-        "this script's runs above. Goal (issue 3): the strongest attacker within 5 points of Random* "
+        "this script's runs above. Goal: the strongest attacker within 5 points of Random* "
         "while mNAG >= 50%.",
         "",
         "| dataset | private / useful | mechanism | probing attacker (neural) | probing attacker (trees) "

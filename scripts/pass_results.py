@@ -13,7 +13,7 @@ same input size comes from the PR-GAN
 bundle in --prgan-bundles/prgan-<dataset> when there is one; otherwise a PR-GAN generator is trained
 for one epoch only to time its architecture (its privacy figures are not used and not reported).
 
-Goal (issue 3): the attacker's private accuracy within 5 points of Random* while mNAG >= 50%.
+Goal: the attacker's private accuracy within 5 points of Random* while mNAG >= 50%.
 Every figure in the JSON comes from these runs; none is typed by hand.
 """
 

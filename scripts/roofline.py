@@ -1,4 +1,4 @@
-"""The depth models against this CPU's roofline (issue 11, part 2): which backend settings get closest.
+"""The depth models against this CPU's roofline: which backend settings get closest.
 
     python scripts/roofline.py                      # builds the bundles under timing-bundles/, writes docs/roofline.*
     python scripts/roofline.py --threads 1,2,4      # on a 4-core board: the bundles' folder given with --work
@@ -47,7 +47,7 @@ from sensorveil.benchmarks.report import cpu_description, cpu_text  # noqa: E402
 from sensorveil.runtime import Privatizer, open_bundle  # noqa: E402
 
 OPT_LEVELS = ("disabled", "basic", "extended", "all")
-PEAK_GOAL = 0.6   # issue 11: the depth model at 60% or more of the matmul peak
+PEAK_GOAL = 0.6   # the depth model at 60% or more of the matmul peak
 
 
 def sensorveil_cli(*argv: str) -> None:

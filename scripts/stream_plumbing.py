@@ -1,4 +1,4 @@
-"""What the stream adds to the model on a real camera clip (issue 11, part 3): walkway.avi through the
+"""What the stream adds to the model on a real camera clip: walkway.avi through the
 180x180 depth bundle, each way a stream can run, beside the model alone, in one run.
 
     python scripts/stream_plumbing.py                  # writes docs/stream_plumbing.{md,json}

@@ -133,7 +133,7 @@ def print_summary(summary: dict, out: Path) -> None:
     )
 
 
-# The camera path of issue 14 in one call: PASS on people crops of a still camera clip, its walking
+# The camera path in one call: PASS on people crops of a still camera clip, its walking
 # direction kept (the tracker measures it on the device; the draw stays among bank people walking the
 # same way), exported, audited as the device runs it, and previewed raw beside privatized.
 CAMERA_SETTINGS = {"condition": "direction"}

@@ -1,4 +1,4 @@
-"""Fail closed: a value the runtime accepts must still protect. Each reproduction of issue 30's hostile
+"""Fail closed: a value the runtime accepts must still protect. Each reproduction of the hostile
 probe (values that passed validation yet switched a mechanism off, or made the output garbage) is refused
 at load with one BundleError naming the field, or at the call with an OutputError, never released."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Property (issue 30's fail-closed rule): whatever single mutation a bundle's manifest, arrays or input
+"""Property (the fail-closed rule): whatever single mutation a bundle's manifest, arrays or input
 take, the runtime either refuses it with its own error or releases finite, in-range, privatized output.
 The mutations are scripts/fuzz_bundles.py's; hypothesis picks and shrinks them. .ci/run runs the script
 itself on more cases and on trained Sanitizer and AttriGuard bundles too."""

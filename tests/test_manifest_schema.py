@@ -1,4 +1,4 @@
-"""The whole manifest validated at load (issue 9): every bad value is one BundleError naming its field
+"""The whole manifest validated at load: every bad value is one BundleError naming its field
 and what was expected, never KeyError/TypeError/RecursionError or a silently wrong output."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a newcomer tripped on (issue 12, part 4), one test per fix, each run as a user runs it."""
+"""What a newcomer tripped on, one test per fix, each run as a user runs it."""
 from __future__ import annotations
 
 import json

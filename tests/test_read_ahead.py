@@ -1,4 +1,4 @@
-"""The stream's read-ahead thread (issue 11, part 3): frames decoded and pre-processed in their own
+"""The stream's read-ahead thread: frames decoded and pre-processed in their own
 thread while the model runs, with the same outputs, counters and errors as one frame at a time."""
 from __future__ import annotations
 

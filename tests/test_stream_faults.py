@@ -1,4 +1,4 @@
-"""Streams that survive (issue 9, part 3 and 4): damaged and truncated videos, odd frames, SIGTERM,
+"""Streams that survive: damaged and truncated videos, odd frames, SIGTERM,
 UDP sink addresses, oversized frames. Each case is run as a user or a device would meet it."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TAPPFL (issue 10): the paper's bounds on variables whose mutual information is known, the direction
+"""TAPPFL: the paper's bounds on variables whose mutual information is known, the direction
 of Algorithm 1's update, partitions, a small federation in Flower's simulation runtime, failures that
 must be loud, export through every format that runs here, the CLI, and one federation over loopback
 with real SuperLink and SuperNode processes. Every Flower process gets its own FLWR_HOME."""
@@ -220,7 +220,7 @@ def test_representation_bundle_runs_in_every_local_format_and_matches_torch(smal
         stage = manifest["pipeline"][0]
         assert len(manifest["pipeline"]) == 1 and {key: stage[key] for key in ("kind", "graph", "emits")} == \
             {"kind": "model", "graph": "model", "emits": "representation"}
-        # a representation has no sensor units to map back to: the runtime keeps the units (issue 11)
+        # a representation has no sensor units to map back to: the runtime keeps the units
         assert stage["units"] == "model" and "representation" in stage["units_note"]
         assert manifest["mechanism"]["kind"] == "representation"
         assert manifest["output"]["units"] == "representation" and manifest["output"]["sample_shape"] == [16]

@@ -1,4 +1,4 @@
-"""Bundle trust (issue 9): signed manifests, files read once, nothing unlisted, one spelling per file.
+"""Bundle trust: signed manifests, files read once, nothing unlisted, one spelling per file.
 
 Every test works on a copy of a bundle made by the exporter, as an attacker with write access to
 the bundle (or a careless operator) would."""

@@ -1,4 +1,4 @@
-"""Sensor units inside the graph (issue 11, part 1): every format that runs here, exported with the
+"""Sensor units inside the graph: every format that runs here, exported with the
 normalization as the graph's first and last operations, privatizes a sensor frame exactly as the
 runtime's numpy path did (integer sensors within one level); bundles without the field still load; the
 schema refuses bad values; int8 (Edge TPU) keeps model units and stays fully mapped."""

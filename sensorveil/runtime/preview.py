@@ -142,15 +142,8 @@ def _even(value: float) -> int:
     return max(2, int(round(value / 2)) * 2)
 
 
-def preview(
-    privatizer: Privatizer,
-    source: Source,
-    out: "str | Path | None" = None,
-    headless: bool = False,
-    frames: "int | None" = None,
-    panel_px: int = 320,
-    progress=None,
-) -> dict:
+def preview(privatizer: Privatizer, source: Source, out: "str | Path | None" = None, headless: bool = False,
+            frames: "int | None" = None, panel_px: int = 320, progress=None) -> dict:
     """Run the preview; returns the stream report plus what was written. ``progress``: an object
     with ``update(counters)`` (sensorveil.runtime.progress.Progress), called after each frame."""
     if headless and out is None:

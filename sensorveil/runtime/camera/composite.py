@@ -6,15 +6,14 @@ from sensorveil.runtime.camera.detect import opencv, to_gray
 
 CROP_SHAPE = (128, 64)          # (height, width) of a person crop: the bundle's sample shape
 CROP_MARGIN = 0.15              # each side of a person's box grows by this share before cropping
-# least grey-level gap between a pasted substitute and the scene behind it: on walkway.avi the downstream
-# counter saw the same people in 56% / 64% / 76% of frames at 40 / 70 / 100 (one seeded draw each)
+# least grey-level gap between a pasted substitute and the scene behind it, so a downstream counter still
+# finds every pasted person (docs/decisions/0001-camera-paste.md; the count it keeps: docs/camera_results.md)
 PERSON_CONTRAST = 100
 # a pasted darker pixel stays below this share of the scene's grey: not a shadow to MOG2 (tau 0.5)
 SHADOW_RATIO = 0.45
 # least (x, y) pixels between two pasted substitutes: more than the downstream counter's closing
 # kernel (5x9) bridges once the substitutes are thickened by a pixel, so people the detector found
-# apart stay apart; on walkway.avi (PASS bundle, seeds 0 and 1) the counter saw the same people in
-# 91.3 / 93.3 / 92.6% of frames at (4, 8) / (6, 8) / (8, 8)
+# apart stay apart (docs/decisions/0001-camera-paste.md)
 PERSON_GAP = (6, 8)
 
 

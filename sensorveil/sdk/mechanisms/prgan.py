@@ -38,14 +38,12 @@ from sensorveil.sdk.training import (
 
 GENERATOR_FILE = "generator.pt"
 # Datasets whose sweep needs wider margins than the default. UJIIndoorLoc's binary fingerprints: the fixed
-# D_z only drops to the paper's level once G may flip several access points (margin 1.5 x mean ||x||:
-# D_z 18.4% at Acc(floor) 91.3% on the deployed bundle, against 39-43% at margin 0.5).
+# D_z only drops to the paper's level once G may flip several access points (docs/results.md, made by
+# scripts/make_results.py, holds the UJIIndoorLoc figures at these margins).
 DATASET_MARGINS = {"ujiindoorloc": (0.2, 0.5, 1.0, 1.5)}
-# the fixed D_y / D_z's learning-rate schedule where the constant rate under-trains them: on synthetic
-# depth, identity reached 94.7% held-out at a constant rate (96.4% on its own training frames, +-0.8
-# points epoch to epoch) and 96.6% (98.0% on training frames) with cosine annealing, 20 epochs both
-# (scripts/depth_raw_accuracy.py). Digits and WiFi keep the constant rate their published figures were
-# measured with.
+# the fixed D_y / D_z's learning-rate schedule where the constant rate under-trains them: synthetic
+# depth (docs/depth_raw_accuracy.md, made by scripts/depth_raw_accuracy.py, compares the schedules).
+# Digits and WiFi keep the constant rate their published figures were measured with.
 DATASET_CLASSIFIER_SCHEDULES = {"synthetic-depth": "cosine"}
 
 VARIANTS = ("prgan", "ngp", "ap")   # ngp: no GAN discriminator D; ap: no target classifier D_y

@@ -9,7 +9,8 @@ DEFAULT_EPOCHS = {"digits": 150, "ujiindoorloc": 10, "synthetic-depth": 40, "mot
 # Epochs of pre-training f as a classifier of the useful attributes before eq. 3 (PASSConfig.pretrain_epochs).
 # The paper starts f from a pre-trained backbone (Table 6); from a random f, synthetic depth's P(X'|X)
 # collapsed to one distribution for every input (L_S is at its minimum when every substitute is equally
-# likely, and f never learned facing: mNAG -0.3%). Other datasets train from a random f, as measured.
+# likely, and f never learned facing). Other datasets train from a random f
+# (docs/decisions/0002-pass-pretraining.md; the figures with it: docs/pass_results.json).
 DEFAULT_PRETRAIN = {"synthetic-depth": 4}
 
 
