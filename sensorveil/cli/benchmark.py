@@ -98,7 +98,8 @@ def add_parser(verbs) -> None:
                    help="epochs of the probing attackers run on each artefact (default 3, quick; evaluate uses "
                         "20); 0: show the manifest's figures instead")
     p.add_argument("--backend", default="all", help="a backend name or 'all' the bundle carries")
-    p.add_argument("--frames", type=positive_int, default=500, help="timed iterations (and stream frames with --source)")
+    p.add_argument("--frames", type=positive_int, default=500,
+                   help="timed iterations (and stream frames with --source)")
     p.add_argument("--source", default=None, help="also measure end-to-end stream FPS on this source "
                    "(camera:N, video file, kinect, k4a, depthdir:PATH, npy:PATH, synthetic-depth)")
     p.add_argument("--streams", type=positive_int, default=None, metavar="N",

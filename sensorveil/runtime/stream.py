@@ -39,8 +39,8 @@ import os
 import signal
 import threading
 import time
-from contextlib import contextmanager
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
 

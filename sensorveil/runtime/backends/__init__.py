@@ -7,6 +7,7 @@ inside its own module only, so the runtime imports on a device that has just one
 """
 import importlib
 import importlib.util
+
 import numpy as np
 
 from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, check_cpu_policy
@@ -98,5 +99,6 @@ def create_backend(bundle: Bundle, name: str, **options) -> Backend:
 
 def _setup_hint(backend: str) -> str:
     from sensorveil.devices import profiles_for_backend, setup_script
-    scripts = [f"{setup_script(name).relative_to(setup_script(name).parents[3])}" for name in profiles_for_backend(backend)]
+    scripts = [f"{setup_script(name).relative_to(setup_script(name).parents[3])}"
+               for name in profiles_for_backend(backend)]
     return f"; on a board, run its set-up script: {', '.join(scripts)}" if scripts else ""

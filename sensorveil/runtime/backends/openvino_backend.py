@@ -7,7 +7,7 @@ stick is an error, never a quiet switch to the CPU.
 import numpy as np
 
 try:
-    from openvino import Core, get_version          # OpenVINO 2023.1 and newer (2026 has nothing else)
+    from openvino import Core, get_version  # OpenVINO 2023.1 and newer (2026 has nothing else)
 except ImportError:   # 2022.3, the last release with MYRIAD: `openvino` is a bare namespace package there
     from openvino.runtime import Core, get_version
 

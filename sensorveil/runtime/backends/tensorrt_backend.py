@@ -14,9 +14,9 @@ import numpy as np
 import tensorrt as trt
 
 from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, SHARED, check_cpu_policy
-from sensorveil.runtime.onnx_scan import refuse_external_data
 from sensorveil.runtime.bundle import ENGINE_CACHE_DIR, Bundle
 from sensorveil.runtime.errors import BackendUnavailableError
+from sensorveil.runtime.onnx_scan import refuse_external_data
 
 SETUP_HINT = "run sensorveil/devices/setup/<your board>.sh (jetson-nano, jetson-orin-nano or nvidia-gpu)"
 LOGGER = trt.Logger(trt.Logger.WARNING)
@@ -26,7 +26,7 @@ LOGGER = trt.Logger(trt.Logger.WARNING)
 class CudaPython:
     def __init__(self, blocking_sync: bool = False):
         try:
-            from cuda.bindings import runtime as cudart   # cuda-python >= 12.6
+            from cuda.bindings import runtime as cudart  # cuda-python >= 12.6
         except ImportError:
             from cuda import cudart
         self.cudart = cudart
@@ -276,8 +276,8 @@ class TensorRTBackend:
         engine = self.engine
         if hasattr(engine, "num_io_tensors"):             # TensorRT 8.5+: named I/O tensors
             names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
-            ports = [(name, shape(engine.get_tensor_shape(name)), engine.get_tensor_mode(name) == trt.TensorIOMode.INPUT)
-                     for name in names]
+            ports = [(name, shape(engine.get_tensor_shape(name)),
+                      engine.get_tensor_mode(name) == trt.TensorIOMode.INPUT) for name in names]
         else:                                             # TensorRT 8.2: bindings
             ports = [(engine.get_binding_name(i), shape(engine.get_binding_shape(i)), engine.binding_is_input(i))
                      for i in range(engine.num_bindings)]
