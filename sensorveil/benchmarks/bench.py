@@ -153,7 +153,8 @@ def onnx_graph_complexity(bundle, bundle_dir: Path, manifest: dict) -> dict:
         from sensorveil.benchmarks.flops import onnx_flops, onnx_params
     except ImportError:
         return {}
-    files = [bundle_dir / bundle.graph_artifact("onnxruntime", name)["file"] for name in bundle.graph_names("onnxruntime")]
+    files = [bundle_dir / bundle.graph_artifact("onnxruntime", name)["file"]
+             for name in bundle.graph_names("onnxruntime")]
     counted = [onnx_flops(path) for path in files]
     return {"flops_onnx_graph": sum(c["total"] for c in counted),
             "elementwise_ops_onnx": sum(c["elementwise"] for c in counted),

@@ -46,7 +46,7 @@ def is_run_dir(path) -> bool:
 
 def export_all(run_dir, pairs: "list[tuple[str, str]]", bundles_dir, attacker_epochs: int, log=print) -> "list[dict]":
     """Export every (format, precision); returns one entry per pair: its bundle, or why it failed."""
-    from sensorveil.export import export_run   # the trainer's stack: only when a RUN_DIR is benchmarked
+    from sensorveil.export import export_run  # the trainer's stack: only when a RUN_DIR is benchmarked
     from sensorveil.export.validate import ValidationError
     entries = []
     for fmt, precision in pairs:

@@ -150,7 +150,8 @@ def summary_cells(row: dict, note: "int | None") -> "list[str]":
             status + (f" [{note}]" if note else ""), _size(row.get("size_bytes")),
             _num(row.get("probing_acc_private"), ".3f") + ("*" if row.get("privacy_source") == "manifest" else ""),
             _num(row.get("probing_acc_useful"), ".3f"), _num(row.get("runtime_p50_ms"), ".3f"),
-            _num(1000.0 / row["runtime_p50_ms"] if row.get("runtime_p50_ms") else None, ",.0f"), f"{100 * overhead:+.0f}%" if _is_number(overhead) else "-"]
+            _num(1000.0 / row["runtime_p50_ms"] if row.get("runtime_p50_ms") else None, ",.0f"),
+            f"{100 * overhead:+.0f}%" if _is_number(overhead) else "-"]
 
 
 def summary_lines(result: dict) -> "tuple[list[list[str]], list[str]]":

@@ -17,10 +17,15 @@ from sensorveil.runtime.backends import create_backend, resolve_backend
 from sensorveil.runtime.bundle import Bundle, open_bundle
 from sensorveil.runtime.errors import InputError, OutputError
 from sensorveil.runtime.schema import check_model_io, graphs_of
-from sensorveil.runtime.spec import (TensorSpec, check_sensor_input, from_graph_sensor_output, to_graph_sensor_input,
-                                     to_model_units, to_sensor_units)
+from sensorveil.runtime.spec import (
+    TensorSpec,
+    check_sensor_input,
+    from_graph_sensor_output,
+    to_graph_sensor_input,
+    to_model_units,
+    to_sensor_units,
+)
 from sensorveil.runtime.stages import BANK_INDEX, MODEL_UNITS, SENSOR_UNITS, StageContext, stage_class
-
 
 MAX_CHUNK = 1024   # samples per pipeline run: model-unit copies and backend buffers stay a few MB
 
@@ -115,8 +120,8 @@ class Privatizer:
         y = self.run_pipeline(self.graph_input(batch), known, keys)
         if self.emits == MODEL_UNITS:
             if y.size != len(batch) * int(np.prod(self.output_spec.sample_shape)):
-                raise OutputError(f"the pipeline returned shape {y.shape}; expected {len(batch)} sample(s) of the output "
-                                  f"shape {self.output_spec.sample_shape}, so nothing is released")
+                raise OutputError(f"the pipeline returned shape {y.shape}; expected {len(batch)} sample(s) of the "
+                                  f"output shape {self.output_spec.sample_shape}, so nothing is released")
             y = to_sensor_units(y, self.output_spec)
         self.check_output(y)
         return y[0] if single else y
