@@ -21,6 +21,11 @@ TASK = {"useful": "parity", "private": "lt5"}
 AUDIT_SEEDS = 3
 
 
+def progress_line(line: str) -> None:
+    """A step's progress under its [k/n] heading, flushed so a long step is seen to move."""
+    print(f"      {line}", flush=True)
+
+
 def save_examples_png(raw: np.ndarray, privatized: dict, path: Path, n: int = 10) -> Path:
     """One row of raw digits, then one row per mechanism of what its bundle emits for them."""
     import matplotlib
@@ -60,7 +65,7 @@ def quickstart(out: Path, epochs: int | None = None) -> dict:
         bundles[name] = export_run(run_dir, "onnx", out / "bundles" / f"{name}-digits")
     print(f"[3/4] auditing each bundle through the torch-free runtime ({AUDIT_SEEDS} seeds per attacker)")
     for name, bundle in bundles.items():
-        audit = audit_path(bundle, seeds=AUDIT_SEEDS)
+        audit = audit_path(bundle, seeds=AUDIT_SEEDS, log=progress_line)
         report = write_audit(audit, f"audit of the {name} digits bundle", out / "reports" / f"audit-{name}.md")
         results[name] = {"audit": audit, "report": str(report), "bundle": str(bundle)}
     print("[4/4] benchmarking each bundle (batch 1)")
@@ -164,7 +169,7 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS) -> dict:
     )
     bundle = export_run(run_dir, "onnx", out / "bundles" / "pass-walkway")
     print(f"[2/3] auditing the bundle through the torch-free runtime ({seeds} seeds per attacker)")
-    audit = audit_path(bundle, seeds=seeds)
+    audit = audit_path(bundle, seeds=seeds, log=progress_line)
     report = write_audit(audit, "audit of the pass walkway bundle", out / "reports" / "audit-pass-walkway.md")
     print(f"[3/3] previewing raw beside privatized over {clip.name}")
     with open_source(str(clip)) as source:

@@ -130,3 +130,9 @@ def test_quickstart_end_to_end(tmp_path):
         assert name in table and Path(row["audit_report"]).is_file()
     assert (tmp_path / "digits_raw_vs_privatized.png").read_bytes()[:4] == b"\x89PNG"
 
+
+
+def test_train_help_names_every_registered_dataset():
+    from sensorveil.cli.train import DATASET_NAMES
+    from sensorveil.sdk.datasets import DATASETS
+    assert sorted(DATASET_NAMES) == sorted(DATASETS)

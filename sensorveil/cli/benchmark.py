@@ -1,4 +1,5 @@
 """sensorveil benchmark BUNDLE|RUN_DIR: one table per format/backend, streams, and several sensors."""
+import multiprocessing
 import sys
 from pathlib import Path
 
@@ -35,6 +36,9 @@ def cmd_contend(args) -> int:
 
 
 def cmd_benchmark(args) -> int:
+    # --formats exports (torch, JAX under litert-torch): no library may fork after their thread pools start
+    if multiprocessing.get_start_method(allow_none=True) is None:
+        multiprocessing.set_start_method("spawn")
     if args.contend is not None:
         return cmd_contend(args)
     if args.streams is not None:

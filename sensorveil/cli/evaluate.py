@@ -1,11 +1,14 @@
 """sensorveil evaluate RUN_DIR|BUNDLE: the audit, attackers of several families over seeds."""
+import sys
+
 from sensorveil.cli.common import positive_int, write_json
 
 
 def cmd_evaluate(args) -> int:
     from sensorveil.sdk.assess import audit_path
     from sensorveil.sdk.audit import format_audit, write_report
-    result = audit_path(args.path, backend=args.backend, seeds=args.seeds, attacker_epochs=args.attacker_epochs)
+    result = audit_path(args.path, backend=args.backend, seeds=args.seeds, attacker_epochs=args.attacker_epochs,
+                        log=lambda line: print(line, file=sys.stderr, flush=True))
     title = (f"audit of {result['source']} ({result['mechanism']}"
              + (f", {result['backend']}" if "backend" in result else ", trained model") + ")")
     print(format_audit(result, title))

@@ -15,7 +15,7 @@ def cmd_quickstart(args) -> int:
 
 
 def add_parser(verbs) -> None:
-    p = verbs.add_parser("quickstart", help="train PR-GAN on digits, attack it, export, run and benchmark it")
+    p = verbs.add_parser("quickstart", help="train PASS and PR-GAN on digits, export, audit and benchmark both bundles")
     p.add_argument("--out", default="sensorveil-out", help="where runs, bundles and reports go")
     p.add_argument("--epochs", type=positive_int, default=None, help="generator epochs (default: the config's)")
     p.add_argument("--camera", metavar="CLIP", default=None,

@@ -3,6 +3,10 @@ import sys
 
 from sensorveil.cli.common import parse_settings, positive_int, print_mapping
 
+# the datasets `train` takes, spelled out: the parser is built on boards whose Python (3.6) cannot import
+# the trainer's dataset registry; tests/test_cli_and_bench.py checks this list against the registry
+DATASET_NAMES = ("digits", "ujiindoorloc", "synthetic-depth", "npz", "motionsense", "adult", "walkway")
+
 
 def cmd_train(args) -> int:
     from sensorveil.sdk import mechanisms
@@ -62,7 +66,7 @@ def mechanism_names() -> tuple:
 def add_parser(verbs) -> None:
     p = verbs.add_parser("train", help="train a privatizing mechanism on a dataset")
     p.add_argument("mechanism", help=f"one of: {', '.join(mechanism_names())}")
-    p.add_argument("--dataset", required=True, help="digits, ujiindoorloc, synthetic-depth or npz")
+    p.add_argument("--dataset", required=True, help=f"one of: {', '.join(DATASET_NAMES)}")
     p.add_argument("--data-path", default=None, help="path to the dataset's files (ujiindoorloc zip, npz)")
     p.add_argument("--private", nargs="+", default=None, help="private attribute(s) to hide")
     p.add_argument("--useful", nargs="+", default=None, help="useful attribute(s) to keep")

@@ -30,6 +30,15 @@ FP32_FILE, FP16_FILE, INT8_FILE = "model_fp32.tflite", "model_fp16.tflite", "mod
 EDGETPU_SUFFIX = "_edgetpu.tflite"
 DEFAULT_CALIBRATION = 200
 
+# TensorFlow's and absl's C++ logging (oneDNN notices, op counts, "log messages before InitializeLog")
+# flood the terminal once litert-torch loads them; they are read at library load, so set before that
+for _variable, _value in (("TF_CPP_MIN_LOG_LEVEL", "3"), ("GLOG_minloglevel", "2"), ("TF_ENABLE_ONEDNN_OPTS", "0")):
+    os.environ.setdefault(_variable, _value)
+# import-time warnings of litert-torch's dependencies that say nothing about the export: torchao's CUDA
+# kernels that a CPU machine cannot load, torch's notice about an Enum a dependency registers
+for _logger in ("torchao", "torch.utils._pytree"):
+    logging.getLogger(_logger).setLevel(logging.ERROR)
+
 CALIBRATION_CHUNK = 50      # samples per calibration call: one progress line each
 # the quantizer's interpreter threads during calibration; its default of 16 oversubscribes a small machine
 CALIBRATION_THREADS = max(1, min(4, os.cpu_count() or 1))

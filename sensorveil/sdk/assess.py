@@ -54,7 +54,7 @@ def evaluate_path(path, backend: str = "auto", attacker_epochs: int = 20) -> dic
                             f"(with {MANIFEST_NAME}), got {path}")
 
 
-def audit_path(path, backend: str = "auto", seeds: int = 3, attacker_epochs: int = 20) -> dict:
+def audit_path(path, backend: str = "auto", seeds: int = 3, attacker_epochs: int = 20, log=None) -> dict:
     """The audit (sensorveil.sdk.audit) of a run, or of a bundle exactly as the device runs it: every
     attacker family over ``seeds`` seeds with 95% intervals, the utility probe, Random*; plus the
     paper-protocol figures of the fixed classifiers when the mechanism has them. The flat keys
@@ -79,7 +79,7 @@ def audit_path(path, backend: str = "auto", seeds: int = 3, attacker_epochs: int
     release = mechanism.release(run_dir, run, privatizer)
     if run.get("dataset", {}).get("name") in SPLIT_BY_TIME:     # class shares move with time: Random* needs it
         release.test_weights = label_shift_weights(release.task)
-    result = {**heading, **audit(release, seeds=seeds, attacker_epochs=attacker_epochs)}
+    result = {**heading, **audit(release, seeds=seeds, attacker_epochs=attacker_epochs, log=log)}
     if release.fixed:
         task, fixed = release.task, release.fixed
         result["protocol_acc_useful"] = accuracy(fixed["D_y"], release.test, task.useful[task.test])

@@ -25,6 +25,7 @@ Random* is again the best any guess from the useful label can do; the plain scor
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,18 +120,38 @@ def attack(family: str, release: Release, labels: np.ndarray, classes: int, epoc
     raise ValueError(f"unknown attacker family {family!r}; expected one of {FAMILIES}")
 
 
-def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=FAMILIES) -> dict:
+class AttackerProgress:
+    """Runs one attacker and says so: 'audit: 4/15 trees attacker, seed 1 (3 s)'."""
+
+    def __init__(self, total: int, log=None):
+        self.total, self.done, self.log = total, 0, log
+
+    def __call__(self, name: str, seed: int, run):
+        started = time.perf_counter()
+        result = run()
+        self.done += 1
+        if self.log is not None:
+            self.log(f"audit: {self.done}/{self.total} {name} attacker, seed {seed} "
+                     f"({time.perf_counter() - started:.0f} s)")
+        return result
+
+
+def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=FAMILIES, log=None) -> dict:
     """Every family against the private attribute, the neural probe on the useful one, each over
-    ``seeds`` seeds with its interval, beside Random* and the goal's verdict."""
+    ``seeds`` seeds with its interval, beside Random* and the goal's verdict. ``log``: called with one
+    line per attacker trained (an audit takes minutes; a silent one looks hung)."""
     if seeds < 1:
         raise ValueError(f"the audit needs at least 1 seed, got {seeds}")
     task = release.task
     private_test, useful_test = task.private[task.test], task.useful[task.test]
-    guesses = {family: [attack(family, release, task.private, task.n_private, attacker_epochs, seed)
+    progress = AttackerProgress((len(families) + len(release.extra_attackers) + 1) * seeds, log)
+    guesses = {family: [progress(family, seed, lambda: attack(family, release, task.private, task.n_private,
+                                                               attacker_epochs, seed))
                         for seed in range(seeds)] for family in families}
     for name, run_attacker in release.extra_attackers.items():
-        guesses[name] = [run_attacker(seed) for seed in range(seeds)]
-    useful_guesses = [attack("neural", release, task.useful, task.n_useful, attacker_epochs, 100 + seed)
+        guesses[name] = [progress(name, seed, lambda: run_attacker(seed)) for seed in range(seeds)]
+    useful_guesses = [progress("utility probe", seed, lambda: attack("neural", release, task.useful, task.n_useful,
+                                                                     attacker_epochs, 100 + seed))
                       for seed in range(seeds)]
     reference = baselines(task)
     best_from_useful = task.med.argmax(axis=1)[useful_test]       # Random*'s guess
