@@ -115,8 +115,9 @@ def _markdown_document(results: dict) -> str:
     meta = {k: v for k, v in results.items() if k not in ("rows", "estimates") and not isinstance(v, list)}
     lines = ["# sensorveil benchmark", "", summary_markdown(results), "## Every figure", ""]
     for k, v in meta.items():
-        if isinstance(v, dict):
-            v = ", ".join(f"{a}={_fmt(b)}" for a, b in v.items() if not isinstance(b, (dict, list)))
+        if isinstance(v, dict):   # attribute lists read as names; an unset figure says so
+            v = ", ".join(f"{a}={attribute_names(b) if b is not None else 'not recorded'}"
+                          for a, b in v.items() if not isinstance(b, dict))
         lines.append(f"- **{k}**: {_fmt(v)}")
     rows = [{k: v for k, v in row.items() if not isinstance(v, (list, dict))} for row in results.get("rows", [])]
     return "\n".join(lines) + "\n\n" + format_markdown(rows)
@@ -166,11 +167,16 @@ def summary_lines(result: dict) -> "tuple[list[list[str]], list[str]]":
     return cells, notes
 
 
+def attribute_names(value) -> str:
+    """['parity', 'lt5'] -> 'parity, lt5' (a list's repr in a label reads as noise)."""
+    return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else _fmt(value)
+
+
 def summary_footer(result: dict) -> "list[str]":
     """What each column means, the attacker's strength, and where the figures come from."""
     task = result.get("task") or {}
     metrics = result.get("metrics_at_export") or {}
-    name = lambda value: ", ".join(value) if isinstance(value, list) else str(value)  # noqa: E731
+    name = attribute_names
     epochs = result.get("attacker_epochs")
     rows = result.get("rows", [])
     lines = [f"Private: probing-attack accuracy on '{name(task.get('private'))}', on what each artefact emits "
@@ -254,6 +260,12 @@ def _plot_benchmark(results: dict, path) -> bool:
         left.set_yticks(range(1, len(rows) + 1), labels)
         left.invert_yaxis()   # the table's order, top to bottom
         left.set_xscale("log")
+        # a range under a decade gets labelled minor ticks that run into one another: label majors only,
+        # in plain numbers
+        from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+        left.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        left.xaxis.set_major_formatter(ScalarFormatter())
+        left.xaxis.set_minor_formatter(NullFormatter())
         left.set_xlabel("batch-1 latency through the runtime (ms, log scale; whiskers p5-p95)")
         left.set_title("Latency per artefact")
         for i, r in rows:
@@ -268,8 +280,9 @@ def _plot_benchmark(results: dict, path) -> bool:
             right.annotate("Random*", (random_star, 0.02), xycoords=("data", "axes fraction"), fontsize=8,
                            color="grey", xytext=(3, 0), textcoords="offset points")
         task = results.get("task") or {}
-        right.set_xlabel(f"probing attack on private '{task.get('private')}' (lower is more private)")
-        right.set_ylabel(f"utility probe on '{task.get('useful')}'")
+        right.set_xlabel(f"probing attack on private '{attribute_names(task.get('private'))}' "
+                         "(lower is more private)")
+        right.set_ylabel(f"utility probe on '{attribute_names(task.get('useful'))}'")
         right.set_title("Privacy and utility per artefact (x: failed)")
         fig.tight_layout()
         fig.savefig(path, format="png", dpi=100)

@@ -210,23 +210,34 @@ def write_report(result: dict, title: str, markdown_path) -> Path:
 
 
 def plot_privacy_utility(result: dict, path: Path) -> Path:
+    """One row per attacker family (its 95% interval on the private attribute, beside Random* and the
+    goal's band), so families with close figures do not hide one another; the utility probe is the
+    last row, on its own axis."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    useful = result["useful"]
-    for name, figure in result["private"].items():
-        ax.errorbar(figure["mean"], useful["mean"], xerr=[[figure["mean"] - figure["low"]],
-                    [figure["high"] - figure["mean"]]], yerr=[[useful["mean"] - useful["low"]],
-                    [useful["high"] - useful["mean"]]], fmt="o", capsize=3, label=name)
+    names = list(result["private"])
+    fig, (ax, util) = plt.subplots(2, 1, figsize=(6.4, 1.2 + 0.45 * len(names) + 1.0),
+                                   gridspec_kw={"height_ratios": [len(names), 1.2]})
+    for row, name in enumerate(names):
+        _interval_row(ax, row, result["private"][name], "C0")
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
     ax.axvline(result["random_star"], color="grey", linestyle="--", label="Random*")
     ax.axvspan(result["random_star"], result["random_star"] + GOAL_MARGIN, color="green", alpha=0.1,
                label="goal: within 5 points")
     ax.set_xlabel("attacker accuracy on the private attribute (lower is more private)")
-    ax.set_ylabel("neural probe accuracy on the useful attribute")
-    ax.legend(fontsize=7, loc="lower right")
-    ax.set_title("privacy (x) against utility (y), 95% intervals", fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    ax.set_title("each attacker family, 95% intervals over seeds", fontsize=9)
+    _interval_row(util, 0, result["useful"], "C2")
+    util.set_yticks([0], ["utility probe"])
+    util.set_xlabel("neural probe accuracy on the useful attribute (higher is more useful)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _interval_row(ax, row: int, figure: dict, color: str) -> None:
+    ax.errorbar(figure["mean"], row, xerr=[[figure["mean"] - figure["low"]], [figure["high"] - figure["mean"]]],
+                fmt="o", capsize=3, color=color)
