@@ -17,7 +17,7 @@ ON_THE_BOARD = [
     "sensorveil/cli",
     "sensorveil/__init__.py",
     "sensorveil/__main__.py",
-    "sensorveil/sdk/__init__.py",
+    "sensorveil/sdk/__init__.py", "sensorveil/sdk/threads.py",
     "sensorveil/sdk/mechanisms/__init__.py",
 ]
 

@@ -11,6 +11,7 @@ from sensorveil.cli import benchmark, devices, evaluate, export, keys, preview, 
 from sensorveil.cli.common import UsageError  # noqa: F401  (re-exported: callers catch it)
 from sensorveil.cli.run import stream_exit_code  # noqa: F401  (re-exported: the stream tests use it)
 from sensorveil.runtime.errors import SensorveilError
+from sensorveil.sdk.threads import prefer_passive_waits
 
 # the verbs in the order `sensorveil --help` lists them
 VERBS = (quickstart, train, evaluate, export, keys, benchmark, devices, run, preview)
@@ -27,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    # before any verb imports torch: OpenMP threads that sleep instead of spinning (sensorveil.sdk.threads)
+    prefer_passive_waits()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.verb is None:
