@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean
 from sensorveil.runtime.stages.attriguard import CHUNK, draw, kkt_mechanism, panda, phase_one
 from sensorveil.sdk import mechanisms
 from sensorveil.sdk.evaluation import baselines, probing_attack
@@ -28,6 +30,7 @@ from sensorveil.sdk.mechanisms.attriguard import attacker_suite, numpy_decide
 from sensorveil.sdk.runs import read_run, train_run
 
 ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))
 DATASETS = {"digits": {"useful": "parity", "private": "lt5", "path": None},
             "ujiindoorloc": {"useful": "floor", "private": "region", "path": "uji"}}
 GOAL_MARGIN = 0.05
@@ -114,9 +117,10 @@ def markdown(results: dict) -> str:
     lines = [
         "# AttriGuard: inference accuracy against the utility-loss budget",
         "",
-        f"Written by `{results['command']}` on {results['timestamp']} ({results['cpu']['model']}, "
-        f"{results['cpu']['logical_cores']} cores); every figure below "
-        "comes from that run. beta is the expected number of modified entries (L0) per sample (eq. 3). "
+        page_header(recorded(results, host=f"{results['cpu']['model']}, {results['cpu']['logical_cores']} cores")),
+        "",
+        "Every figure below comes from that run. beta is the expected number of modified entries (L0) per sample "
+        "(eq. 3). "
         "BA-A to LRA-A are the paper's attacks (section 5.1.2; NN-A has 512 hidden units, the paper's had "
         "30,000); *probing* is the project's probing attack (a neural attacker trained on the released data). "
         f"Attackers train {results['attacker_epochs']} epochs.",
@@ -181,7 +185,10 @@ def main() -> None:
     parser.add_argument("--betas", nargs="+", type=float, default=[0, 1, 2, 4, 8, 16])
     parser.add_argument("--attacker-epochs", type=int, default=10)
     parser.add_argument("--out", default="runs/attriguard-results")
+    parser.add_argument("--allow-dirty", action="store_true", help="run from uncommitted code (the page says so)")
     args = parser.parse_args()
+    require_clean(args.allow_dirty)
+    record = provenance(allow_dirty=args.allow_dirty)   # the commit and date the run starts from
     from sensorveil.benchmarks.report import cpu_description
 
     results = {
@@ -189,7 +196,7 @@ def main() -> None:
         + " ".join(
             f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
             for k, v in vars(args).items()
-            if k != "uji" and v is not None
+            if k not in ("uji", "allow_dirty") and v is not None
         ),
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "cpu": cpu_description(),
@@ -205,7 +212,9 @@ def main() -> None:
             )
             for name in args.datasets
         ],
+        "provenance": record,
     }
+    results = portable(results, shared=SHARED)
     docs = ROOT / "docs"
     (docs / "attriguard_results.json").write_text(json.dumps(results, indent=2) + "\n")
     (docs / "attriguard_results.md").write_text(markdown(results))

@@ -22,7 +22,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-CLIP = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared")) / "media" / "walkway.avi"
+from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean  # noqa: E402
+
+SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))
+CLIP = SHARED / "media" / "walkway.avi"
 MECHANISMS = {
     # the tracker measures each person's walking direction on the device: PASS draws its substitute
     # among bank people walking the same way (PASSConfig.condition)
@@ -413,7 +416,9 @@ def render(result: dict, command: str) -> str:
     lines = [
         "# The camera mechanism on walkway.avi",
         "",
-        f"Written by `{command}` ({result['seconds']:.0f} s on this machine); do not edit by hand.",
+        page_header(recorded(result)),
+        "",
+        f"The run took {result['seconds']:.0f} s on that machine.",
         "",
         "People are found by a still-camera background model (OpenCV MOG2, person-shaped foreground blobs) and "
         "followed by an IoU/centroid tracker (`sensorveil/runtime/camera.py`); each person is a 128x64 grey crop. "
@@ -573,6 +578,7 @@ def main(argv=None) -> int:
         action="store_true",
         help="re-draw docs/camera_results.md from docs/camera_results.json (no run)",
     )
+    parser.add_argument("--allow-dirty", action="store_true", help="run from uncommitted code (the page says so)")
     args = parser.parse_args(argv)
     docs = Path(args.docs)
     if args.render_only:
@@ -580,6 +586,8 @@ def main(argv=None) -> int:
         (docs / "camera_results.md").write_text(render(result, result["command"]))
         print((docs / "camera_results.md").read_text())
         return 0
+    require_clean(args.allow_dirty)
+    record = provenance([__file__] + list(sys.argv[1:] if argv is None else argv), args.allow_dirty)
     clip = Path(args.clip)
     if not clip.is_file():
         parser.error(f"clip not found: {clip} (set --clip or SENSORVEIL_SHARED)")
@@ -634,6 +642,8 @@ def main(argv=None) -> int:
         + (f" --attacker-epochs {args.attacker_epochs}" if args.attacker_epochs != 20 else "")
     )
     result["command"] = command
+    result["provenance"] = record
+    result = portable(result, shared=SHARED)
     (docs / "camera_results.json").write_text(json.dumps(result, indent=2, default=float))
     (docs / "camera_results.md").write_text(render(result, command))
     print((docs / "camera_results.md").read_text())

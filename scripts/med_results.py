@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from sensorveil.benchmarks.provenance import page_header, portable, provenance, require_clean
 from sensorveil.export import export_run
 from sensorveil.runtime.stages.prgan_med import conditioned
 from sensorveil.sdk import mechanisms, runs
@@ -35,7 +37,9 @@ from sensorveil.sdk.training import apply, predict
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from make_results import code_version  # noqa: E402  (one definition of the page's code version)
+from make_results import code_version, datasets_of  # noqa: E402  (one definition of the page's code version)
+
+SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))
 
 DATA_PATHS = {"digits": None, "ujiindoorloc": "uji"}
 MECHANISMS = {"prgan": "PR-GAN", "prgan-med": "PR-GAN-MED"}
@@ -103,24 +107,14 @@ def options_of(args) -> list:
     return options + ["--seeds", str(args.seeds), "--attacker-epochs", str(args.attacker_epochs)]
 
 
-def commands(results: list) -> list:
-    """The command(s) that regenerate the page: one when every dataset shares its options."""
-    script = "python scripts/med_results.py"
-    uji = " --uji ../shared/datasets/ujiindoorloc.zip" if any(r["dataset"] == "ujiindoorloc" for r in results) else ""
-    if len({tuple(r["options"]) for r in results}) == 1:
-        return [f"{script} --datasets {' '.join(r['dataset'] for r in results)}{uji} {' '.join(results[0]['options'])}"]
-    return [f"{script} --datasets {r['dataset']}{uji if r['dataset'] == 'ujiindoorloc' else ''} "
-            f"{' '.join(r['options'])}" for r in results]
-
-
 def cell(figure: dict) -> str:
     return f"{figure['mean']:.1%} [{figure['low']:.1%}, {figure['high']:.1%}]"
 
 
-def markdown(results: list) -> str:
-    lines = ["# PR-GAN-MED beside PR-GAN under the same attackers", "",
-             "Regenerate this page (from the repository root): "
-             + " and ".join(f"`{command}`" for command in commands(results)), "",
+def markdown(results: list, record: dict) -> str:
+    lines = ["# PR-GAN-MED beside PR-GAN under the same attackers", "", page_header(record), "",
+             "A dataset the command did not name keeps the figures of an earlier run: each section below says "
+             "when and from which code version its figures were computed.", "",
              "PR-GAN-MED (sensorveil/sdk/mechanisms/prgan_med.py, `prgan-med`) takes the first step of PR-GAN "
              "Theorem 1's mechanism A* literally: on the device the fixed D_y predicts y from x, a numpy stage "
              "draws z' ~ MED(z|y) (eq. 3) and noise with the Privatizer's generator, and G(x, y, z', noise) is "
@@ -188,17 +182,21 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--attacker-epochs", type=int, default=20)
     parser.add_argument("--out", default="runs/med-results")
+    parser.add_argument("--allow-dirty", action="store_true", help="run from uncommitted code (the page says so)")
     args = parser.parse_args()
+    require_clean(args.allow_dirty)
     torch.set_num_threads(1)
     docs, out = ROOT / "docs", Path(args.out)
     path = docs / "med_results.json"
-    earlier = {r["dataset"]: r for r in json.loads(path.read_text())} if path.is_file() else {}
+    earlier = {r["dataset"]: r for r in datasets_of(json.loads(path.read_text()))} if path.is_file() else {}
+    record = provenance(allow_dirty=args.allow_dirty)
     for dataset in args.datasets:
         data_path = args.uji if DATA_PATHS[dataset] == "uji" else None
         earlier[dataset] = one_dataset(dataset, data_path, out, args)
-        results = [earlier[name] for name in DATA_PATHS if name in earlier]
-        path.write_text(json.dumps(results, indent=2, default=str))     # saved per dataset: a long run may stop
-        (docs / "med_results.md").write_text(markdown(results))
+        saved = portable({"provenance": record, "datasets": [earlier[name] for name in DATA_PATHS if name in earlier]},
+                         shared=SHARED)
+        path.write_text(json.dumps(saved, indent=2, default=str))     # saved per dataset: a long run may stop
+        (docs / "med_results.md").write_text(markdown(saved["datasets"], saved["provenance"]))
         print(f"wrote {docs / 'med_results.md'} and {path}", flush=True)
 
 

@@ -26,6 +26,8 @@ import shutil
 import time
 from pathlib import Path
 
+from sensorveil.benchmarks.provenance import portable, provenance, require_clean
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", REPO.parent / "shared"))
 # dataset -> (useful, private, hidden, data path)
@@ -160,7 +162,9 @@ def main() -> None:
     parser.add_argument(
         "--audit-seeds", type=int, default=AUDIT_SEEDS, help="seeds of the exported bundle's audit (0: leave it out)"
     )
+    parser.add_argument("--allow-dirty", action="store_true", help="run from uncommitted code (the JSON says so)")
     args = parser.parse_args()
+    require_clean(args.allow_dirty)
     out, json_path = Path(args.out), Path(args.json)
     json_path.parent.mkdir(parents=True, exist_ok=True)
     prgan = Path(args.prgan_bundles) if args.prgan_bundles else None
@@ -168,6 +172,7 @@ def main() -> None:
 
     # datasets not named this time keep their figures from the file (each entry says when it was computed)
     earlier = json.loads(json_path.read_text())["datasets"] if json_path.is_file() else {}
+    record = provenance(allow_dirty=args.allow_dirty)
     results = {
         "generated_by": "scripts/pass_results.py",
         "cpu": cpu_description(),
@@ -175,11 +180,14 @@ def main() -> None:
         "goal": f"strongest attacker's private accuracy <= Random* + {100 * GOAL_POINTS:.0f} points "
         f"and mNAG >= {100 * GOAL_MNAG:.0f}%",
         "datasets": {name: entry for name, entry in earlier.items() if name not in args.datasets},
+        "provenance": record,
     }
     for dataset in args.datasets:
         print(f"== PASS on {dataset}")
         entry = one_dataset(dataset, out, json_path.parent, prgan, args.epochs, args.reuse_run, args.audit_seeds)
-        results["datasets"][dataset] = {**entry, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        results["datasets"][dataset] = {**entry, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                        "provenance": record}
+        results = portable(results, shared=SHARED)
         json_path.write_text(json.dumps(results, indent=2, default=str) + "\n")  # partial results survive
         print(json.dumps(results["datasets"][dataset].get("goal", results["datasets"][dataset]), indent=1))
     print(f"wrote {json_path}")

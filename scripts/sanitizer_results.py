@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean
 from sensorveil.sdk import mechanisms
 from sensorveil.sdk.evaluation import apply_privatize, evaluate
 from sensorveil.sdk.mechanisms.sanitizer import cas, make_privatize, mechanism_parameters, normalized_hypervolume
@@ -28,6 +30,7 @@ from sensorveil.sdk.runs import read_run, train_run
 from sensorveil.sdk.training import sensor_step
 
 ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))
 DATASETS = {"digits": {"useful": "parity", "private": "lt5", "uji": False},
             "ujiindoorloc": {"useful": "floor", "private": "region", "uji": True},
             "synthetic-depth": {"useful": "facing", "private": "identity", "uji": False}}
@@ -73,7 +76,8 @@ def run_dataset(name: str, uji_path: str, epochs: int, out: Path, rows: int | No
 
 def markdown(results: dict) -> str:
     lines = ["# Sanitizer: leakage, utility, hyper-volume and CAS per mechanism", "",
-             f"Written by `{results['command']}` on {results['timestamp']}; every figure below comes from that run. "
+             page_header(recorded(results)), "",
+             "Every figure below comes from that run. "
              "*Leakage*: the strongest of two attackers (neural, trees) trained on the sanitized training split and "
              "scored on the sanitized test split (section 4.3's fine-tuned adversary); *utility*: a neural probe of "
              "the useful attribute on the same data; *CAS*: trained on sanitized data, tested on raw data (E2 for the "
@@ -127,13 +131,18 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--attacker-epochs", type=int, default=10)
     parser.add_argument("--out", default="runs/sanitizer-results")
+    parser.add_argument("--allow-dirty", action="store_true", help="run from uncommitted code (the page says so)")
     args = parser.parse_args()
+    require_clean(args.allow_dirty)
+    record = provenance(allow_dirty=args.allow_dirty)   # the commit and date the run starts from
     results = {"command": f"python scripts/sanitizer_results.py --datasets {' '.join(args.datasets)} "
                           f"--attacker-epochs {args.attacker_epochs}"
                           + (f" --uji-rows {args.uji_rows}" if args.uji_rows else ""),
                "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "attacker_epochs": args.attacker_epochs,
                "datasets": [run_dataset(name, args.uji, args.attacker_epochs, Path(args.out), args.uji_rows)
-                            for name in args.datasets]}
+                            for name in args.datasets],
+               "provenance": record}
+    results = portable(results, shared=SHARED)
     docs = ROOT / "docs"
     (docs / "sanitizer_results.json").write_text(json.dumps(results, indent=2) + "\n")
     (docs / "sanitizer_results.md").write_text(markdown(results))

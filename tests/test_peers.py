@@ -19,7 +19,7 @@ def test_compare_peers_runs_both_tools_on_the_same_frames(depth_bundle, tmp_path
     out_json, out_md = tmp_path / "peers.json", tmp_path / "peers.md"
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "compare_peers.py"), "--frames", "8",
                            "--bundle", str(depth_bundle), "--out", str(tmp_path / "work"), "--json", str(out_json),
-                           "--markdown", str(out_md)], capture_output=True, text=True, timeout=300)
+                           "--markdown", str(out_md), "--allow-dirty"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     result = json.loads(out_json.read_text())
     assert [row["tool"] for row in result["rows"]] == ["deface", "sensorveil"]
