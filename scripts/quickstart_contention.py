@@ -2,13 +2,14 @@
 run alone, then beside N busy-loop processes (sensorveil.benchmarks.contention's), written to
 docs/quickstart_contention.md and .json.
 
-    python scripts/quickstart_contention.py [--contend 1] [--policy passive|active|both] [--allow-dirty]
+    python scripts/quickstart_contention.py [--contend 1] [--policy passive active short-spin] [--allow-dirty]
 
 CPU-seconds are the quickstart process's and its children's (user + system, from wait4), so threads
 that spin while waiting count as what they cost. Goal: contended CPU-seconds within 1.3x of quiet.
-``--policy both`` also runs each case with OpenMP's default spinning (OMP_WAIT_POLICY=ACTIVE), the
-behaviour before the trainer set PASSIVE, to show what the setting buys. The machine must otherwise be
-idle for the quiet figures to mean anything: the page records the load average before each run.
+``--policy`` names the OpenMP wait policies to compare (default: passive, what the trainer sets, and
+active, OpenMP spinning as before it did); short-spin is libgomp's default with a short spin count.
+The machine must otherwise be idle for the quiet figures to mean anything: the page records the load
+average before each run.
 """
 import argparse
 import json
@@ -24,12 +25,15 @@ from sensorveil.benchmarks.provenance import page_header, provenance, require_cl
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL = 1.3
-POLICIES = {"passive": "PASSIVE", "active": "ACTIVE"}
+# the OpenMP environment of each policy: passive (threads sleep at once), active (spin, OpenMP's ACTIVE),
+# short-spin (libgomp's default policy with GOMP_SPINCOUNT=1000: spin briefly, then sleep)
+POLICIES = {"passive": {"OMP_WAIT_POLICY": "PASSIVE"}, "active": {"OMP_WAIT_POLICY": "ACTIVE"},
+            "short-spin": {"OMP_WAIT_POLICY": "", "GOMP_SPINCOUNT": "1000"}}
 
 
 def run_quickstart(policy: str, out: Path) -> dict:
     """One `sensorveil quickstart` in a child process: its wall time and its CPU-seconds."""
-    env = {**os.environ, "OMP_WAIT_POLICY": POLICIES[policy]}
+    env = {**os.environ, **POLICIES[policy]}
     load = os.getloadavg()[0]
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "sensorveil", "quickstart", "--out", str(out)], env=env,
@@ -73,13 +77,13 @@ def render(result: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--contend", type=int, default=1)
-    parser.add_argument("--policy", choices=("passive", "active", "both"), default="both")
+    parser.add_argument("--policy", nargs="+", choices=sorted(POLICIES), default=["passive", "active"])
     parser.add_argument("--docs", type=Path, default=REPO / "docs")
     parser.add_argument("--allow-dirty", action="store_true")
     args = parser.parse_args(argv)
     require_clean(args.allow_dirty)
     record = provenance(allow_dirty=args.allow_dirty)
-    policies = ["passive", "active"] if args.policy == "both" else [args.policy]
+    policies = args.policy
     with tempfile.TemporaryDirectory() as folder:
         rows = [measure(policy, args.contend, Path(folder)) for policy in policies]
     result = {"provenance": record, "contend": args.contend, "rows": rows}
