@@ -77,13 +77,14 @@ def render(result: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--contend", type=int, default=1)
-    parser.add_argument("--policy", nargs="+", choices=sorted(POLICIES), default=["passive", "active"])
+    parser.add_argument("--policy", nargs="+", choices=sorted(POLICIES) + ["both"], default=["passive", "active"],
+                        help="policies to compare; both = passive active (the page's earlier command)")
     parser.add_argument("--docs", type=Path, default=REPO / "docs")
     parser.add_argument("--allow-dirty", action="store_true")
     args = parser.parse_args(argv)
     require_clean(args.allow_dirty)
     record = provenance(allow_dirty=args.allow_dirty)
-    policies = args.policy
+    policies = [name for policy in args.policy for name in (("passive", "active") if policy == "both" else (policy,))]
     with tempfile.TemporaryDirectory() as folder:
         rows = [measure(policy, args.contend, Path(folder)) for policy in policies]
     result = {"provenance": record, "contend": args.contend, "rows": rows}
