@@ -103,7 +103,14 @@ def summarize(result: dict) -> dict:
     return {"strongest_attacker": strongest, "attacker_accuracy": audit["private"][strongest],
             "random_star": audit["random_star"], "utility": audit["useful"],
             "goal_met": audit["goal"]["strongest_within_5_points_of_random_star"], "fps": result["fps"],
+            "verdict": audit["verdict"], "raw_accuracy": audit["power"]["raw_strongest_accuracy"],
             "bundle": result["bundle"], "audit_report": result["report"]}
+
+
+VERDICT_TEXT = {"protects": "protects: its best attacker is within 5 points of Random*",
+                "leaks": "LEAKS: attackers trained on its output recover the private attribute",
+                "no power on this data": "no power on this data: on RAW data too the attackers stay within 5 "
+                                         "points of Random*"}
 
 
 def figure(f: dict) -> str:
@@ -124,12 +131,9 @@ def print_summary(summary: dict, out: Path) -> None:
         )
     print()
     for name, row in summary["mechanisms"].items():
-        verdict = (
-            "protects: its best attacker is within 5 points of Random*"
-            if row["goal_met"]
-            else "LEAKS: attackers trained on its output recover lt5"
-        )
-        print(f"  {name}: {verdict} (best attacker: {row['strongest_attacker']})")
+        print(f"  {name}: {VERDICT_TEXT[row['verdict']]}")
+        print(f"    best attacker: {row['strongest_attacker']}; "
+              f"the same attackers on raw data: {row['raw_accuracy']:.1%}")
     print(f"\n  bundles   {', '.join(row['bundle'] for row in summary['mechanisms'].values())}")
     print(f"  audits    {', '.join(row['audit_report'] for row in summary['mechanisms'].values())}")
     print(f"  examples  {summary['examples']}")
@@ -196,7 +200,7 @@ def print_camera_summary(summary: dict) -> None:
     print("\n== sensorveil quickstart --camera: people made substitutes, walking direction kept ==")
     print(
         f"  best attacker on appearance  {figure(row['attacker_accuracy'])} ({row['strongest_attacker']}); "
-        f"Random* {row['random_star']:.1%}: " + ("protects" if row["goal_met"] else "LEAKS")
+        f"Random* {row['random_star']:.1%}, on raw crops {row['raw_accuracy']:.1%}: {row['verdict']}"
     )
     print(f"  direction kept               {figure(row['utility'])}")
     print(f"  whole pipeline               {row['fps']:.1f} FPS (decode, detect, privatize, paste back)")

@@ -68,11 +68,25 @@ def test_label_shift_weights_make_random_star_the_best_guess_from_the_useful_lab
     every_rule = [np.array(rule)[useful] for rule in product(range(3), repeat=2)]
     assert max(score(g, private, weights) for g in every_rule) == pytest.approx(score(star, private, weights))
     assert max(score(g, private) for g in every_rule) > score(star, private) + 0.2     # unweighted: no floor
+    from sensorveil.sdk.audit import SHARE_PSEUDOCOUNT
     for u in range(2):
         rows = useful == u
         weighted = np.bincount(private[rows], weights=weights[rows], minlength=3) / weights[rows].sum()
         trained = np.bincount(task.private[task.attacker_train][task.useful[task.attacker_train] == u], minlength=3)
-        np.testing.assert_allclose(weighted, trained / trained.sum())
+        smoothed = trained + SHARE_PSEUDOCOUNT      # the training shares with their pseudo-count per cell
+        np.testing.assert_allclose(weighted, smoothed / smoothed.sum())
+
+
+def test_a_class_the_training_part_never_shows_still_weighs_something():
+    """With raw counts, test rows of a (useful, private) pair absent from the training part weighed 0,
+    so a leak on exactly those people was never counted."""
+    from sensorveil.sdk.audit import label_shift_weights
+    task = shifted_task(np.random.default_rng(2))
+    train = task.attacker_train[~((task.useful[task.attacker_train] == 0) & (task.private[task.attacker_train] == 2))]
+    task.attacker_train = train
+    weights = label_shift_weights(task)
+    absent = (task.useful[task.test] == 0) & (task.private[task.test] == 2)
+    assert absent.any() and (weights[absent] > 0).all() and (weights > 0).all()
 
 
 def test_audit_scores_a_useful_label_only_release_at_random_star_under_the_weights():
@@ -89,3 +103,27 @@ def test_audit_scores_a_useful_label_only_release_at_random_star_under_the_weigh
     assert result["private"]["logistic"]["mean"] == pytest.approx(result["random_star"], abs=0.03)
     assert result["n_effective"] < len(task.test) and "unweighted" in result
     assert isinstance(result["unweighted"]["private"]["trees"]["mean"], float) and torch is not None
+    # the data itself carries only the useful label: raw data meets the goal too, so the audit says it
+    # cannot tell instead of "protects"
+    assert result["power"]["has_power"] is False and result["verdict"] == "no power on this data"
+    assert result["zero_weight_rows"] == 0
+
+
+def test_the_verdict_needs_an_audit_with_power():
+    """Data that reveals the private attribute: released raw it leaks; replaced by noise it protects,
+    and the verdict says "protects" only because raw data would have failed the goal."""
+    import torch
+
+    from sensorveil.sdk.audit import Release, audit
+    rng = np.random.default_rng(3)
+    task = shifted_task(rng)
+    revealing = np.eye(3, dtype=np.float32)[task.private] + rng.normal(0, 0.05, (1200, 3)).astype(np.float32)
+    task.x = torch.as_tensor(revealing)
+    raw = audit(Release(task=task, train=task.x[task.attacker_train], test=task.x[task.test]), seeds=1,
+                attacker_epochs=2, families=("trees", "logistic"))
+    assert raw["verdict"] == "leaks" and raw["power"]["has_power"]
+    noise = torch.as_tensor(rng.normal(0, 1, (1200, 3)).astype(np.float32))
+    hidden = audit(Release(task=task, train=noise[task.attacker_train], test=noise[task.test]), seeds=1,
+                   attacker_epochs=2, families=("trees", "logistic"))
+    assert hidden["power"]["has_power"] and hidden["verdict"] in ("protects", "leaks")
+    assert hidden["verdict"] == ("protects" if hidden["goal"]["strongest_within_5_points_of_random_star"] else "leaks")

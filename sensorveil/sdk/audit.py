@@ -51,16 +51,21 @@ class Release:
     test_weights: np.ndarray | None = None    # per test row (label_shift_weights); None: plain accuracy
 
 
+# pseudo-count per (useful, private) cell of the training part's shares: a class the training part never
+# shows still weighs something, so a leak on exactly those rows is counted (with raw counts it weighed 0)
+SHARE_PSEUDOCOUNT = 0.5
+
+
 def label_shift_weights(task: Task) -> np.ndarray:
     """Per test row, P_train(z | u) / P_test(z | u) from the two splits' counts, mean 1: the test rows
-    reweighted so each useful label's private classes come in the training part's shares. Rows of a
-    (u, z) the training part never shows weigh 0."""
-    def shares(rows):
-        counts = np.zeros((task.n_useful, task.n_private))
+    reweighted so each useful label's private classes come in the training part's shares. The training
+    shares carry a pseudo-count of SHARE_PSEUDOCOUNT per cell, so no test row weighs 0."""
+    def shares(rows, pseudocount):
+        counts = np.full((task.n_useful, task.n_private), pseudocount)
         np.add.at(counts, (task.useful[rows], task.private[rows]), 1.0)
         return counts / np.maximum(counts.sum(1, keepdims=True), 1.0)
     useful, private = task.useful[task.test], task.private[task.test]
-    weights = shares(task.attacker_train)[useful, private] / shares(task.test)[useful, private]
+    weights = shares(task.attacker_train, SHARE_PSEUDOCOUNT)[useful, private] / shares(task.test, 0.0)[useful, private]
     return weights * len(weights) / weights.sum()
 
 
@@ -144,7 +149,7 @@ def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=
         raise ValueError(f"the audit needs at least 1 seed, got {seeds}")
     task = release.task
     private_test, useful_test = task.private[task.test], task.useful[task.test]
-    progress = AttackerProgress((len(families) + len(release.extra_attackers) + 1) * seeds, log)
+    progress = AttackerProgress((len(families) + len(release.extra_attackers) + 1) * seeds + len(families), log)
     guesses = {family: [progress(family, seed, lambda: attack(family, release, task.private, task.n_private,
                                                                attacker_epochs, seed))
                         for seed in range(seeds)] for family in families}
@@ -153,6 +158,10 @@ def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=
     useful_guesses = [progress("utility probe", seed, lambda: attack("neural", release, task.useful, task.n_useful,
                                                                      attacker_epochs, 100 + seed))
                       for seed in range(seeds)]
+    raw = Release(task, task.x[task.attacker_train], task.x[task.test])
+    raw_guesses = {family: progress(f"raw-data {family}", 0, lambda: attack(family, raw, task.private, task.n_private,
+                                                                            attacker_epochs, 0))
+                   for family in families}
     reference = baselines(task)
     best_from_useful = task.med.argmax(axis=1)[useful_test]       # Random*'s guess
 
@@ -160,19 +169,35 @@ def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=
         n = effective_rows(weights, len(task.test))
         private = {name: interval([score(g, private_test, weights) for g in runs], n) for name, runs in guesses.items()}
         return {"private": private, "useful": interval([score(g, useful_test, weights) for g in useful_guesses], n),
-                "random_star": score(best_from_useful, private_test, weights), "n_effective": n}
+                "random_star": score(best_from_useful, private_test, weights), "n_effective": n,
+                "raw_private": {name: interval([score(g, private_test, weights)], n)
+                                for name, g in raw_guesses.items()}}
     result = scored(release.test_weights)
     strongest = max(result["private"], key=lambda name: result["private"][name]["mean"])
+    goal_met = result["private"][strongest]["mean"] <= result["random_star"] + GOAL_MARGIN
     out = {"seeds": seeds, "attacker_epochs": attacker_epochs, "n_attacker_train": int(len(task.attacker_train)),
            "n_test": len(task.test), **result, "majority_private": reference["majority_private"],
            "strongest_attacker": strongest,
-           "goal": {"strongest_within_5_points_of_random_star":
-                    result["private"][strongest]["mean"] <= result["random_star"] + GOAL_MARGIN,
-                    "margin": GOAL_MARGIN}}
+           "goal": {"strongest_within_5_points_of_random_star": goal_met, "margin": GOAL_MARGIN},
+           "power": audit_power(result, goal_met)}
+    out["verdict"] = out["power"]["verdict"]
     if release.test_weights is not None:
         out["scoring"] = "test rows reweighted to the training part's P(private | useful) (label shift)"
         out["unweighted"] = scored(None)
+        out["zero_weight_rows"] = int(np.count_nonzero(release.test_weights <= 0))
     return out
+
+
+def audit_power(result: dict, goal_met: bool) -> dict:
+    """Can this audit tell? The same families trained on the RAW data of the same split (one seed each):
+    if even raw data keeps the strongest of them within the goal's margin of Random*, a release that
+    meets the goal proves nothing, and the verdict says so instead of "protects"."""
+    raw = result["raw_private"]
+    raw_strongest = max(raw, key=lambda name: raw[name]["mean"])
+    has_power = raw[raw_strongest]["mean"] > result["random_star"] + GOAL_MARGIN
+    verdict = "leaks" if not goal_met else "protects" if has_power else "no power on this data"
+    return {"raw_strongest_attacker": raw_strongest, "raw_strongest_accuracy": raw[raw_strongest]["mean"],
+            "has_power": has_power, "verdict": verdict, "raw_seeds": 1}
 
 
 def format_audit(result: dict, title: str) -> str:
@@ -196,6 +221,13 @@ def format_audit(result: dict, title: str) -> str:
                  if "unweighted" in result else ""),
               "  goal (strongest attacker <= Random* + 5 points): "
               + ("met" if result["goal"]["strongest_within_5_points_of_random_star"] else "NOT met")]
+    power = result.get("power")
+    if power:      # audits written before the power check have none
+        lines += [f"  {'same attackers on RAW data, strongest':34s} {power['raw_strongest_accuracy']:6.1%}  "
+                  f"({power['raw_strongest_attacker']}, one seed)",
+                  f"  verdict: {power['verdict']}" + ("" if power["has_power"] else
+                                                     " (raw data would meet the goal too: this data cannot "
+                                                     "show whether the mechanism protects)")]
     return "\n".join(lines)
 
 
