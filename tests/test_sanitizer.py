@@ -24,15 +24,37 @@ def test_distance_correlation_is_one_for_linear_and_near_zero_for_independent_va
 
 
 def test_distance_correlation_matches_a_hand_computed_value():
-    """x = (0, 1, 2), y = (0, 1, 4): distance matrices, double centring and dCor by hand."""
-    x, y = np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0, 4.0])
-    def centred(v):
+    """x = (0, 1, 2, 3, 5), y = x squared: U-centred distance matrices (Szekely and Rizzo 2014, eq. 3.1),
+    written out element by element here, and dCor^2 = dCov_u(x, y) / sqrt(dCov_u(x, x) dCov_u(y, y))."""
+    x, y = np.array([0.0, 1.0, 2.0, 3.0, 5.0]), np.array([0.0, 1.0, 4.0, 9.0, 25.0])
+    n = len(x)
+
+    def u_centred(v):
         d = np.abs(v[:, None] - v[None, :])
-        return d - d.mean(0) - d.mean(1)[:, None] + d.mean()
-    A, B = centred(x), centred(y)
-    expected = np.sqrt((A * B).mean() / np.sqrt((A * A).mean() * (B * B).mean()))
+        out = np.zeros_like(d)
+        for i in range(n):
+            for j in range(n):
+                if i != j:
+                    out[i, j] = d[i, j] - d[i].sum() / (n - 2) - d[:, j].sum() / (n - 2) + d.sum() / ((n - 1) * (n - 2))
+        return out
+
+    A, B = u_centred(x), u_centred(y)
+    dcov = lambda P, Q: (P * Q).sum() / (n * (n - 3))  # noqa: E731
+    expected = np.sqrt(max(dcov(A, B) / np.sqrt(dcov(A, A) * dcov(B, B)), 0.0))
     got = distance_correlation(torch.tensor(x)[:, None], torch.tensor(y)[:, None]).item()
-    assert got == pytest.approx(expected, abs=1e-9)
+    assert got == pytest.approx(expected, abs=1e-6)
+
+
+def test_distance_correlation_is_not_biased_up_on_small_independent_batches():
+    """L3's batches: the plain estimator read about 0.4 on independent 4-d and 12-d Gaussians at n = 128,
+    so it gave almost no signal; the bias-corrected one reads near 0 there and stays high when dependent."""
+    rng = np.random.default_rng(1)
+    independent = [distance_correlation(torch.from_numpy(rng.normal(size=(128, 4))),
+                                        torch.from_numpy(rng.normal(size=(128, 12)))).item() for _ in range(20)]
+    assert np.mean(independent) < 0.15
+    a = torch.from_numpy(rng.normal(size=(128, 4)))
+    b = torch.cat([a, torch.from_numpy(rng.normal(size=(128, 8)))], dim=1)
+    assert distance_correlation(a, b).item() > 0.5
 
 
 def test_suppression_and_generalization():
@@ -111,7 +133,7 @@ def test_bundle_runs_encoder_mechanism_decoder_as_the_sdk_does(sanitizer_run, tm
     from sensorveil.sdk.datasets import load_dataset
     bundle = export_run(sanitizer_run, fmt, tmp_path / fmt)
     manifest = json.loads((bundle / "manifest.json").read_text())
-    assert [stage["kind"] for stage in manifest["pipeline"]] == ["model", "sanitizer", "model"]
+    assert [stage["kind"] for stage in manifest["pipeline"]] == ["model", "posterior-sample", "sanitizer", "model"]
     assert sorted(r["graph"] for r in manifest["validation"]) == ["decoder", "encoder"]
     assert all(r["status"] == "passed" for r in manifest["validation"])
     x = load_dataset("digits").x[:30]
@@ -119,3 +141,40 @@ def test_bundle_runs_encoder_mechanism_decoder_as_the_sdk_does(sanitizer_run, tm
     run = json.loads((sanitizer_run / "run.json").read_text())
     sdk = mechanisms.get("sanitizer").privatize(sanitizer_run, {**run, "seed": 3})(torch.from_numpy(x / 16.0)[:, None])
     np.testing.assert_allclose(device, sdk.numpy()[:, 0] * 16.0, atol=16 * 2e-3)
+
+
+def test_the_release_samples_the_posterior_and_replays_only_when_seeded(sanitizer_run, tmp_path):
+    """Section 3.1 releases z ~ q_phi(x): the device draws it (OS entropy), so two calls differ; a seed
+    replays the draw."""
+    from sensorveil.export import export_run
+    from sensorveil.runtime import Privatizer
+    from sensorveil.sdk.datasets import load_dataset
+    bundle = export_run(sanitizer_run, "onnx", tmp_path / "bundle")
+    x = load_dataset("digits").x[:10]
+    p = Privatizer.load(bundle)
+    assert not np.array_equal(p(x), p(x))
+    np.testing.assert_array_equal(Privatizer.load(bundle, seed=5)(x), Privatizer.load(bundle, seed=5)(x))
+
+
+def test_a_mean_release_bundle_is_the_older_pipeline_and_still_runs(tmp_path):
+    """release="mean" exports what every Sanitizer bundle before the posterior draw was: encoder (mean),
+    sanitizer, decoder; such bundles load and run as they did."""
+    from sensorveil.export import export_run
+    from sensorveil.runtime import Privatizer
+    from sensorveil.sdk.datasets import load_dataset
+    from sensorveil.sdk.runs import train_run
+    run = train_run("sanitizer", "digits", out=tmp_path / "run", attacker_epochs=1, epochs=1,
+                    settings={"mechanism": "suppression", "release": "mean"})
+    bundle = export_run(run, "onnx", tmp_path / "bundle")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert [stage["kind"] for stage in manifest["pipeline"]] == ["model", "sanitizer", "model"]
+    x = load_dataset("digits").x[:10]
+    p = Privatizer.load(bundle)
+    np.testing.assert_array_equal(p(x), p(x))      # suppression of the mean: nothing random left
+
+
+def test_an_unknown_release_is_one_clear_error(tmp_path):
+    from sensorveil.sdk.runs import train_run
+    with pytest.raises(ValueError, match="release 'median'; expected one of"):
+        train_run("sanitizer", "digits", out=tmp_path / "run", attacker_epochs=1, epochs=1,
+                  settings={"release": "median"})

@@ -23,6 +23,7 @@ STAGE_KINDS = {
     "attriguard": ("sensorveil.runtime.stages.attriguard", "AttriGuardStage"),
     "sanitizer": ("sensorveil.runtime.stages.sanitizer", "SanitizerStage"),
     "prgan-med": ("sensorveil.runtime.stages.prgan_med", "PRGANMEDStage"),
+    "posterior-sample": ("sensorveil.runtime.stages.posterior", "PosteriorSampleStage"),
 }
 
 
