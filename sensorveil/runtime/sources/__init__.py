@@ -16,14 +16,14 @@ OpenCV, pylibfreenect2 and pyk4a are imported inside the source that needs them,
 module import, so the runtime still imports on a device that has none of them.
 """
 from sensorveil.runtime.sources.base import (
-                                             DEPTH_MAX_MM,
-                                             MAX_FRAME_PIXELS,
-                                             BadFrame,
-                                             Frame,
-                                             Source,
-                                             SourceDisconnected,
-                                             _cv2,
-                                             check_pixels,
+    DEPTH_MAX_MM,
+    MAX_FRAME_PIXELS,
+    BadFrame,
+    Frame,
+    Source,
+    SourceDisconnected,
+    _cv2,
+    check_pixels,
 )
 from sensorveil.runtime.sources.kinect import KINECT_V2_TICK_S, AzureKinectSource, KinectV2Source
 from sensorveil.runtime.sources.recorded import DepthDirSource, NpySource, RecordedSource, png_size
