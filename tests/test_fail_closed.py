@@ -250,3 +250,40 @@ def test_int8_calibration_uses_the_samples_asked_for_and_says_so(capsys):
     result = calibrate(recorder, "serving_default", "x", np.zeros((120, 8, 8), np.float32), log=lines.append)
     assert recorder.seen == 120 and result == {"after": 120}
     assert lines[-1] == "int8 calibration: 120 of 120 samples" and len(lines) == 3
+
+
+# -- the units flag and the normalization must fit the graph: the bundle's self-test ------------------------
+def model_stage(manifest: dict) -> dict:
+    return manifest["pipeline"][0]
+
+
+@pytest.fixture(scope="module")
+def model_units_bundle(digits_run, tmp_path_factory) -> Path:
+    from sensorveil.export import export_run
+    return export_run(digits_run, "onnx", tmp_path_factory.mktemp("bundles") / "model-units", sensor_units=False)
+
+
+def test_a_one_model_bundle_records_its_self_test_and_passes_it(digits_bundle):
+    manifest = json.loads((Path(digits_bundle) / "manifest.json").read_text())
+    assert manifest["self_test"]["samples"] == 8 and model_stage(manifest)["units"] == "sensor"
+    Privatizer.load(digits_bundle)
+
+
+@pytest.mark.parametrize("which, change", [
+    ("sensor", lambda m: model_stage(m).update(units="model")),       # the graph's own mapping run twice
+    ("model", lambda m: model_stage(m).update(units="sensor")),       # output left in model units
+    ("model", lambda m: m["output"]["normalization"].update(scale=8.0)),   # a scale that is not the graph's
+])
+def test_units_or_normalization_that_do_not_fit_the_graph_are_refused(digits_bundle, model_units_bundle, tmp_path,
+                                                                      which, change):
+    bundle = copy_bundle(digits_bundle if which == "sensor" else model_units_bundle, tmp_path)
+    edit_manifest(bundle, change)
+    with pytest.raises(BundleError, match="self-test failed"):
+        Privatizer.load(bundle)
+
+
+def test_a_self_test_entry_is_validated(digits_bundle, tmp_path):
+    bundle = copy_bundle(digits_bundle, tmp_path)
+    edit_manifest(bundle, lambda m: m["self_test"].update(max_mean_error=5))
+    with pytest.raises(BundleError, match="self_test.max_mean_error is 5"):
+        Privatizer.load(bundle)

@@ -22,6 +22,7 @@ from sensorveil.devices import load_profile
 from sensorveil.export.bundle_writer import write_manifest
 from sensorveil.export.device_check import plan_for_target
 from sensorveil.export.formats import FORMAT_WRITERS
+from sensorveil.export.self_test import write_self_test
 from sensorveil.export.sensor_units import SensorUnits, UnitsPlan, plan_units
 from sensorveil.export.signing import load_private_key, sign_bundle
 from sensorveil.export.validate import compare, int8_privacy_record, raise_on_failure
@@ -265,6 +266,7 @@ class Exporter:
             ]
         self._record_validation(records)
         raise_on_failure(records)
+        write_self_test(self.out_dir, self._validation_subset().x)     # after validation passed, before signing
         if self.sign_key is not None:  # last: the signature covers the manifest as it is finally written
             sign_bundle(self.out_dir, self.sign_key, serial=self.serial)
         return self.out_dir

@@ -17,6 +17,7 @@ from sensorveil.runtime.backends import create_backend, resolve_backend
 from sensorveil.runtime.bundle import Bundle, open_bundle
 from sensorveil.runtime.errors import InputError, OutputError
 from sensorveil.runtime.schema import check_model_io, graphs_of
+from sensorveil.runtime.self_test import run_self_test
 from sensorveil.runtime.spec import (
     TensorSpec,
     check_sensor_input,
@@ -58,6 +59,7 @@ class Privatizer:
         self.single_model = len(self.stages) == 1 and self.stages[0].kind == "model"
         # Randomness comes from the OS unless the caller asks for a replayable seed (DESIGN.md).
         self.rng = np.random.default_rng(seed)
+        run_self_test(self)     # the recorded inputs still give the recorded output (self_test.py)
 
     @classmethod
     def load(cls, path: "str | Path", backend: str = "auto", seed: "int | None" = None, output: "str | None" = None,

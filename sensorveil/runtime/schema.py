@@ -37,6 +37,7 @@ from sensorveil.runtime.manifest_fields import (  # noqa: F401
     pipeline_of,
     subpath,
 )
+from sensorveil.runtime.self_test import validate_self_test
 from sensorveil.runtime.stages import STAGE_KINDS, stage_class
 
 # 2: a mechanism is a pipeline of stages over named graphs (artifacts[backend]["graphs"]).
@@ -278,6 +279,7 @@ def validate_manifest(manifest, where):
     validate_artifacts(where, manifest)
     validate_pipeline(where, manifest)
     validate_camera(where, manifest)
+    validate_self_test(where, manifest)
 
 
 # -- the model against the manifest, once a backend has loaded it --------------------------------
