@@ -74,20 +74,10 @@ class GraphJob:
 
 
 class Exporter:
-    def __init__(
-        self,
-        run_dir,
-        out_dir,
-        precision: str = "fp32",
-        include_samples: bool = True,
-        target: str | None = None,
-        calibration: int | None = None,
-        int8_check: bool = True,
-        attacker_epochs: int | None = None,
-        sign_key=None,
-        sensor_units: bool = True,
-        serial: int | None = None,
-    ):
+    def __init__(self, run_dir, out_dir, precision: str = "fp32", include_samples: bool = True,
+                 target: str | None = None, calibration: int | None = None, int8_check: bool = True,
+                 attacker_epochs: int | None = None, sign_key=None, sensor_units: bool = True,
+                 serial: int | None = None):
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; expected one of {PRECISIONS}")
         self.run_dir = Path(run_dir)
@@ -355,35 +345,12 @@ class Exporter:
         path.write_text(json.dumps(manifest, indent=2))
 
 
-def export_run(
-    run_dir,
-    fmt: str | None,
-    out_dir,
-    precision: str | None = None,
-    include_samples: bool = True,
-    target: str | None = None,
-    calibration: int | None = None,
-    int8_check: bool = True,
-    attacker_epochs: int | None = None,
-    sign_key=None,
-    sensor_units: bool = True,
-    serial: int | None = None,
-) -> Path:
-    """``target`` (a device profile) fills in the format and precision the device runs; ``sign_key``
-    (an Ed25519 private key PEM file) signs the manifest, with rollback ``serial`` (default: the Unix
-    time); ``sensor_units=False`` keeps the normalization in the runtime even where the graph could take
-    it (sensor_units.py says where it cannot)."""
+def export_run(run_dir, fmt: str | None, out_dir, precision: str | None = None, target: str | None = None,
+               **options) -> Path:
+    """``target`` (a device profile) fills in the format and precision the device runs. ``options`` are the
+    Exporter's: ``sign_key`` (an Ed25519 private key PEM file) signs the manifest, with rollback ``serial``
+    (default: the Unix time); ``sensor_units=False`` keeps the normalization in the runtime even where the
+    graph could take it (sensor_units.py says where it cannot); include_samples, calibration, int8_check,
+    attacker_epochs."""
     fmt, precision = plan_for_target(target, fmt, precision)
-    return Exporter(
-        run_dir,
-        out_dir,
-        precision,
-        include_samples,
-        target=target,
-        calibration=calibration,
-        int8_check=int8_check,
-        attacker_epochs=attacker_epochs,
-        sign_key=sign_key,
-        sensor_units=sensor_units,
-        serial=serial,
-    ).export(fmt)
+    return Exporter(run_dir, out_dir, precision, target=target, **options).export(fmt)
