@@ -61,6 +61,19 @@ def release(flat, l0, reached, decide, arrays, config, beta, rng) -> np.ndarray:
     return noised
 
 
+def entries_to_change_guess(l0: np.ndarray, reached: np.ndarray, guesses: np.ndarray) -> dict:
+    """How much of a sample PANDA must change before the defender's classifier guesses another value: per test
+    sample, the smallest L0 over the values it reached other than the current guess. The paper's rating vectors
+    needed few entries; a dense signal that needs many leaves beta too small to move the attacker."""
+    other = np.where(reached, l0, np.inf).astype(float)
+    other[np.arange(len(other)), guesses] = np.inf
+    fewest = other.min(axis=1)
+    moved = fewest[np.isfinite(fewest)]
+    return {"median": float(np.median(moved)) if len(moved) else None,
+            "p90": float(np.percentile(moved, 90)) if len(moved) else None,
+            "unreachable_share": float(1 - len(moved) / len(fewest))}
+
+
 def run_dataset(name: str, data_path, betas: list, epochs: int, out: Path, rows: int | None = None) -> dict:
     spec = DATASETS[name]
     started = time.time()
@@ -96,6 +109,8 @@ def run_dataset(name: str, data_path, betas: list, epochs: int, out: Path, rows:
             f"{name} beta={beta}: strongest attacker {point['strongest']:.3f}, useful {point['probing_acc_useful']:.3f}"
         )
     reference = baselines(task)
+    l0, reached = phase_one_costs["test"]
+    guesses = decide(flat[task.test])
     raw_useful = sweep[0]["probing_acc_useful"] if betas[0] == 0 else None
     return {
         "dataset": name,
@@ -108,9 +123,23 @@ def run_dataset(name: str, data_path, betas: list, epochs: int, out: Path, rows:
         "random_star": reference["random_star"],
         "majority_private": reference["majority_private"],
         "raw_useful_probe": raw_useful,
+        "features": int(flat.shape[1]),
+        "entries_to_change_guess": entries_to_change_guess(l0, reached, guesses),
         "sweep": sweep,
         "seconds": round(time.time() - started, 1),
     }
+
+
+def data_note(features: int, moved: dict) -> str:
+    """The data's side of the gap to the paper: how many entries it takes to change one guess."""
+    if moved["median"] is None:
+        return f"{features} features; PANDA changed no test sample's guess within its iteration limit."
+    return (f"{features} features; to change the defender's guess on a test sample PANDA modifies a median of "
+            f"{moved['median']:g} entries (90th percentile {moved['p90']:g}; "
+            f"{moved['unreachable_share']:.0%} of samples reach no other value). beta is an expected L0 per sample, "
+            "so a beta well below that median leaves most guesses where they were. The paper's data differs: "
+            "10,000-app rating vectors with 23.2 ratings per user, where modifying at most 4 ratings on average "
+            "cut the attacker's accuracy by 75% (section 1, section 5.1).")
 
 
 def markdown(results: dict) -> str:
@@ -134,6 +163,9 @@ def markdown(results: dict) -> str:
             f"{data['n_train']} training / {data['n_test']} test rows.",
             "",
         ]
+        if data.get("entries_to_change_guess"):
+            moved = data["entries_to_change_guess"]
+            lines += [data_note(data["features"], moved), ""]
         names = list(data["sweep"][0]["attackers"])
         lines.append("| beta | measured L0 | " + " | ".join(names) + " | probing | strongest | useful probe | goal |")
         lines.append("|" + "---|" * (len(names) + 6))
