@@ -15,10 +15,10 @@ from sensorveil.benchmarks.bench import PRIVACY_KEYS, benchmark_bundle
 from sensorveil.runtime import open_bundle
 from sensorveil.runtime.backends import library_available
 from sensorveil.runtime.bundle import MANIFEST_NAME
+from sensorveil.runtime.capabilities import benchmarked_precisions
 
-# every precision each export format writes (README "Edge targets"); onnx int8 is QDQ for CPU boards
-FORMAT_PRECISIONS = {"onnx": ("fp32", "int8"), "tflite": ("fp32", "fp16", "int8"), "openvino": ("fp32", "fp16"),
-                     "tensorrt": ("fp16", "int8")}
+# the precisions each export format is measured in (sensorveil.runtime.capabilities); onnx int8 is QDQ for CPU boards
+FORMAT_PRECISIONS = benchmarked_precisions()
 DEFAULT_ATTACKER_EPOCHS = 3
 
 

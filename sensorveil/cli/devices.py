@@ -1,5 +1,13 @@
-"""sensorveil devices [list | detect | check BUNDLE --device NAME]."""
+"""sensorveil devices [list | formats | detect | check BUNDLE --device NAME]."""
 from sensorveil.cli.common import UsageError, print_mapping, write_json
+from sensorveil.runtime import capabilities
+
+
+def print_table(header: list, rows: list) -> None:
+    """Columns padded to their widest cell."""
+    widths = [max(len(str(cells[i])) for cells in [header] + rows) for i in range(len(header))]
+    for cells in [header] + rows:
+        print("  ".join(str(cell).ljust(width) for cell, width in zip(cells, widths)).rstrip())
 
 
 def cmd_devices(args) -> int:
@@ -8,6 +16,12 @@ def cmd_devices(args) -> int:
         for name in devices.list_profiles():
             profile = devices.load_profile(name)
             print(f"{name:18s} {profile['backend']:12s} {profile['precision']:5s} {profile['description']}")
+        return 0
+    if args.action == "formats":
+        if args.markdown:
+            print(capabilities.markdown_table())
+        else:
+            print_table(capabilities.TABLE_HEADER, capabilities.table_rows())
         return 0
     if args.action == "detect":
         evidence = devices.detection_evidence()
@@ -36,9 +50,11 @@ def cmd_devices(args) -> int:
 
 
 def add_parser(verbs) -> None:
-    p = verbs.add_parser("devices", help="device profiles: list, detect this machine, check a bundle's operators")
-    p.add_argument("action", nargs="?", default="list", choices=("list", "detect", "check"))
+    p = verbs.add_parser("devices", help="device profiles: list, formats (what exports to what), detect this "
+                         "machine, check a bundle's operators")
+    p.add_argument("action", nargs="?", default="list", choices=("list", "formats", "detect", "check"))
     p.add_argument("bundle", nargs="?", default=None, help="check: the bundle directory")
     p.add_argument("--device", default=None, help="check: a profile name from `sensorveil devices list`")
     p.add_argument("--json", default=None, help="check: also write the report to this JSON file")
+    p.add_argument("--markdown", action="store_true", help="formats: as the README's markdown table")
     p.set_defaults(func=cmd_devices)

@@ -3,6 +3,7 @@ import json
 import multiprocessing
 
 from sensorveil.cli.common import positive_int
+from sensorveil.runtime import capabilities
 
 
 def cmd_export(args) -> int:
@@ -45,9 +46,10 @@ def validation_detail(record: dict) -> str:
 def add_parser(verbs) -> None:
     p = verbs.add_parser("export", help="turn a run into a validated bundle")
     p.add_argument("run_dir")
-    p.add_argument("--format", default=None, choices=("onnx", "tflite", "openvino", "tensorrt"),
-                   help="bundle format (default: the --target device's)")
-    p.add_argument("--precision", default=None, choices=("fp32", "fp16", "int8"),
+    p.add_argument("--format", default=None, choices=capabilities.formats(),
+                   help="bundle format (default: the --target device's); each exports in: "
+                   + capabilities.format_help() + " (sensorveil devices formats)")
+    p.add_argument("--precision", default=None, choices=capabilities.PRECISION_ORDER,
                    help="default: the --target device's, else fp32")
     p.add_argument("--target", default=None, help="device profile (sensorveil devices list): picks format, "
                    "precision, ONNX opset, static shapes, Edge TPU compilation")

@@ -27,18 +27,16 @@ from sensorveil.export.sensor_units import SensorUnits, UnitsPlan, plan_units
 from sensorveil.export.signing import load_private_key, sign_bundle
 from sensorveil.export.validate import compare, int8_privacy_record, raise_on_failure
 from sensorveil.runtime.bundle import MANIFEST_NAME, SINGLE_GRAPH
+from sensorveil.runtime.capabilities import PRECISION_ORDER, extra_of_module, formats, formats_writing, precisions_of
 from sensorveil.runtime.stages import MODEL_UNITS
 from sensorveil.sdk import mechanisms
 from sensorveil.sdk.evaluation import make_slices
 from sensorveil.sdk.rundir import load_recorded_dataset, read_run
 from sensorveil.sdk.training import to_model
 
-FORMATS = tuple(FORMAT_WRITERS)
-# the extra that installs each library a format writer imports
-EXTRA_OF_MODULE = {"litert_torch": "export-tflite", "ai_edge_quantizer": "export-tflite",
-                   "ai_edge_litert": "export-tflite", "flatbuffers": "export-tflite", "openvino": "openvino",
-                   "onnx": "onnx", "onnxruntime": "onnx", "onnxscript": "onnx"}
-PRECISIONS = ("fp32", "fp16", "int8")
+FORMATS = formats()
+EXTRA_OF_MODULE = extra_of_module()   # the extra that installs each library a format writer imports
+PRECISIONS = PRECISION_ORDER
 VALIDATION_SAMPLES = 32
 DEFAULT_CALIBRATION = 200   # int8 calibration samples when --calibration is not given
 
@@ -182,6 +180,10 @@ class Exporter:
         or failed bundle must never be mistaken for a deployable one)."""
         if fmt not in FORMAT_WRITERS:
             raise ValueError(f"unknown export format {fmt!r}; expected one of {FORMATS}")
+        if self.precision not in precisions_of(fmt):
+            raise ValueError(f"the {fmt} format is exported in {' or '.join(precisions_of(fmt))}; use --format "
+                             f"{' or '.join(formats_writing(self.precision))} for {self.precision} "
+                             "(sensorveil devices formats)")
         if self.out_dir.exists():
             shutil.rmtree(self.out_dir)
         self.out_dir.mkdir(parents=True)

@@ -14,10 +14,8 @@ from sensorveil.export.onnx_export import OPSET, export_onnx, quantize_onnx_int8
 
 
 def write_onnx(job) -> dict:
-    """fp32, or int8 in QDQ form for CPU boards (onnxruntime's int8 kernels; calibrated like tflite's)."""
-    if job.precision == "fp16":
-        raise ValueError("the onnx format is exported in fp32 or int8; use --format tflite, openvino or "
-                         "tensorrt for fp16")
+    """fp32, or int8 in QDQ form for CPU boards (onnxruntime's int8 kernels; calibrated like tflite's); the
+    exporter has checked the precision against the capability table."""
     shared = {"format": "onnx", "opset": OPSET, "precision": job.precision}
     float_path = export_onnx(job.module, torch.from_numpy(job.samples[:1]), job.out_dir / job.file("model.onnx"))
     if job.precision == "fp32":

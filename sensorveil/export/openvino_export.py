@@ -17,9 +17,6 @@ IR_FILE = "model.xml"
 
 def write_openvino(job) -> dict:
     import openvino as ov
-    if job.precision not in ("fp32", "fp16"):
-        raise ValueError("the openvino format is exported in fp32 or fp16 (the NCS2 runs fp16); "
-                         "use --format tflite or tensorrt for int8")
     target = job.target or {}
     static = bool(target.get("input_constraints", {}).get("static_shapes"))
     with tempfile.TemporaryDirectory() as scratch:

@@ -23,13 +23,14 @@ from functools import lru_cache
 import numpy as np
 
 from sensorveil.runtime.errors import InputError
+from sensorveil.runtime.preprocessor import Preprocessor
 from sensorveil.runtime.sources import DEPTH_MAX_MM, Frame
 from sensorveil.runtime.spec import TensorSpec
 
 BGR_TO_GRAY = np.array([0.114, 0.587, 0.299], dtype=np.float32)   # ITU-R BT.601 luma, BGR order
 
 
-class Passthrough:
+class Passthrough(Preprocessor):
     """Frames that already are bundle samples."""
 
     name = "passthrough"
@@ -45,7 +46,7 @@ class Passthrough:
 FLOOR_EVERY = 30   # frames between two estimates of the floor's depth (DepthPersonPatch)
 
 
-class DepthPersonPatch:
+class DepthPersonPatch(Preprocessor):
     """A ``size`` patch around the person in an overhead depth frame (PR-GAN section 6.1).
 
     The person is the nearest blob above the floor: the floor is the median valid depth (a
@@ -158,7 +159,7 @@ def crop_origin(center: "tuple[int, int]", size: "tuple[int, int]", shape: "tupl
 
 
 # -- camera and other frames: resize / crop / normalize ---------------------------------------
-class FitToBundle:
+class FitToBundle(Preprocessor):
     """Grayscale, centre crop, area resampling and a range map onto a 2-D bundle input."""
 
     name = "fit-to-bundle"

@@ -89,7 +89,7 @@ class Privatizer:
         """Each loaded model's inputs and outputs against the manifest, before any frame runs."""
         for graph, (expected_input, expected_output) in expected_graph_io(self.bundle, self.backend_name).items():
             adapter = self.graphs.get(graph)
-            if adapter is None or not hasattr(adapter, "io_signature"):
+            if adapter is None:
                 continue
             inputs, outputs = adapter.io_signature()
             check_model_io(self.bundle.root, self.backend_name, graph, inputs, outputs, expected_input,

@@ -50,6 +50,7 @@ from sensorveil.runtime.backends import resolve_backend
 from sensorveil.runtime.bundle import open_bundle
 from sensorveil.runtime.errors import InputError, OutputError
 from sensorveil.runtime.preprocess import make_preprocessor
+from sensorveil.runtime.preprocessor import check_preprocessor
 from sensorveil.runtime.privatizer import Privatizer
 from sensorveil.runtime.sinks import Sink, SinkError
 from sensorveil.runtime.sources import BadFrame, Frame, ReadAhead, Source
@@ -128,6 +129,8 @@ class Stream:
         # reading ahead, _prepare already runs in the reader thread: no second hop through Prefetching's
         self._read = getattr(source, "read_direct", source.read) if self.prepare_ahead else source.read
         self.max_frames, self.warmup, self.depth_output = frames, warmup, depth_output
+        if preprocessor is not None:
+            check_preprocessor(preprocessor)
         self.preprocessor = preprocessor
         self.fixed_preprocessor = preprocessor is not None   # the caller's choice serves every frame
         self.preprocessors = {}        # kind of frame -> its pre-processor (see the module docstring)
@@ -180,7 +183,7 @@ class Stream:
             return False
         self.counters.frames_in += 1
         self._count_gap(item.frame.index)
-        name = getattr(item.preprocessor, "name", type(item.preprocessor).__name__)
+        name = item.preprocessor.name
         self.preprocessed[name] = self.preprocessed.get(name, 0) + 1
         if isinstance(item, Spoilt):
             self._bad(item.error)
@@ -205,7 +208,7 @@ class Stream:
         try:
             sample, context = preprocessor.prepare(frame)
             t_units_in = clock()
-            batched = getattr(preprocessor, "batched", False)   # a batch per frame (camera crops)
+            batched = preprocessor.batched   # a batch per frame (camera crops)
             if self.split and not batched:
                 batch, _ = check_sensor_input(sample, self.privatizer.input_spec)
                 model_input = self.privatizer.graph_input(batch)
@@ -234,8 +237,7 @@ class Stream:
                 return False
         else:
             try:   # a pipeline of several stages validates inside the call: a bad frame is counted here
-                known = preprocessor.known(context) if hasattr(preprocessor, "known") else None
-                keys = preprocessor.keys(context) if hasattr(preprocessor, "keys") else None
+                known, keys = preprocessor.known(context), preprocessor.keys(context)
                 privatized = self.privatizer(sample, known=known, keys=keys)
             except (InputError, OutputError) as error:
                 self._bad(error)

@@ -1,45 +1,34 @@
-"""One small adapter per backend behind one interface.
+"""One small adapter per backend behind one interface (sensorveil.runtime.backends.base.Backend).
 
-An adapter takes the normalized float32 batch the model expects and returns the model's raw
-output; everything about sensor units lives in the Privatizer, so adapters stay a few lines
-each and cannot disagree about pre- or post-processing. Each adapter imports its library
-inside its own module only, so the runtime imports on a device that has just one of them.
+Adapters stay a few lines each and cannot disagree about pre- or post-processing, because sensor units
+live in the Privatizer. Each adapter imports its library inside its own module only, so the runtime
+imports on a device that has just one of them.
 """
 import importlib
 import importlib.util
 
-import numpy as np
-
+from sensorveil.runtime.backends.base import Backend
 from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, check_cpu_policy
 from sensorveil.runtime.bundle import Bundle
+from sensorveil.runtime.capabilities import CAPABILITIES, hardware_backends, row_for_backend
 from sensorveil.runtime.errors import BackendUnavailableError, BundleError, SensorveilError
 
-# backend name -> (module, class, the pip package that provides its library)
-REGISTRY = {
-    "onnxruntime": ("sensorveil.runtime.backends.onnxruntime_backend", "OnnxRuntimeBackend", "onnxruntime"),
-    "litert": ("sensorveil.runtime.backends.litert_backend", "LiteRTBackend", "ai_edge_litert"),
-    "edgetpu": ("sensorveil.runtime.backends.edgetpu_backend", "EdgeTPUBackend", "ai_edge_litert"),
-    "openvino": ("sensorveil.runtime.backends.openvino_backend", "OpenVINOBackend", "openvino"),
-    "tensorrt": ("sensorveil.runtime.backends.tensorrt_backend", "TensorRTBackend", "tensorrt"),
+# backend name -> (adapter module, adapter class); what each backend runs and needs is in the capability table
+ADAPTERS = {
+    "onnxruntime": ("sensorveil.runtime.backends.onnxruntime_backend", "OnnxRuntimeBackend"),
+    "litert": ("sensorveil.runtime.backends.litert_backend", "LiteRTBackend"),
+    "edgetpu": ("sensorveil.runtime.backends.edgetpu_backend", "EdgeTPUBackend"),
+    "openvino": ("sensorveil.runtime.backends.openvino_backend", "OpenVINOBackend"),
+    "tensorrt": ("sensorveil.runtime.backends.tensorrt_backend", "TensorRTBackend"),
 }
+# backend name -> (module, class, the pip package that provides its library)
+REGISTRY = {name: adapter + (row_for_backend(name).runtime_package,) for name, adapter in ADAPTERS.items()}
 # Modules that provide the same library where the registry's package has no wheel (Coral boards).
-ALTERNATIVE_MODULES = {"litert": ("tflite_runtime",), "edgetpu": ("tflite_runtime",)}
+ALTERNATIVE_MODULES = {row.backend: row.runtime_alternatives for row in CAPABILITIES if row.runtime_alternatives}
 # Backends that need hardware: 'auto' takes them only when a matching device profile is detected.
-HARDWARE_BACKENDS = ("tensorrt", "edgetpu")
+HARDWARE_BACKENDS = hardware_backends()
 # Order in which backend="auto" tries what the bundle carries: fastest accelerator first.
 AUTO_ORDER = ("tensorrt", "edgetpu", "openvino", "litert", "onnxruntime")
-
-
-class Backend(object):
-    """What every adapter provides (documentation; adapters do not inherit from it)."""
-    name = ""
-
-    def run(self, batch: np.ndarray) -> np.ndarray:
-        """The float32 batch the model expects -> the model's raw output."""
-        raise NotImplementedError
-
-    def describe(self) -> dict:
-        raise NotImplementedError
 
 
 def library_available(backend: str) -> bool:

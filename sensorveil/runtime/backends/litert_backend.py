@@ -15,6 +15,7 @@ except ImportError:  # Coral boards often ship only the older runtime
     from tflite_runtime import interpreter as litert
     LIBRARY = "tflite-runtime"
 
+from sensorveil.runtime.backends.base import Backend
 from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, check_cpu_policy, policy_threads
 from sensorveil.runtime.bundle import Bundle
 
@@ -31,7 +32,7 @@ def dequantize(values: np.ndarray, detail: dict) -> np.ndarray:
     return ((values.astype(np.float32) - zero_point) * scale).astype(np.float32)
 
 
-class LiteRTBackend:
+class LiteRTBackend(Backend):
     name = "litert"
 
     def __init__(self, bundle: Bundle, graph: str = "model", threads: "int | None" = None,

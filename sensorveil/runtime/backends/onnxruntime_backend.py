@@ -2,6 +2,7 @@
 import numpy as np
 import onnxruntime as ort
 
+from sensorveil.runtime.backends.base import Backend
 from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, SHARED, check_cpu_policy, policy_threads
 from sensorveil.runtime.bundle import Bundle
 from sensorveil.runtime.onnx_scan import refuse_external_data
@@ -43,7 +44,7 @@ def make_session(model, providers=None, threads: "int | None" = None,
                                 providers=providers or ["CPUExecutionProvider"])
 
 
-class OnnxRuntimeBackend:
+class OnnxRuntimeBackend(Backend):
     name = "onnxruntime"
 
     def __init__(self, bundle: Bundle, graph: str = "model", providers=None, threads: "int | None" = None,

@@ -11,6 +11,7 @@ try:
 except ImportError:   # 2022.3, the last release with MYRIAD: `openvino` is a bare namespace package there
     from openvino.runtime import Core, get_version
 
+from sensorveil.runtime.backends.base import Backend
 from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, SHARED, check_cpu_policy, policy_threads
 from sensorveil.runtime.bundle import Bundle
 from sensorveil.runtime.errors import BackendUnavailableError
@@ -26,7 +27,7 @@ NO_PINNING = (("ENABLE_CPU_PINNING", "NO"), ("AFFINITY", "NONE"))
 OLDEST_KNOWN = ("INFERENCE_PRECISION_HINT", "INFERENCE_NUM_THREADS", "PERFORMANCE_HINT", "NUM_STREAMS", "AFFINITY")
 
 
-class OpenVINOBackend:
+class OpenVINOBackend(Backend):
     name = "openvino"
 
     def __init__(self, bundle: Bundle, graph: str = "model", device: str = "auto", threads: "int | None" = None,

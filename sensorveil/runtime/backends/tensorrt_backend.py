@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import tensorrt as trt
 
+from sensorveil.runtime.backends.base import Backend
 from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, SHARED, check_cpu_policy
 from sensorveil.runtime.bundle import ENGINE_CACHE_DIR, Bundle
 from sensorveil.runtime.errors import BackendUnavailableError
@@ -196,7 +197,7 @@ def build_engine(onnx_path: Path, onnx_bytes: bytes, build: dict, sample_shape: 
     return bytes(serialized)
 
 
-class TensorRTBackend:
+class TensorRTBackend(Backend):
     name = "tensorrt"
 
     def __init__(self, bundle: Bundle, graph: str = "model", cache_dir: "str | Path | None" = None,

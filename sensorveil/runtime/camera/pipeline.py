@@ -8,6 +8,7 @@ from sensorveil.runtime.camera.composite import CROP_MARGIN, CROP_SHAPE, coarse,
 from sensorveil.runtime.camera.detect import MotionPeopleDetector, channels_like
 from sensorveil.runtime.camera.track import Tracker, WalkingDirection
 from sensorveil.runtime.errors import InputError
+from sensorveil.runtime.preprocessor import Preprocessor
 
 WARMUP_BLOCK = 48          # px per block of the coarse scene released while the background is learnt
 # a tracked person who has walked this many of their own heights is a person, not a ghost of the first
@@ -47,7 +48,7 @@ def person_crops_from_manifest(camera):
 PASTE_MODES = ("window", "cut-out")
 
 
-class PersonCrops(object):
+class PersonCrops(Preprocessor):
     """The camera pipeline's pre-processor: a frame in, its people's crops out as one batch (the bundle's
     samples, uint8 grey 0-255), and ``restore`` pastes the privatized crops back into the frame.
 
@@ -107,13 +108,11 @@ class PersonCrops(object):
             del self.walked[gone]
         return np.asarray(keep, dtype=np.int64).reshape(-1, 4)
 
-    @staticmethod
-    def known(context):
+    def known(self, context):
         """What the pipeline knows of each crop: its person's walking direction (for conditioned bundles)."""
         return context.directions
 
-    @staticmethod
-    def keys(context):
+    def keys(self, context):
         """Who each crop is: its tracked person's id (a substitution bundle holds one substitute per id)."""
         return [int(track) for track in context.track_ids]
 
