@@ -179,3 +179,12 @@ def test_format_table_aligns_columns():
 def test_cpu_description_keys():
     d = cpu_description()
     assert d["logical_cores"] >= 1 and d["machine"] and d["model"]
+
+
+def test_the_summary_table_fps_is_the_json_fps_not_one_over_the_median():
+    """One FPS per bundle (issue 31 part 6): the table, the report's JSON and the quickstart all show 1000 / mean."""
+    from sensorveil.benchmarks.report import SUMMARY_COLUMNS, summary_cells
+    row = {"format": "onnx", "precision": "fp32", "backend": "onnxruntime", "status": "ok",
+           "runtime_p50_ms": 0.1, "fps": 1234.4}   # a median of 0.1 ms would read 10,000 FPS
+    cells = dict(zip([c[0] for c in SUMMARY_COLUMNS], summary_cells(row, None)))
+    assert cells["FPS"] == "1,234" and cells["p50 ms"] == "0.100"

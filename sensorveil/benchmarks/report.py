@@ -151,7 +151,7 @@ def summary_cells(row: dict, note: "int | None") -> "list[str]":
             status + (f" [{note}]" if note else ""), _size(row.get("size_bytes")),
             _num(row.get("probing_acc_private"), ".3f") + ("*" if row.get("privacy_source") == "manifest" else ""),
             _num(row.get("probing_acc_useful"), ".3f"), _num(row.get("runtime_p50_ms"), ".3f"),
-            _num(1000.0 / row["runtime_p50_ms"] if row.get("runtime_p50_ms") else None, ",.0f"),
+            _num(row.get("fps"), ",.0f"),
             f"{100 * overhead:+.0f}%" if _is_number(overhead) else "-"]
 
 
@@ -188,9 +188,10 @@ def summary_footer(result: dict) -> "list[str]":
     if any(row.get("privacy_source") == "manifest" for row in rows):
         lines.append("*: the figures recorded in the manifest at export (the fp32 model), not measured on this "
                      "artefact here (--attacker-epochs 0, or the training run is not on this machine).")
-    lines.append("p50 ms: median batch-1 call through the runtime (validation, unit mapping, backend); FPS = "
-                 "1000 / p50 ms (the JSON also has p95, p99 and the mean's FPS). Overhead: that call's p50 over the "
-                 "bare backend's (a raw onnxruntime session for onnx).")
+    lines.append("p50 ms: median batch-1 call through the runtime (validation, unit mapping, backend). FPS: calls "
+                 "per second, 1000 / the mean call (slow calls count), the same figure as the JSON's 'fps' and the "
+                 "quickstart's table. Overhead: the call's p50 over the bare backend's (a raw onnxruntime session "
+                 "for onnx).")
     return lines
 
 
