@@ -286,3 +286,106 @@ def test_npz_bad_attribute_raises(tmp_path):
     np.savez(path, y=np.zeros(4))
     with pytest.raises(ValueError, match="no array 'x'"):
         load_dataset("npz", path)
+
+
+# ---------------------------------------------------------------- ujiindoorloc: validationData as the test split
+
+UJI_TRAIN_ROWS = 19937
+
+
+def digest(rows) -> str:
+    import hashlib
+    return hashlib.sha256(np.ascontiguousarray(rows, dtype=np.int64).tobytes()).hexdigest()[:16]
+
+
+def uji_splits(data, seed: int = 0) -> dict:
+    """Every split a run draws: the protocol's slices (PR-GAN and the mechanisms on protocol_task) and
+    PASS's (train, test) rows."""
+    from sensorveil.sdk.evaluation import dataset_slices
+    from sensorveil.sdk.mechanisms.pass_parts.data import split_rows
+    slices = dataset_slices(data, "floor", "region", seed)
+    pass_train, pass_test = split_rows(data, "floor", "region", seed)
+    return {**slices, "pass_train": pass_train, "pass_test": pass_test}
+
+
+@needs_uji
+def test_uji_validation_test_split_scores_on_validation_rows(uji):
+    data = load_dataset("ujiindoorloc", UJI_ZIP, test_split="validation")
+    check_consistent(data)
+    validation = np.arange(UJI_TRAIN_ROWS, len(uji))
+    assert np.array_equal(data.x, uji.x) and np.array_equal(data.test_rows, validation)
+    assert np.array_equal(data.attributes["trial_split"], np.repeat([0, 1], [UJI_TRAIN_ROWS, 1111]))
+    splits = uji_splits(data)
+    assert np.array_equal(splits["test"], validation) and np.array_equal(splits["pass_test"], validation)
+    for name in ("classifiers", "generator_train", "generator_val", "pass_train"):
+        assert splits[name].max() < UJI_TRAIN_ROWS, f"{name} holds validation rows"
+    learned = np.concatenate([splits["classifiers"], splits["generator_train"], splits["generator_val"]])
+    assert np.array_equal(np.sort(learned), np.arange(UJI_TRAIN_ROWS))
+    assert "validationData" in data.description and uji.test_rows is None
+
+
+@needs_uji
+def test_uji_default_split_is_unchanged():
+    """Digests of what the loader and the slices gave before test_split existed (max_rows=600, seed 0)."""
+    for options in ({}, {"test_split": "random"}):
+        data = load_dataset("ujiindoorloc", UJI_ZIP, max_rows=600, **options)
+        assert set(data.attributes) == {"building", "floor", "region", "space", "user", "phone"}
+        assert data.test_rows is None and digest(data.attributes["region"]) == "c32fd47223955788"
+        assert digest(data.x.reshape(len(data), -1).sum(1)) == "01384a5a1a50d734"
+        splits = uji_splits(data)
+        assert digest(splits["test"]) == digest(splits["pass_test"]) == "3b86c76487d54ee6"
+        assert digest(splits["classifiers"]) == "84e9021672a4f838"
+        assert digest(splits["generator_train"]) == "6bbc6359ad6eab40"
+        assert digest(splits["pass_train"]) == "6b5e59a1f0ee8287"
+
+
+@needs_uji
+def test_uji_validation_test_split_with_max_rows(uji):
+    data = load_dataset("ujiindoorloc", UJI_ZIP, test_split="validation", max_rows=600)
+    split = data.attributes["trial_split"]
+    assert len(data) == 600 and split.sum() == round(600 * 1111 / len(uji)) == 32
+    assert np.array_equal(uji_splits(data)["test"], np.flatnonzero(split == 1))
+    # each part is a region-stratified subset of its own CSV
+    train = load_dataset("ujiindoorloc", UJI_ZIP, split="train").attributes["region"]
+    assert np.unique(data.attributes["region"][split == 0]).size == 104 > np.unique(train[:568]).size
+    assert np.unique(data.attributes["floor"][split == 1]).size >= 10
+
+
+@needs_uji
+@pytest.mark.parametrize("options, words", [
+    ({"test_split": "valid"}, r"test_split='valid' is unknown; expected one of \['random', 'validation'\]"),
+    ({"test_split": "validation", "split": "train"}, "test_split='validation' needs split='both'"),
+    ({"test_split": "validation", "split": "validation"}, "needs split='both'"),
+    ({"test_split": "validation", "max_rows": 1}, "max_rows=1 with test_split='validation': expected 2 or more"),
+    ({"max_rows": "many"}, "option max_rows='many': expected a whole number"),
+])
+def test_uji_test_split_fails_closed(options, words):
+    with pytest.raises(ValueError, match=words):
+        load_dataset("ujiindoorloc", UJI_ZIP, **options)
+
+
+def test_uji_test_split_options_from_the_cli(uji_zip):
+    """--dataset-option KEY=VALUE arrives as text; the registry converts it to the loader's types."""
+    from sensorveil.cli import build_parser
+    from sensorveil.cli.train import dataset_options
+    args = build_parser().parse_args(["train", "pass", "--dataset", "ujiindoorloc", "--data-path", str(uji_zip),
+                                      "--dataset-option", "test_split=validation", "max_rows=600"])
+    options = dataset_options(args.dataset_option)
+    assert options == {"test_split": "validation", "max_rows": "600"}
+    data = load_dataset("ujiindoorloc", uji_zip, **options)
+    assert len(data) == 600 and len(data.test_rows) == 32
+    with pytest.raises(ValueError, match="--dataset-option takes KEY=VALUE"):
+        dataset_options(["test_split"])
+
+
+def test_uji_test_split_survives_run_reload(tmp_path, uji_zip):
+    from conftest import tiny_run
+
+    from sensorveil.sdk.rundir import load_recorded_dataset, read_run
+    options = {"test_split": "validation", "max_rows": "600"}
+    run = read_run(tiny_run(tmp_path / "run", "ujiindoorloc", data_path=str(uji_zip), dataset_options=options))
+    assert run["dataset"]["options"] == options
+    assert run["metrics"]["n_test"] == 32 and run["metrics"]["n_attacker_train"] == 568
+    again, direct = load_recorded_dataset(run["dataset"]), load_dataset("ujiindoorloc", uji_zip, **options)
+    assert np.array_equal(again.x, direct.x) and np.array_equal(again.test_rows, direct.test_rows)
+    assert all(np.array_equal(again.attributes[k], v) for k, v in direct.attributes.items())

@@ -21,7 +21,7 @@ def cmd_train(args) -> int:
         settings["classifier_epochs"] = args.classifier_epochs
     out = train_run(args.mechanism, args.dataset, data_path=args.data_path, useful=args.useful, private=args.private,
                     out=args.out, epochs=args.epochs, seed=args.seed, hidden=args.hidden, settings=settings,
-                    attacker_epochs=args.attacker_epochs)
+                    attacker_epochs=args.attacker_epochs, dataset_options=dataset_options(args.dataset_option))
     run = read_run(out)
     print_mapping(f"trained {args.mechanism} on {args.dataset} -> {out}", {**run["reference"], **run["metrics"]})
     print("  " + epochs_line(run, args.attacker_epochs))
@@ -29,6 +29,17 @@ def cmd_train(args) -> int:
     if warning:
         print(f"sensorveil train: warning: {warning}", file=sys.stderr)
     return 0
+
+
+def dataset_options(pairs) -> dict:
+    """--dataset-option KEY=VALUE ... -> {KEY: "VALUE"}; the dataset registry converts each to its loader's type."""
+    options = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--dataset-option takes KEY=VALUE (e.g. test_split=validation), got {pair!r}")
+        options[key.strip()] = value.strip()
+    return options
 
 
 def epochs_line(run: dict, attacker_epochs: int) -> str:
@@ -68,6 +79,9 @@ def add_parser(verbs) -> None:
     p.add_argument("mechanism", help=f"one of: {', '.join(mechanism_names())}")
     p.add_argument("--dataset", required=True, help=f"one of: {', '.join(DATASET_NAMES)}")
     p.add_argument("--data-path", default=None, help="path to the dataset's files (ujiindoorloc zip, npz)")
+    p.add_argument("--dataset-option", nargs="+", default=None, metavar="KEY=VALUE",
+                   help="options of the dataset's loader (e.g. ujiindoorloc: test_split=validation trains on "
+                        "trainingData.csv and scores on validationData.csv; max_rows=N); recorded in run.json")
     p.add_argument("--private", nargs="+", default=None, help="private attribute(s) to hide")
     p.add_argument("--useful", nargs="+", default=None, help="useful attribute(s) to keep")
     p.add_argument("--out", default=None, help="run directory (default runs/MECHANISM-DATASET)")

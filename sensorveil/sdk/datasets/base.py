@@ -7,6 +7,11 @@ from typing import Callable
 import numpy as np
 
 PriorFn = Callable[[str, str], "np.ndarray | None"]
+# A dataset that ships its own test split (walkway's time split, MotionSense's trials, UJIIndoorLoc's
+# validationData with test_split="validation") labels every row with this attribute: 0 train, 1 test.
+# The protocols (evaluation.dataset_slices, PASS's split_rows) then deal every training slice from the
+# rows labelled 0 and score on exactly the rows labelled 1; without it they deal all rows at random.
+SPLIT_ATTRIBUTE = "trial_split"
 
 
 @dataclass
@@ -39,6 +44,12 @@ class SensorDataset:
 
     def __len__(self) -> int:
         return int(self.x.shape[0])
+
+    @property
+    def test_rows(self) -> np.ndarray | None:
+        """The rows the dataset fixes as its test split (``SPLIT_ATTRIBUTE`` == 1); None when it has none."""
+        split = self.attributes.get(SPLIT_ATTRIBUTE)
+        return None if split is None else np.flatnonzero(split == 1)
 
     def subset(self, idx) -> "SensorDataset":
         """New dataset with rows ``idx`` (index array or boolean mask)."""

@@ -48,6 +48,21 @@ def load_dataset(name: str, path: str | None = None, **options) -> SensorDataset
     if path is not None:
         path = os.fspath(path)
     loader = _LOADERS[key]
-    if "path" in inspect.signature(loader).parameters:
+    parameters = inspect.signature(loader).parameters
+    options = {name: _from_text(key, parameters[name], value) for name, value in options.items()}
+    if "path" in parameters:
         return loader(path, **options)
     return loader(**options)
+
+
+def _from_text(key: str, parameter: inspect.Parameter, value):
+    """An option given as text (the CLI's --dataset-option KEY=VALUE) as the int or float its loader's
+    annotation names; any other value, and text for any other parameter, is passed on unchanged."""
+    kind = str(parameter.annotation).split("|")[0].strip()
+    if not isinstance(value, str) or kind not in ("int", "float"):
+        return value
+    try:
+        return int(value) if kind == "int" else float(value)
+    except ValueError:
+        expected = "a whole number" if kind == "int" else "a number"
+        raise ValueError(f"dataset {key!r} option {parameter.name}={value!r}: expected {expected}") from None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sensorveil.sdk.datasets.base import SensorDataset, _reindex, _stratified_take
+from sensorveil.sdk.datasets.base import SPLIT_ATTRIBUTE, SensorDataset, _reindex, _stratified_take
 
 UJI_CSVS = ("trainingData.csv", "validationData.csv")
 UJI_NUM_WAPS = 520
@@ -137,13 +137,25 @@ def _uji_names() -> dict[str, list[str]]:
     }
 
 
-def load_ujiindoorloc(path: str | None = None, split: str = "both", max_rows: int | None = None) -> SensorDataset:
+UJI_TEST_SPLITS = ("random", "validation")
+UJI_SPLIT_NAMES = ["train (trainingData.csv)", "test (validationData.csv)"]
+
+
+def load_ujiindoorloc(path: str | None = None, split: str = "both", max_rows: int | None = None,
+                      test_split: str = "random") -> SensorDataset:
     """UJIIndoorLoc WiFi fingerprints as binary "heard / not heard" vectors.
 
     ``path``: the UJIIndoorLoc zip (CSVs may sit in a subfolder) or a folder
     with ``trainingData.csv`` and ``validationData.csv``.  ``split``: "train",
     "validation" or "both" (concatenated, 19,937 + 1,111 = 21,048 rows).
     ``max_rows``: deterministic subset stratified by region, for fast tests.
+    ``test_split``: where runs are scored.  "random" (default): the protocol's
+    stratified slices dealt from every loaded row.  "validation" (needs split
+    "both"): every model and attacker learns from trainingData rows only and
+    the test rows are exactly the validationData rows (other users and phones,
+    months later); the rows carry ``trial_split`` (0 train, 1 test), the
+    dataset's own split that the protocols honour.  With ``max_rows`` each
+    part is subset on its own, stratified by region, in proportion to its size.
 
     Attributes: ``building`` (3); ``floor``, the 13 building-floors numbered
     building 0 floors 0-3 -> 0-3, building 1 floors 0-3 -> 4-7, building 2
@@ -159,25 +171,58 @@ def load_ujiindoorloc(path: str | None = None, split: str = "both", max_rows: in
     if path is None:
         raise ValueError("ujiindoorloc needs path=: the UJIIndoorLoc zip or a folder with "
                          f"{UJI_CSVS}")
-    splits = {"train": (True,), "validation": (False,), "both": (True, False)}
-    if split not in splits:
-        raise ValueError(f"unknown split {split!r}; expected one of {list(splits)}")
+    check_test_split(split, test_split)
     data = _load_uji_arrays(str(Path(path).resolve()))
-    rows = np.flatnonzero(np.isin(data["is_train"], splits[split]))
-    attrs = data["attributes"]
-    if max_rows is not None and max_rows < len(rows):
-        rows = rows[_stratified_take(attrs["region"][rows], int(max_rows))]
+    rows = _uji_rows(data, split, test_split, max_rows)
+    attributes = {k: v[rows] for k, v in data["attributes"].items()}
     names = _uji_names() | data["names"]
+    if test_split == "validation":
+        attributes[SPLIT_ATTRIBUTE] = (~data["is_train"][rows]).astype(np.int64)
+        names[SPLIT_ATTRIBUTE] = list(UJI_SPLIT_NAMES)
+    scored = "; test rows: validationData.csv" if test_split == "validation" else ""
     return SensorDataset(
         name="ujiindoorloc",
         x=data["x"][rows],
-        attributes={k: v[rows] for k, v in attrs.items()},
+        attributes=attributes,
         num_classes={k: len(v) for k, v in names.items()},
         modality="vector",
         sensor_range=(0.0, 1.0),
         units="access point heard (1) / not heard (0), from RSSI != 100",
         synthetic=False,
-        description=f"UJIIndoorLoc WiFi fingerprints ({split}), 520 access points binarised",
+        description=f"UJIIndoorLoc WiFi fingerprints ({split}{scored}), 520 access points binarised",
         class_names=names,
         prior_fn=_uji_prior,
     )
+
+
+def check_test_split(split: str, test_split: str) -> None:
+    """Fail closed on the split options before anything is read."""
+    splits = ("train", "validation", "both")
+    if split not in splits:
+        raise ValueError(f"unknown split {split!r}; expected one of {list(splits)}")
+    if test_split not in UJI_TEST_SPLITS:
+        raise ValueError(f"ujiindoorloc option test_split={test_split!r} is unknown; expected one of "
+                         f"{list(UJI_TEST_SPLITS)} (\"validation\": train on trainingData.csv, "
+                         "score on validationData.csv)")
+    if test_split == "validation" and split != "both":
+        raise ValueError(f"ujiindoorloc option test_split='validation' needs split='both' (trainingData rows "
+                         f"to learn from and validationData rows to score on); got split={split!r}")
+
+
+def _uji_rows(data: dict, split: str, test_split: str, max_rows: int | None) -> np.ndarray:
+    """The loaded rows, in file order; ``max_rows`` takes a region-stratified subset of the whole
+    (test_split "random") or of each CSV in proportion to its size (test_split "validation")."""
+    splits = {"train": (True,), "validation": (False,), "both": (True, False)}
+    rows = np.flatnonzero(np.isin(data["is_train"], splits[split]))
+    region = data["attributes"]["region"]
+    if max_rows is None or max_rows >= len(rows):
+        return rows
+    if test_split == "random":
+        return rows[_stratified_take(region[rows], int(max_rows))]
+    if max_rows < 2:
+        raise ValueError(f"ujiindoorloc max_rows={max_rows} with test_split='validation': expected 2 or more "
+                         "(at least one training and one validation row)")
+    train, test = rows[data["is_train"][rows]], rows[~data["is_train"][rows]]
+    n_test = min(max(1, round(max_rows * len(test) / len(rows))), int(max_rows) - 1)
+    parts = [(train, int(max_rows) - n_test), (test, n_test)]
+    return np.concatenate([part[_stratified_take(region[part], size)] for part, size in parts])
