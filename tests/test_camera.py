@@ -130,7 +130,9 @@ def test_a_person_who_walks_in_and_stands_still_stays_found_and_out_of_the_relea
         found_plain, (crops, context) = plain.detect(frame), pipeline.prepare(frame)
     assert len(found_plain) == 0 and np.abs(plain.background()[60:96, 70:82] - 120.0).mean() > 40   # learnt
     assert len(crops) == 1 and abs(int(context[1][0][0]) - 70) <= 3                                # still found
-    assert np.abs(pipeline.empty_scene(frames[-1])[60:96, 70:82] - 120.0).mean() < 5     # not in the scene
+    scene = pipeline.empty_scene(frames[-1])
+    assert np.abs(scene[60:96, 70:82].astype(float) - 20.0).min() > 90      # not in the released scene, nowhere
+    assert np.abs(scene[:40].astype(float) - frames[-1][:40]).max() == 0    # where nobody was: the camera's scene
     capped = PersonCrops(max_protect=50)
     for frame in frames:
         crops, _ = capped.prepare(frame)
@@ -412,3 +414,28 @@ def test_camera_bundle_runs_torch_free_on_walkway(tmp_path):
     audited = audit_path(bundle, seeds=1, attacker_epochs=1)
     assert audited["n_effective"] < audited["n_test"] and "unweighted" in audited
     assert audited["random_star"] != audited["unweighted"]["random_star"]
+
+
+def test_the_quiet_scene_shows_the_camera_only_where_nobody_was_for_the_horizon():
+    """The released scene starts neutral (or from the operator's still), not from the first raw frames; a slow
+    walker, whom a background model learns into its picture as a trail, never gets into it; and a scene handed
+    to an earlier frame is never changed under it (issue 29 part 2)."""
+    from sensorveil.runtime.camera.scene import NEUTRAL_GREY, QuietScene, busy_mask
+    rng = np.random.default_rng(1)
+    scene, detector = QuietScene((120, 160), horizon=30), MotionPeopleDetector()
+    first = scene.image
+    trail = np.zeros((120, 160), bool)
+    for k in range(150):
+        frame = np.clip(120 + rng.normal(0, 2, (120, 160)), 0, 255).astype(np.uint8)
+        x = 20 + k // 2                                  # half a pixel a frame: slower than MOG2 can tell
+        frame[50:86, x:x + 12] = 20
+        trail[50:86, x:x + 12] = True
+        boxes = detector.detect(frame)
+        scene.update(frame, busy_mask(frame.shape, detector.foreground, boxes, 4))
+    assert (first == NEUTRAL_GREY).all() and first is not scene.image     # neutral start, never edited in place
+    assert np.abs(scene.image[trail].astype(float) - 20.0).min() > 90     # no pixel of the walker, anywhere
+    assert np.abs(scene.image[:30].astype(float) - 120.0).max() < 10      # the quiet top: the camera's scene
+    still = np.full((120, 160), 60, np.uint8)
+    assert (QuietScene((120, 160), still=still).image == 60).all()
+    with pytest.raises(ValueError, match="scene still of shape"):
+        QuietScene((120, 160), still=np.zeros((10, 10), np.uint8))

@@ -4,13 +4,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sensorveil.runtime.camera.composite import CROP_MARGIN, CROP_SHAPE, coarse, crop_people, crop_windows, paste_people
+from sensorveil.runtime.camera.composite import CROP_MARGIN, CROP_SHAPE, crop_people, crop_windows, paste_people
 from sensorveil.runtime.camera.detect import MotionPeopleDetector, channels_like
+from sensorveil.runtime.camera.scene import SCENE_HORIZON, QuietScene, busy_mask
 from sensorveil.runtime.camera.track import Tracker, WalkingDirection
 from sensorveil.runtime.errors import InputError
 from sensorveil.runtime.preprocessor import Preprocessor
 
-WARMUP_BLOCK = 48          # px per block of the coarse scene released while the background is learnt
+WARMUP_BLOCK = 48          # px per block of the coarse scene releases before the quiet scene (kept for callers)
 # a tracked person who has walked this many of their own heights is a person, not a ghost of the first
 # frames (those never move): the background model stops learning where they are, so one who stands still
 # stays found instead of fading into the empty scene the release is made of (where they showed as a
@@ -29,6 +30,7 @@ class CropContext(NamedTuple):
     windows: np.ndarray         # (N, 4) int (x0, y0, x1, y1): each crop's window (may run past the frame)
     directions: np.ndarray  # (N,) int: walking directions (1 right, 0 left, -1 too new or too slow; WalkingDirection)
     track_ids: np.ndarray  # (N,) int: each person's id from the tracker
+    scene: np.ndarray = None    # the quiet scene as it stood at this frame (cut-out pasting releases it)
 
 
 def person_crops_from_manifest(camera):
@@ -63,7 +65,8 @@ class PersonCrops(Preprocessor):
     batched = True  # prepare() returns a batch of samples (one per person, maybe none)
 
     def __init__(
-        self, crop_shape=CROP_SHAPE, detector=None, margin=CROP_MARGIN, paste="window", max_protect=MAX_PROTECT
+        self, crop_shape=CROP_SHAPE, detector=None, margin=CROP_MARGIN, paste="window", max_protect=MAX_PROTECT,
+        scene_still=None, scene_horizon=SCENE_HORIZON,
     ):
         if paste not in PASTE_MODES:
             raise InputError("camera paste mode {!r}; expected one of {}".format(paste, list(PASTE_MODES)))
@@ -78,6 +81,8 @@ class PersonCrops(Preprocessor):
         self.last_boxes = np.zeros((0, 4), dtype=np.int64)  # the people found in the latest frame
         self.last_windows = np.zeros((0, 4), dtype=np.int64)  # their windows
         self.last_directions = np.zeros(0, dtype=np.int64)  # and their walking directions
+        self.scene_still, self.scene_horizon = scene_still, int(scene_horizon)
+        self.scene = None   # QuietScene, made at the first frame (its shape): what cut-out pasting releases
 
     def prepare(self, frame):
         image = frame if isinstance(frame, np.ndarray) else frame.data
@@ -89,7 +94,20 @@ class PersonCrops(Preprocessor):
         directions = self.direction.update(tracks, boxes)
         windows = crop_windows(boxes, image.shape, self.crop_shape, self.margin)
         self.last_boxes, self.last_windows, self.last_directions = boxes, windows, directions
-        return crop_people(image, windows, self.crop_shape), CropContext(image, boxes, windows, directions, tracks)
+        scene = self.update_scene(image, boxes) if self.paste == "cut-out" else None
+        context = CropContext(image, boxes, windows, directions, tracks, scene)
+        return crop_people(image, windows, self.crop_shape), context
+
+    def update_scene(self, image, boxes):
+        """The quiet scene after this frame: busy wherever the detector's mask moved, a person was found, or a
+        tracked person was last seen (a track the detector lost for a few frames)."""
+        if self.scene is None:
+            self.scene = QuietScene(image.shape, self.scene_horizon, still=self.scene_still)
+        tracked = [state[0] for state in self.tracker.tracks.values()]
+        everyone = np.concatenate([np.asarray(boxes, np.float64).reshape(-1, 4),
+                                   np.asarray(tracked, np.float64).reshape(-1, 4)]).astype(np.int64)
+        busy = busy_mask(image.shape[:2], getattr(self.detector, "foreground", None), everyone, self.margin)
+        return self.scene.update(image, busy)
 
     def walked_in(self, boxes, tracks):
         """The boxes of people who have walked at least ``WALKED_IN`` of their heights since first seen:
@@ -118,7 +136,7 @@ class PersonCrops(Preprocessor):
 
     def restore(self, privatized, context):
         image, boxes, windows = context.frame, context.boxes, context.windows
-        scene = image if self.paste == "window" else self.empty_scene(image)
+        scene = image if self.paste == "window" else channels_like(self.scene_of(context), image)
         if len(windows) == 0:
             return scene.copy()
         crops = np.clip(np.rint(privatized), 0, 255).astype(np.uint8)
@@ -126,16 +144,16 @@ class PersonCrops(Preprocessor):
             return paste_people(image, crops, windows)
         return paste_people(scene, crops, windows, scene, boxes=boxes)
 
+    def scene_of(self, context):
+        """The scene of that frame; one made by hand (no scene) gets the neutral scene, never the frame."""
+        if context.scene is not None:
+            return context.scene
+        return QuietScene(context.frame.shape, self.scene_horizon, still=self.scene_still).image
+
     def empty_scene(self, image):
-        """What a cut-out bundle releases around its substitutes: the background model's empty scene, not
-        the camera's frame, so a person the detector misses (too far, too small, half hidden) is left out
-        instead of released as the camera saw them; on walkway.avi 2.6% of the people a downstream
-        counter found in the frame-based release were such raw passers-by. While the model is still
-        learning the scene its picture still holds the people of the first frames, so the frame is
-        released as a few coarse blocks of colour (``WARMUP_BLOCK`` px: nobody is a shape at that
-        scale). Not a flat grey: a people counter downstream learns whatever it is shown first as one
-        of its backgrounds, and grey substitutes on a grey background are invisible to it (on
-        walkway.avi a grey plate lost a person in 37% of frames, the coarse scene in 17%)."""
-        if self.detector.seen <= self.detector.warmup:
-            return coarse(image, WARMUP_BLOCK)
-        return channels_like(self.detector.background(), image)
+        """What a cut-out bundle releases around its substitutes now: the quiet scene (runtime.camera.scene),
+        which shows the camera only where nobody was seen for ``scene_horizon`` frames, so a person the
+        detector misses while they move is left out, not released as the camera saw them."""
+        if self.scene is None:
+            return QuietScene(image.shape, self.scene_horizon, still=self.scene_still).image
+        return channels_like(self.scene.image, image)
