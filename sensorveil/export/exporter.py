@@ -30,7 +30,7 @@ from sensorveil.runtime.bundle import MANIFEST_NAME, SINGLE_GRAPH
 from sensorveil.runtime.capabilities import PRECISION_ORDER, extra_of_module, formats, formats_writing, precisions_of
 from sensorveil.runtime.stages import MODEL_UNITS
 from sensorveil.sdk import mechanisms
-from sensorveil.sdk.evaluation import make_slices
+from sensorveil.sdk.evaluation import dataset_slices
 from sensorveil.sdk.rundir import load_recorded_dataset, read_run
 from sensorveil.sdk.training import to_model
 
@@ -127,7 +127,7 @@ class Exporter:
         return module.sensor_samples(self._validation_subset().x.reshape(self.samples.shape))
 
     def _training_pool(self) -> np.ndarray:
-        """Rows outside the run's test slice (rebuilt with make_slices and the run's seed); all rows
+        """Rows outside the run's test slice (rebuilt with dataset_slices and the run's seed); all rows
         when the run has no single useful/private pair to rebuild the split from."""
         useful, private = self.run.get("useful"), self.run.get("private")
         useful, private = (
@@ -138,7 +138,7 @@ class Exporter:
             return np.arange(len(self.dataset))
         data = self.dataset
         seed = self.run.get("config", {}).get("seed", self.run.get("seed", 0))
-        slices = make_slices(data.attributes[useful], data.attributes[private], data.num_classes[private], seed)
+        slices = dataset_slices(data, useful, private, seed)   # calibration never draws a test row
         return np.concatenate([indices for name, indices in slices.items() if name != "test"])
 
     def graph_inputs(self, name: str, model_inputs: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from sensorveil.runtime.stages.attriguard import POLICIES, attriguard
-from sensorveil.sdk.evaluation import Task, baselines, make_slices, probing_attack, tree_attacker_accuracy
+from sensorveil.sdk.evaluation import Task, baselines, dataset_slices, probing_attack, tree_attacker_accuracy
 from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, protocol_task
 from sensorveil.sdk.training import accuracy, train_classifier
@@ -196,7 +196,8 @@ class AttriGuardMechanism(Mechanism):
         data = request.data
         task = protocol_task(data, useful, private, config.seed)
         flat = task.x.reshape(len(task.x), -1).numpy()
-        defender_rows = make_slices(task.useful, task.private, task.n_private, config.seed)["classifiers"]
+        # the dataset's own split when it has one (a shipped test split never trains the defender)
+        defender_rows = dataset_slices(data, useful, private, config.seed)["classifiers"]
         weights, bias = fit_defender(flat[defender_rows], task.private[defender_rows], task.n_private, config)
         arrays = {"weights": weights, "bias": bias,
                   "target": target_distribution(task.private[task.attacker_train], task.n_private, config.target)}
