@@ -192,7 +192,8 @@ def test_small_federation_trains_f_only_and_reports_every_round(small_run):
     assert [(r["phase"], r["round"]) for r in rounds] == [("pretrain", 1), ("tappfl", 1), ("tappfl", 2)]
     assert all(r["devices"] == 2 for r in rounds)                     # 4 trained, half averaged
     assert all(r["evaluate"]["devices"] == 4 for r in rounds[1:])      # @app.evaluate on every device
-    assert {"ce", "vclub", "jsd"} <= set(rounds[-1]["train"]) and "attack_acc" in rounds[-1]["evaluate"]
+    assert {"ce", "vclub", "jsd"} <= set(rounds[-1]["train"])
+    assert {"attack_acc", "paper_inference_acc"} <= set(rounds[-1]["evaluate"])
     assert run["kind"] == "representation" and run["output"]["units"] == "representation"
     state = torch.load(run_dir / tappfl.FEATURE_FILE, weights_only=True)
     spec = json.loads((run_dir / "federation-spec.json").read_text())
@@ -202,6 +203,60 @@ def test_small_federation_trains_f_only_and_reports_every_round(small_run):
     assert run["reference"]["random_guess_private"] == 0.5
     assert metrics["gap_private"] == pytest.approx(metrics["probing_acc_private"] - 0.5)
     print(f"small federation: {seconds:.1f} s")
+
+
+def test_participation_all_runs_device_update_on_every_device_every_round(small_run):
+    """Algorithm 1 lines 3-5: every device counts its DeviceUpdates and reports the count to @app.evaluate,
+    which all 4 devices answer. A count never exceeds the rounds so far, so a mean equal to the round
+    number means every device trained in every round, although the server averaged only 2 of them."""
+    from sensorveil.sdk.runs import read_run
+    rounds = read_run(small_run[0])["federation"]["rounds"]
+    for entry in rounds[1:]:
+        assert entry["evaluate"]["devices"] == 4 and entry["devices"] == 2
+        assert entry["evaluate"]["device_updates"] == pytest.approx(entry["round"])
+        assert entry["train"]["device_updates"] == pytest.approx(entry["round"])
+
+
+def test_the_papers_inference_accuracy_is_recorded_on_held_out_rows(small_run):
+    """run.json's metrics hold the paper's measure (each device's own g on rows it did not train on, mean
+    over devices, end of training) beside the probing attackers' figures, and per round."""
+    from sensorveil.sdk.runs import read_run
+    run = read_run(small_run[0])
+    metrics, rounds = run["metrics"], run["federation"]["rounds"]
+    accuracy = metrics["paper_inference_accuracy"]
+    assert 0.0 <= accuracy <= 1.0 and "probing_acc_private" in metrics and "tree_acc_private" in metrics
+    assert accuracy == rounds[-1]["evaluate"]["paper_inference_acc"]
+    assert metrics["paper_gap_private"] == pytest.approx(accuracy - 0.5) and metrics["paper_inference_devices"] == 4
+    assert metrics["paper_inference_accuracy_by_round"] == [r["evaluate"]["paper_inference_acc"] for r in rounds[1:]]
+    held = run["federation"]["partition"]["heldout"]
+    assert held["share"] == 0.2 and held["min_per_device"] >= 59 and held["rows"] == pytest.approx(0.2 * 1198, abs=4)
+
+
+def test_each_device_holds_out_rows_it_never_trains_on():
+    config = tappfl.TAPPFLConfig(clients=4)
+    from sensorveil.sdk.datasets import load_dataset
+    data = load_dataset("digits")
+    parts = tappfl.device_partitions(data, "parity", "lt5", config)
+    for device, part in enumerate(parts):
+        train, held = tappfl.heldout_split(part, config.heldout, config.seed, device)
+        assert not set(train) & set(held) and sorted([*train, *held]) == sorted(part)
+        assert len(held) == round(0.2 * len(part))
+        assert (held == tappfl.heldout_split(part, config.heldout, config.seed, device)[1]).all()
+    with pytest.raises(ValueError, match="fewer than 2 to train on"):
+        tappfl.heldout_split(np.arange(2), 0.2, 0, 0)
+    x, u = torch.rand(40, 8), torch.randint(0, 2, (40,))
+    nets = DeviceNetworks.build({"input_dim": 8, "representation_dim": 4, "n_private": 2}, seed=0)
+    assert 0.0 <= tappfl.paper_inference_accuracy(nets.f, nets.g, x, u) <= 1.0
+
+
+def test_defaults_follow_algorithm_1_at_the_papers_rows_per_device():
+    """Every device every round, rho = 10% averaged (Algorithm 1, setup), ~326 rows a device as the
+    paper's Adult over 100 devices, so digits' 1,198 protocol training rows make 4 devices."""
+    config = tappfl.TAPPFLConfig()
+    assert (config.participation, config.fraction, config.evaluate_fraction, config.heldout) == ("all", 0.1, 1.0, 0.2)
+    assert (config.rounds, config.local_epochs, config.batch_size, config.lr) == (20, 10, 10, 0.01)
+    assert config.clients == tappfl.paper_scale_clients(1198) == 4
+    assert tappfl.paper_scale_clients(32561) == 100
 
 
 def test_representation_bundle_runs_in_every_local_format_and_matches_torch(small_run, tmp_path):
@@ -322,24 +377,21 @@ def test_adult_loader_reads_the_uci_format_from_a_user_given_folder(tmp_path):
         load_dataset("adult", tmp_path / "nowhere")
 
 
-# -- 100 devices, 10% a round: the defaults in a real (one-round) run -----------------------------------
-def test_a_hundred_devices_ten_percent_a_round(tmp_path, monkeypatch):
+# -- sampled participation stays an option ------------------------------------------------------------
+def test_sampled_participation_trains_only_rho_m_devices_a_round(tmp_path, monkeypatch):
+    """participation="sampled" (Flower's FedAvg): 2 of 10 devices train in the round; all 10 answer
+    @app.evaluate, and their DeviceUpdate counts average 2 / 10."""
     from sensorveil.sdk.runs import read_run, train_run
 
     monkeypatch.setenv("FLWR_HOME", str(tmp_path / "flwr-home"))
-    settings = {
-        "rounds": "1",
-        "pretrain_rounds": "0",
-        "local_epochs": "1",
-        "evaluate_fraction": "0",
-        "reference_attacks": "false",
-        "timeout_s": "400",
-    }
+    settings = {"clients": "10", "participation": "sampled", "fraction": "0.2", "rounds": "1", "pretrain_rounds": "0",
+                "local_epochs": "1", "reference_attacks": "false", "timeout_s": "300"}
     run = read_run(train_run("tappfl", "digits", out=tmp_path / "run", attacker_epochs=1, settings=settings))
-    config, [only] = run["config"], run["federation"]["rounds"]
-    assert (config["clients"], config["fraction"], config["batch_size"], config["lr"]) == (100, 0.1, 10, 0.01)
-    assert only["devices"] == 10 and run["federation"]["partition"]["devices"] == 100
-    print(f"100 devices, one round: {run['federation']['wall_seconds']} s")
+    [only] = run["federation"]["rounds"]
+    assert only["devices"] == 2 and only["evaluate"]["devices"] == 10
+    assert only["evaluate"]["device_updates"] == pytest.approx(0.2, abs=0.01)
+    assert 0.0 <= run["metrics"]["paper_inference_accuracy"] <= 1.0
+    print(f"10 devices, 2 sampled, one round: {run['federation']['wall_seconds']} s")
 
 
 # -- deployment over loopback -------------------------------------------------------------------------

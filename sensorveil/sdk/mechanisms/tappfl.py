@@ -33,8 +33,13 @@ Choices where the paper is silent or ambiguous (also in the README and the resul
 * p(u) in eq. 2's second term is the device's own label distribution (the bound is per device);
 * Table 3's architectures are garbled in the paper's HTML; we use its tabular column's widths where
   legible (f: 64-128-d, g: 64-128-128-K) and end f with tanh, so r is bounded as Theorem 1 assumes;
-* evaluation: attackers trained on the released representations (a neural net and 200 extra-trees),
-  not the devices' own g (which is what the paper scores); random guessing is 1/K as in Table 2.
+* evaluation, two measures side by side in run["metrics"]: ``paper_inference_accuracy``, the paper's own
+  (each device's g on the global f's representation of rows it held out, mean over devices, end of
+  training; per round in the history), and fresh attackers trained on the released representations (a
+  neural net and 200 extra-trees, ``probing_acc_private`` / ``tree_acc_private``), which do not stop at
+  what the devices' g learnt. Random guessing is 1/K as in Table 2.
+* participation: Algorithm 1 by default, DeviceUpdate on every device every round (lines 3-5) and
+  FedAvg over rho M of them (lines 21-23); ``participation="sampled"`` trains only the rho M.
 
 This module is the mechanism the registry loads (TAPPFLMechanism); its parts live in
 sensorveil.sdk.mechanisms.tappfl_parts, one job per module, and are re-exported here.
@@ -59,22 +64,34 @@ from sensorveil.sdk.mechanisms.tappfl_parts.bundle import (
 )
 from sensorveil.sdk.mechanisms.tappfl_parts.client import (
     STATE_KEYS,
+    UPDATES_KEY,
     device_evaluate,
     device_inputs,
     device_train,
     node_identity,
     round_generator,
+    updates_done,
 )
 from sensorveil.sdk.mechanisms.tappfl_parts.config import BOUNDS, PHASES, LocalSettings, TAPPFLConfig, check_config
 from sensorveil.sdk.mechanisms.tappfl_parts.data import (
+    PAPER_ROWS_PER_DEVICE,
     DeviceData,
     device_data,
     device_partitions,
+    heldout_split,
+    paper_scale_clients,
     partition_record,
     training_rows,
 )
-from sensorveil.sdk.mechanisms.tappfl_parts.device import device_step, device_update, local_attack_probe, sgd_step
+from sensorveil.sdk.mechanisms.tappfl_parts.device import (
+    device_step,
+    device_update,
+    local_attack_probe,
+    paper_inference_accuracy,
+    sgd_step,
+)
 from sensorveil.sdk.mechanisms.tappfl_parts.evaluate import (
+    paper_figures,
     raw_figures,
     reference_figures,
     representation_release,
@@ -125,18 +142,20 @@ __all__ = [
     "vclub_upper_bound", "privacy_condition_loss", "jsd_mutual_information", "negatives", "privacy_term",
     "theta_objective",
     # device
-    "sgd_step", "device_step", "device_update", "local_attack_probe",
+    "sgd_step", "device_step", "device_update", "paper_inference_accuracy", "local_attack_probe",
     # data
-    "DeviceData", "training_rows", "device_data", "device_partitions", "partition_record",
+    "PAPER_ROWS_PER_DEVICE", "DeviceData", "paper_scale_clients", "heldout_split", "training_rows", "device_data",
+    "device_partitions", "partition_record",
     # client
-    "STATE_KEYS", "node_identity", "device_inputs", "round_generator", "device_train", "device_evaluate",
+    "STATE_KEYS", "UPDATES_KEY", "updates_done", "node_identity", "device_inputs", "round_generator", "device_train",
+    "device_evaluate",
     # server
     "RoundLog", "phase_config", "initial_feature_extractor", "server_strategy", "strategy_settings", "run_server",
     "simulation_apps", "flower_apps",
     # federation
     "SIMULATION_APPS", "SERVER_APP", "CLIENT_APP", "federation_spec", "federate", "flower_version",
     # evaluate
-    "representation_release", "score", "reference_figures", "raw_figures",
+    "representation_release", "score", "reference_figures", "raw_figures", "paper_figures",
     # bundle
     "FEATURE_FILE", "HISTORY_FILE", "representation_spec", "load_feature_extractor", "pretrained_path",
     "bundle_entry",
@@ -174,7 +193,8 @@ class TAPPFLMechanism(Mechanism):
         run["reference"] = reference_figures(task)
         if config.reference_attacks:
             run["reference"].update(raw_figures(task, request.attacker_epochs, config.seed))
-        run["metrics"] = self.evaluate_release(self.release(out, run), request.attacker_epochs, config.seed)
+        run["metrics"] = {**self.evaluate_release(self.release(out, run), request.attacker_epochs, config.seed),
+                          **paper_figures(run["federation"]["rounds"], int(request.data.num_classes[private]))}
         return run
 
     def privatize(self, run_dir, run: dict):

@@ -1,8 +1,10 @@
 """The ClientApp's handlers: a device's inputs for a round (its data, the global f and its own g, h
-kept in the node's state), DeviceUpdate for @app.train and the local attack probe for @app.evaluate.
-flwr is imported where it is needed (the federated extra)."""
+kept in the node's state), DeviceUpdate for @app.train, and for @app.evaluate the paper's inference
+accuracy (own g, held-out rows) beside the local attack probe. flwr is imported where it is needed (the
+federated extra)."""
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
@@ -10,10 +12,17 @@ import torch
 
 from sensorveil.sdk.mechanisms.tappfl_parts.config import PHASES, LocalSettings
 from sensorveil.sdk.mechanisms.tappfl_parts.data import device_data
-from sensorveil.sdk.mechanisms.tappfl_parts.device import device_update, local_attack_probe
+from sensorveil.sdk.mechanisms.tappfl_parts.device import device_update, local_attack_probe, paper_inference_accuracy
 from sensorveil.sdk.mechanisms.tappfl_parts.model import DeviceNetworks
 
 STATE_KEYS = {"g": "tappfl.g_psi", "h": "tappfl.h_omega"}   # the device's own networks, kept across rounds
+UPDATES_KEY = "tappfl.updates"   # how many DeviceUpdates this device has run, by phase
+
+
+def updates_done(context) -> dict:
+    """{phase: DeviceUpdates this device has run}, from the node's state."""
+    record = context.state[UPDATES_KEY] if UPDATES_KEY in context.state else {}
+    return {phase: int(record[phase]) if phase in record else 0 for phase in PHASES}
 
 
 def node_identity(context) -> int:
@@ -50,17 +59,26 @@ def device_train(msg, context):
                             round_generator(task, context, msg.content["config"]))
     for name, key in STATE_KEYS.items():
         context.state[key] = ArrayRecord(getattr(nets, name).state_dict())
+    done = updates_done(context)
+    done[settings.phase] += 1
+    context.state[UPDATES_KEY] = MetricRecord(done)
     content = RecordDict({"arrays": ArrayRecord(nets.f.state_dict()),
-                          "metrics": MetricRecord({"num-examples": len(data.x), **figures})})
+                          "metrics": MetricRecord({"num-examples": len(data.x), **figures,
+                                                   "device_updates": done[settings.phase]})})
     return Message(content=content, reply_to=msg)
 
 
 def device_evaluate(msg, context):
-    """@client_app.evaluate(): the local attack probe on the global f."""
+    """@client_app.evaluate(), on the global f after the round's aggregation: the paper's inference
+    accuracy (this device's own g on its held-out rows), the local attack probe (a refitted copy of g),
+    and how many DeviceUpdates the device has run in this phase. num-examples is the held-out count,
+    so the server's mean weighs devices by their held-out rows (equal sizes under IID: the plain mean)."""
     from flwr.app import Message, MetricRecord, RecordDict
     torch.set_num_threads(1)
     task, settings, data, nets = device_inputs(msg, context)
-    figures = local_attack_probe(nets.f, nets.g, data.x, data.u, data.n_private, settings,
+    paper = paper_inference_accuracy(nets.f, nets.g, data.x_heldout, data.u_heldout)
+    figures = local_attack_probe(nets.f, copy.deepcopy(nets.g), data, settings,
                                  round_generator(task, context, msg.content["config"]))
-    return Message(content=RecordDict({"metrics": MetricRecord({"num-examples": len(data.x), **figures})}),
-                   reply_to=msg)
+    metrics = {"num-examples": len(data.x_heldout), "paper_inference_acc": paper, **figures,
+               "device_updates": updates_done(context)[settings.phase]}
+    return Message(content=RecordDict({"metrics": MetricRecord(metrics)}), reply_to=msg)

@@ -16,10 +16,19 @@ class TAPPFLConfig:
     rounds: int = 20                  # T, global rounds (experimental setup); --epochs sets it too
     pretrain_rounds: int = 5          # federated rounds of the utility term alone before TAPPFL; 0: none
     pretrained: str = ""              # a feature_extractor.pt (or run directory) to start from instead
-    clients: int = 100                # M devices (experimental setup)
-    fraction: float = 0.1             # rho, share of devices per round (experimental setup)
-    participation: str = "sampled"    # "sampled": only rho M devices train a round (Flower's FedAvg);
-                                      # "all": Algorithm 1, all M train and the server averages rho M
+    # M devices. The paper's scale per device, not its device count: "a total of 100 devices" (setup,
+    # tappfl.md line 201) over Adult's 32,561 rows, 80% / 20% train / test (appendix B, line 591) is
+    # ~326 rows a device (~260 train). Digits' 1,797 rows give devices the 1,198 of protocol slices
+    # 1+2 (data.training_rows), so 4 devices of ~300 rows, ~240 train + ~60 held out (heldout below).
+    # CIFAR-10's 600 a device (line 583) would leave digits 2 devices. The results script sizes other
+    # datasets the same way (data.paper_scale_clients).
+    clients: int = 4
+    fraction: float = 0.1             # rho of Algorithm 1 (setup: 10%): "all" averages K = rho M of the
+                                      # updates (line 22, at least 1), "sampled" trains only rho M devices
+    participation: str = "all"        # "all": Algorithm 1 lines 3-5, DeviceUpdate on every device every
+                                      # round; "sampled": only rho M devices train a round (Flower's FedAvg)
+    heldout: float = 0.2              # share of each device's rows it never trains on (appendix B's 80/20
+                                      # split); the paper's inference accuracy is scored on them
     local_epochs: int = 10            # E (experimental setup)
     batch_size: int = 10              # B (experimental setup)
     lr: float = 0.01                  # lr1 = lr2 = lr3, plain SGD (experimental setup)
@@ -28,7 +37,8 @@ class TAPPFLConfig:
     partition: str = "iid"            # "iid" or "dirichlet" (non-IID, concentration alpha)
     alpha: float = 0.5
     partition_by: str = ""            # the attribute a Dirichlet partition skews; "": the private one
-    evaluate_fraction: float = 0.1    # devices per round that run @app.evaluate (local attack probe)
+    evaluate_fraction: float = 1.0    # devices per round that run @app.evaluate: the paper's inference
+                                      # accuracy (own g, held-out rows) and the local attack probe
     federation: str = "simulation"    # "simulation" (run_simulation) or "deployment" (flwr run)
     superlink: str = ""               # deployment: a SuperLink connection of $FLWR_HOME/config.toml
     timeout_s: float = 3600.0         # wall-clock limit of the whole federation; past it the run fails
@@ -53,6 +63,8 @@ def check_config(config: TAPPFLConfig, data: SensorDataset, private: str) -> Non
         raise ValueError(f"privacy_bound={config.privacy_bound!r}; expected one of {BOUNDS}")
     if not 0.0 < config.fraction <= 1.0 or not 0.0 <= config.evaluate_fraction <= 1.0:
         raise ValueError("fraction must lie in (0, 1] and evaluate_fraction in [0, 1]")
+    if not 0.0 < config.heldout < 1.0:
+        raise ValueError(f"heldout={config.heldout}: the held-out share of each device's rows must lie in (0, 1)")
     if config.participation not in ("sampled", "all"):
         raise ValueError(f"participation={config.participation!r}; expected 'sampled' or 'all'")
     from sensorveil.sdk.federated_strategy import check_aggregation

@@ -1,5 +1,6 @@
-"""Algorithm 1's DeviceUpdate (one SGD step of Psi, Omega, then Theta per mini-batch) and the local
-attack probe of @app.evaluate."""
+"""Algorithm 1's DeviceUpdate (one SGD step of Psi, Omega, then Theta per mini-batch), and what
+@app.evaluate measures: the paper's inference accuracy (the device's own g on held-out rows) and the
+local attack probe."""
 from __future__ import annotations
 
 import torch
@@ -66,21 +67,29 @@ def device_update(nets: DeviceNetworks, x: torch.Tensor, u: torch.Tensor, n_priv
     return last
 
 
-def local_attack_probe(f: nn.Module, g: nn.Module, x, u, n_private: int, settings: LocalSettings,
-                       generator: torch.Generator) -> dict:
-    """@app.evaluate: the paper's own leakage measure on this device, f + g (section "Evaluation
-    metrics"): g is fitted by eq. 3 to the global f's representations of the device's data for E
-    epochs (a copy; the device's g is not changed), then scored on that same data (optimistic)."""
+def paper_inference_accuracy(f: nn.Module, g: nn.Module, x_heldout, u_heldout) -> float:
+    """The paper's attribute inference accuracy on this device (section "Evaluation metrics": "device's
+    feature extractor + privacy network on the privacy task's test set"): the device's own g_Psi, as
+    DeviceUpdate left it, on f's representation of the device's held-out rows. f is the global
+    Theta^{t+1} every device holds after Algorithm 1 line 7 (the one the bundle exports)."""
     with torch.no_grad():
-        r = f.eval()(x)
+        return float((g.eval()(f.eval()(x_heldout)).argmax(1) == u_heldout).float().mean())
+
+
+def local_attack_probe(f: nn.Module, g: nn.Module, data, settings: LocalSettings, generator: torch.Generator) -> dict:
+    """A fresh attacker on this device: a copy of g refitted by eq. 3 to the global f's representations
+    of the device's training rows for E epochs (the device's own g is not changed), scored on its
+    held-out rows."""
+    with torch.no_grad():
+        r, r_heldout = f.eval()(data.x), f(data.x_heldout)
     optimizer = torch.optim.SGD(g.parameters(), lr=settings.lr)
     g.train()
     for _ in range(settings.local_epochs):
         for idx in batches(len(r), settings.batch_size, generator):
-            sgd_step(optimizer, privacy_condition_loss(g(r[idx]), u[idx]))
+            sgd_step(optimizer, privacy_condition_loss(g(r[idx]), data.u[idx]))
     with torch.no_grad():
-        logits = g.eval()(r)
-        prior = torch.bincount(u, minlength=n_private).float() / len(u)
+        logits, u = g.eval()(r_heldout), data.u_heldout
+        prior = torch.bincount(data.u, minlength=data.n_private).float() / len(data.u)
         return {"attack_acc": float((logits.argmax(1) == u).float().mean()),
                 "attack_ce": float(privacy_condition_loss(logits, u)),
                 "vclub": float(vclub_upper_bound(logits, u, prior))}

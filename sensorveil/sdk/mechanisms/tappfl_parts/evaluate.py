@@ -1,5 +1,5 @@
-"""Evaluation: attackers trained on the released representations (Table 2's figures) and the raw-data
-reference."""
+"""Evaluation: attackers trained on the released representations, the raw-data reference, and the
+paper's own inference accuracy as the devices reported it."""
 from __future__ import annotations
 
 import dataclasses
@@ -44,3 +44,18 @@ def raw_figures(task: Task, attacker_epochs: int, seed: int) -> dict:
     """The same attackers on the raw data: the 'no defence' reference."""
     return score(Release(task=task, train=task.x[task.attacker_train], test=task.x[task.test]), attacker_epochs,
                  seed, prefix="raw_")
+
+
+def paper_figures(history: list, n_private: int) -> dict:
+    """The paper's attribute inference accuracy (Table 2's "average attribute inference accuracy of all
+    devices"): each device's own g on f's representation of its held-out rows, averaged over the devices
+    by the server (weighted by held-out rows), from @app.evaluate of each TAPPFL round. The run's figure
+    is the last round's, at the end of training; None where no TAPPFL round was evaluated."""
+    rounds = [entry for entry in history if entry["phase"] == "tappfl" and "evaluate" in entry
+              and "paper_inference_acc" in entry["evaluate"]]
+    last = rounds[-1]["evaluate"] if rounds else None
+    accuracy = None if last is None else last["paper_inference_acc"]
+    return {"paper_inference_accuracy": accuracy,
+            "paper_gap_private": None if accuracy is None else accuracy - 1.0 / n_private,
+            "paper_inference_devices": None if last is None else last["devices"],
+            "paper_inference_accuracy_by_round": [entry["evaluate"]["paper_inference_acc"] for entry in rounds]}

@@ -26,7 +26,7 @@ def federation_spec(data: SensorDataset, base: dict, useful: str, private: str, 
              "n_private": int(data.num_classes[private])}
     task = {"dataset": base["dataset"], "useful": useful, "private": private, "seed": int(config.seed),
             "partition": config.partition, "alpha": float(config.alpha), "partition_by": config.partition_by,
-            "model": model}
+            "heldout": float(config.heldout), "model": model}
     settings = asdict(config)
     if config.pretrained:   # the ServerApp may run in another working directory (deployment)
         settings["pretrained"] = str(pretrained_path(config.pretrained).resolve())

@@ -32,7 +32,7 @@ class RoundLog:
                                             "dropped": list(dropped)}
         if self.verbose:
             shown = ", ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()))
-            label = f"{self.phase} round {server_round}/{self.rounds}" if stage == "train" else "  local attack probe"
+            label = f"{self.phase} round {server_round}/{self.rounds}" if stage == "train" else "  evaluate"
             print(f"[tappfl] {label}: {devices} devices, {seconds:.1f} s | {shown}", flush=True)
 
 
