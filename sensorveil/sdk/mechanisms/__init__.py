@@ -17,6 +17,7 @@ FAMILIES = {
     "attriguard": ("attriguard",),
     "sanitizer": ("sanitizer",),
     "tappfl": ("tappfl",),
+    "pass_federated": ("pass-federated",),
 }
 _REGISTRY = {}
 

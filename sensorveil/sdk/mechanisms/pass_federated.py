@@ -1,0 +1,108 @@
+"""PASS (Chen et al., ICML 2025, ../shared/papers/pass.md) trained federated on Flower, as TAPPFL's
+devices train (../shared/papers/tappfl.md): the raw private rows stay on each device.
+
+* Data: PASS's training split (pass_parts.data.split_rows, the rows central PASS trains on) is
+  partitioned over ``clients`` devices, IID by default (TAPPFL's partition code, sdk.federated). The
+  substitute bank D_substitute is shared with every device: section 5.1 samples it from public data,
+  and the bundle carries it to every device anyway.
+* A round: every device loads the global f and g, runs PASS's mini-batch steps on its own rows for
+  ``local_epochs`` (eq. 2's P(X'|X), the loss of eq. 3 with L_S, L_U and L_X of eq. 4-8, AdamW as in
+  Table 6, one cosine schedule over the whole federation), and sends f and g back; the server validates
+  every update (sdk.federated_validation, as TAPPFL's) and combines the valid ones with the configured
+  strategy (FedAvg by default; FedMedian, FedTrimmedAvg: sdk.federated_strategy).
+* After training the run directory holds the files of central PASS (weights and bank), so its export,
+  bundle, runtime draw and evaluation are PASS's own (this mechanism subclasses PASSMechanism); the
+  run record adds the federation: partition, and per round the devices sampled, aggregated and dropped.
+
+Choices where neither paper speaks: the device optimiser starts fresh each round (no AdamW moments leave
+a device); lambda and mu are section 5.1's defaults resolved once by the server; f and g start from
+PASS's seeded initialisation, with no federated pre-training of f (``pretrain_epochs`` must be 0).
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sensorveil.sdk import federated
+from sensorveil.sdk.mechanisms import register
+from sensorveil.sdk.mechanisms.base import TrainRequest
+from sensorveil.sdk.mechanisms.pass_federated_parts.config import PassFederatedConfig, check_config
+from sensorveil.sdk.mechanisms.pass_federated_parts.device import partitions
+from sensorveil.sdk.mechanisms.pass_federated_parts.federation import federate, federation_spec
+from sensorveil.sdk.mechanisms.pass_federated_parts.server import HISTORY_FILE
+from sensorveil.sdk.mechanisms.pass_parts.bundle import BANK_FILE, WEIGHTS_FILE, load_head
+from sensorveil.sdk.mechanisms.pass_parts.config import config_dict
+from sensorveil.sdk.mechanisms.pass_parts.data import PassData, prepare_data
+from sensorveil.sdk.mechanisms.pass_parts.evaluate import evaluate_model
+from sensorveil.sdk.mechanisms.pass_parts.losses import constant_c
+from sensorveil.sdk.mechanisms.pass_substitution import PASSMechanism
+from sensorveil.sdk.mechanisms.tappfl_parts.federation import flower_version
+
+MECHANISM = "pass-federated"
+
+__all__ = ["MECHANISM", "PASSFederatedMechanism", "PassFederatedConfig", "train_pass_federated_run"]
+
+
+def training_record(pdata: PassData, spec: dict, config: PassFederatedConfig, rounds: list) -> dict:
+    """PASS's training figures, per round: the devices' mean loss terms and eq. 9's bound L_hat + C."""
+    lam, mu = spec["weights"]["lambda"], spec["weights"]["mu"]
+    c = constant_c(len(pdata.private), mu, lam, len(pdata.bank_rows),
+                   [pdata.labels(a)[pdata.train_rows] for a in pdata.useful])
+    history = [{"round": r["round"], **r["train"], "L_hat_plus_C": r["train"].get("L_hat", float("nan")) + c}
+               for r in rounds]
+    return {"lambda": lam, "mu": mu, "constant_C": c, "rounds": config.rounds, "local_epochs": config.local_epochs,
+            "pretrain_epochs": 0, "bank_size": int(len(pdata.bank_rows)), "history": history}
+
+
+def train_pass_federated_run(request: TrainRequest, config: PassFederatedConfig) -> dict:
+    """Federate, then write and score the run as central PASS's train_pass_run does."""
+    started, out = time.time(), Path(request.out)
+    base = {**request.base, "useful": request.useful, "private": request.private, "seed": config.seed}
+    pdata = prepare_data(request.data, request.useful, request.private, request.hidden, config.substitutes,
+                         config.seed, condition=config.condition)
+    spec = federation_spec(pdata, base, config, out)
+    seconds = federate(spec, out, config)
+    np.save(out / BANK_FILE, pdata.bank_rows, allow_pickle=False)
+    rounds = json.loads((out / HISTORY_FILE).read_text())
+    training = training_record(pdata, spec, config, rounds)
+    labels = pdata.labels(pdata.private[0])
+    run = {**base, "kind": "substitution", "hidden": pdata.hidden, "config": config_dict(config),
+           "substitution": {"tau": config.tau, "bank_size": int(len(pdata.bank_rows)), "bank_file": BANK_FILE,
+                            "weights_file": WEIGHTS_FILE, "lambda": training["lambda"], "mu": training["mu"],
+                            "constant_C": training["constant_C"], "embedding_dim": config.embedding_dim,
+                            "condition": config.condition},
+           "training": training,
+           "federation": {"runtime": config.federation, "flower": flower_version(), "wall_seconds": round(seconds, 1),
+                          "aggregation": config.aggregation,
+                          "partition": {"scheme": config.partition, "by": pdata.private[0],
+                                        **federated.partition_summary(partitions(pdata, spec["task"]),
+                                                                      lambda p: labels[p])},
+                          "rounds": rounds}}
+    head = load_head(out, run)
+    evaluation = evaluate_model(pdata, head, attacker_epochs=request.attacker_epochs, seed=config.seed, plot_dir=out)
+    return {**run, "reference": evaluation["reference"], "metrics": evaluation["metrics"],
+            "confusion_plot": evaluation.get("confusion_plot"), "train_seconds": round(time.time() - started, 1)}
+
+
+class PASSFederatedMechanism(PASSMechanism):
+    """PASS's f and g trained on Flower over devices that keep their rows; bundle and evaluation are PASS's."""
+
+    name = MECHANISM
+    summary = "PASS stochastic substitution (PASS eq. 2-8) trained federated on Flower (FedAvg/FedMedian/TrimmedAvg)"
+    config_class = PassFederatedConfig
+
+    def make_config(self, request: TrainRequest) -> PassFederatedConfig:
+        config = super(PASSMechanism, self).make_config(request)
+        config.rounds = request.epochs if request.epochs is not None else config.rounds
+        return config
+
+    def train(self, request: TrainRequest) -> dict:
+        config = self.make_config(request)
+        check_config(config)
+        return train_pass_federated_run(request, config)
+
+
+register(PASSFederatedMechanism())
