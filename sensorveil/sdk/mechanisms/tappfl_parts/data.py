@@ -12,7 +12,7 @@ import torch
 
 from sensorveil.sdk import federated
 from sensorveil.sdk.datasets import SensorDataset
-from sensorveil.sdk.evaluation import make_slices
+from sensorveil.sdk.evaluation import dataset_slices
 from sensorveil.sdk.mechanisms.tappfl_parts.config import TAPPFLConfig
 from sensorveil.sdk.rundir import load_recorded_dataset
 from sensorveil.sdk.training import to_model
@@ -50,10 +50,11 @@ def heldout_split(rows: np.ndarray, share: float, seed: int, device: int) -> tup
 
 
 def training_rows(data: SensorDataset, useful: str, private: str, seed: int) -> np.ndarray:
-    """The rows devices learn from: slices 1+2 of the shared three-slice protocol (evaluation.make_slices),
-    so slice 3 stays unseen and every mechanism is scored on the same test rows. The useful labels only
-    place rows in slices; no device ever trains on them (TAPPFL is task-agnostic)."""
-    slices = make_slices(data.attributes[useful], data.attributes[private], data.num_classes[private], seed)
+    """The rows devices learn from: slices 1+2 of the shared three-slice protocol (evaluation.dataset_slices,
+    which keeps a dataset's own test split), so slice 3 stays unseen and every mechanism is scored on the same
+    test rows. The useful labels only place rows in slices; no device ever trains on them (TAPPFL is
+    task-agnostic)."""
+    slices = dataset_slices(data, useful, private, seed)
     return np.concatenate([slices["classifiers"], slices["generator_train"], slices["generator_val"]])
 
 
