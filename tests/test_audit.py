@@ -127,3 +127,26 @@ def test_the_verdict_needs_an_audit_with_power():
                    attacker_epochs=2, families=("trees", "logistic"))
     assert hidden["power"]["has_power"] and hidden["verdict"] in ("protects", "leaks")
     assert hidden["verdict"] == ("protects" if hidden["goal"]["strongest_within_5_points_of_random_star"] else "leaks")
+
+
+def test_the_re_id_attacker_learns_on_raw_data_and_reads_the_release():
+    """The re-identification attacker (issue 29 part 4) trains on RAW rows and meets the released test rows: a
+    release whose test rows still look raw is caught by it even though its own training rows teach the fresh
+    attackers nothing; a release of noise is not."""
+    import torch
+
+    from sensorveil.sdk.audit import REID, Release, audit
+    rng = np.random.default_rng(4)
+    task = shifted_task(rng)
+    revealing = np.eye(3, dtype=np.float32)[task.private] + rng.normal(0, 0.05, (1200, 3)).astype(np.float32)
+    task.x = torch.as_tensor(revealing)
+    noise = torch.as_tensor(rng.normal(0, 1, (1200, 3)).astype(np.float32))
+    looks_raw = audit(Release(task=task, train=noise[task.attacker_train], test=task.x[task.test]), seeds=1,
+                      attacker_epochs=5, families=("neural", "trees"))
+    assert looks_raw["private"][REID]["mean"] > 0.9 and looks_raw["strongest_attacker"] == REID
+    assert looks_raw["verdict"] == "leaks"
+    hidden = audit(Release(task=task, train=noise[task.attacker_train], test=noise[task.test]), seeds=1,
+                   attacker_epochs=5, families=("neural", "trees"))
+    assert hidden["private"][REID]["mean"] < 0.6
+    assert REID not in audit(Release(task=task, train=noise[task.attacker_train], test=noise[task.test]),
+                             seeds=1, attacker_epochs=1, families=("trees",))["private"]

@@ -9,7 +9,9 @@ scored on the released test split (the probing attack of PASS section 5.1). Fami
 * ``logistic``:      multinomial logistic regression, a linear attacker (AttriGuard's LR-A);
 * ``trees+useful``:  trees given the published useful label as well: PR-GAN's threat model gives the
                      adversary y, so what y alone reveals (Random*) is the floor, not zero;
-* mechanism-specific attackers a mechanism adds (PASS: the exact posterior q(s | bank index)).
+* mechanism-specific attackers a mechanism adds (PASS: the exact posterior q(s | bank index));
+* ``re-id``:         with ``neural``, and where the release has the raw data's shape: the neural family trained
+                     on the RAW training split and applied to the released test split (one seed).
 
 The interval of a family's mean accuracy over R seeds on n test rows combines the seed-to-seed
 spread and the test sample's binomial error: mean +- 1.96 sqrt(s^2 / R + p (1 - p) / n).
@@ -37,6 +39,7 @@ from sensorveil.sdk.networks import make_classifier
 from sensorveil.sdk.training import predict, train_classifier
 
 FAMILIES = ("neural", "trees", "logistic", "trees+useful")
+REID = "re-id"          # the neural family trained on RAW data, scored on the release (with "neural", one seed)
 GOAL_MARGIN = 0.05      # the product's goal: the strongest attacker within 5 points of Random*
 
 
@@ -159,9 +162,15 @@ def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=
                                                                      attacker_epochs, 100 + seed))
                       for seed in range(seeds)]
     raw = Release(task, task.x[task.attacker_train], task.x[task.test])
-    raw_guesses = {family: progress(f"raw-data {family}", 0, lambda: attack(family, raw, task.private, task.n_private,
-                                                                            attacker_epochs, 0))
-                   for family in families}
+    raw_guesses = {}
+    for family in families:
+        if family == "neural" and in_raw_space(release):    # one net: the raw reference and the re-id attacker
+            raw_guesses[family], reid = progress("raw-data neural (and re-id)", 0,
+                                                 lambda: raw_trained_neural(raw, release, attacker_epochs))
+            guesses[REID] = [reid]
+        else:
+            raw_guesses[family] = progress(f"raw-data {family}", 0, lambda: attack(
+                family, raw, task.private, task.n_private, attacker_epochs, 0))
     reference = baselines(task)
     best_from_useful = task.med.argmax(axis=1)[useful_test]       # Random*'s guess
 
@@ -186,6 +195,24 @@ def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=
         out["unweighted"] = scored(None)
         out["zero_weight_rows"] = int(np.count_nonzero(release.test_weights <= 0))
     return out
+
+
+def in_raw_space(release: Release) -> bool:
+    """Whether the release has the raw data's shape, so an attacker trained on raw data can read it (not so for
+    a representation or a bank index)."""
+    return tuple(release.test.shape[1:]) == tuple(release.task.x.shape[1:])
+
+
+def raw_trained_neural(raw: Release, release: Release, epochs: int) -> tuple:
+    """The neural family trained once on the RAW training split (seed 0): its guesses on the raw test split (the
+    audit's power) and on the released test split: the re-identification attacker, who learnt people as the
+    camera saw them and meets the release (issue 29 part 4). One seed, so its interval is binomial only."""
+    task = raw.task
+    net = make_classifier(task.modality, task.model_shape, task.n_private)
+    torch.manual_seed(0)
+    train_classifier(net, raw.train, task.private[task.attacker_train], epochs=epochs,
+                     desc="audit raw-data neural", seed=0)
+    return predict(net, raw.test), predict(net, release.test)
 
 
 def audit_power(result: dict, goal_met: bool) -> dict:
