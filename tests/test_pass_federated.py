@@ -137,3 +137,26 @@ def test_settings_are_checked_before_any_flower_process_starts(tmp_path):
                          ({"federation": "deployment"}, "superlink")):
         with pytest.raises(ValueError, match=re.escape(message)):
             check_config(PassFederatedConfig(**bad))
+
+
+@pytest.mark.loopback
+def test_deployment_over_loopback_superlink_and_supernodes(tmp_path, monkeypatch):
+    """SuperLink + 2 SuperNodes on 127.0.0.1, `flwr run` through `sensorveil train pass-federated`; every
+    process is stopped by id when the block ends."""
+    from sensorveil.cli import main
+    from sensorveil.sdk.runs import read_run
+    home = tmp_path / "flwr-home"
+    monkeypatch.setenv("FLWR_HOME", str(home))
+    monkeypatch.setenv("FLWR_TELEMETRY_ENABLED", "0")
+    nodes = [f"partition-id={i} num-partitions=2" for i in range(2)]
+    with federated.LoopbackFederation(home, nodes) as federation:
+        settings = [f"{k}={v}" for k, v in {**TINY, "clients": 2}.items()]
+        assert main(["train", "pass-federated", "--dataset", "digits", "--useful", "parity", "--private", "lt5",
+                     "--out", str(tmp_path / "run"), "--attacker-epochs", "1", "--set", "federation=deployment",
+                     f"superlink={federation.name}", "timeout_s=180", "round_timeout_s=120", *settings]) == 0
+        processes = dict(federation.processes)
+    assert all(p.poll() is not None for p in processes.values())
+    run = read_run(tmp_path / "run")
+    assert run["federation"]["runtime"] == "deployment"
+    assert [(r["round"], r["sampled"], r["devices"], r["dropped"]) for r in run["federation"]["rounds"]] == \
+        [(1, 2, 2, []), (2, 2, 2, [])]
