@@ -45,7 +45,10 @@ def dataset_options(pairs) -> dict:
 def epochs_line(run: dict, attacker_epochs: int) -> str:
     """What each network was trained for: --epochs is the mechanism's own networks only."""
     config = run.get("config") or {}
-    parts = [f"mechanism networks {config.get('epochs', 'default')} (--epochs)"]
+    if config.get("epochs") is None and "rounds" in config:   # federated mechanisms: --epochs sets the rounds
+        parts = [f"federated rounds {config['rounds']} (--epochs)"]
+    else:
+        parts = [f"mechanism networks {config.get('epochs', 'default')} (--epochs)"]
     if "classifier_epochs" in config:
         parts.append(f"fixed D_y/D_z {config['classifier_epochs']} (--classifier-epochs)")
     parts.append(f"probing attackers {attacker_epochs} (--attacker-epochs)")
