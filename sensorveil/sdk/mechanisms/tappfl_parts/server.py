@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from sensorveil.sdk.federated_app_factory import flower_app_pair, simulation_pair
 from sensorveil.sdk.mechanisms.tappfl_parts.bundle import FEATURE_FILE, HISTORY_FILE, pretrained_path
 from sensorveil.sdk.mechanisms.tappfl_parts.client import device_evaluate, device_train
 from sensorveil.sdk.mechanisms.tappfl_parts.model import feature_extractor
@@ -101,25 +102,10 @@ def run_server(grid, spec: dict) -> None:
 
 def simulation_apps(spec: dict):
     """(ServerApp, ClientApp) for flwr.simulation.run_simulation (federated.simulate's factory)."""
-    from flwr.serverapp import ServerApp
-    server = ServerApp()
-
-    @server.main()
-    def main(grid, context) -> None:
-        run_server(grid, spec)
-    return server, flower_apps()["client_app"]
+    return simulation_pair(run_server, spec, flower_apps()["client_app"])
 
 
 @functools.lru_cache(maxsize=1)
 def flower_apps() -> dict:
     """The ClientApp and the deployment ServerApp (its spec comes from the run config of `flwr run`)."""
-    from flwr.clientapp import ClientApp
-    from flwr.serverapp import ServerApp
-    client, server = ClientApp(), ServerApp()
-    client.train()(device_train)
-    client.evaluate()(device_evaluate)
-
-    @server.main()
-    def main(grid, context) -> None:
-        run_server(grid, json.loads(str(context.run_config["spec"])))
-    return {"client_app": client, "server_app": server}
+    return flower_app_pair(run_server, device_train, device_evaluate)
