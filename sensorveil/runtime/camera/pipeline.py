@@ -6,7 +6,7 @@ import numpy as np
 
 from sensorveil.runtime.camera.composite import CROP_MARGIN, CROP_SHAPE, crop_people, crop_windows, paste_people
 from sensorveil.runtime.camera.detect import MotionPeopleDetector, channels_like
-from sensorveil.runtime.camera.scene import SCENE_HORIZON, QuietScene, busy_mask
+from sensorveil.runtime.camera.scene import SCENE_HORIZON, QuietScene, busy_mask, starting_scene
 from sensorveil.runtime.camera.track import Tracker, WalkingDirection
 from sensorveil.runtime.errors import InputError
 from sensorveil.runtime.preprocessor import Preprocessor
@@ -148,12 +148,12 @@ class PersonCrops(Preprocessor):
         """The scene of that frame; one made by hand (no scene) gets the neutral scene, never the frame."""
         if context.scene is not None:
             return context.scene
-        return QuietScene(context.frame.shape, self.scene_horizon, still=self.scene_still).image
+        return starting_scene(context.frame.shape, self.scene_still)
 
     def empty_scene(self, image):
         """What a cut-out bundle releases around its substitutes now: the quiet scene (runtime.camera.scene),
         which shows the camera only where nobody was seen for ``scene_horizon`` frames, so a person the
         detector misses while they move is left out, not released as the camera saw them."""
         if self.scene is None:
-            return QuietScene(image.shape, self.scene_horizon, still=self.scene_still).image
+            return starting_scene(image.shape, self.scene_still)
         return channels_like(self.scene.image, image)

@@ -19,11 +19,8 @@ class QuietScene(object):
     """``update(frame, busy)`` after each frame; ``image`` is the scene to release around the people."""
 
     def __init__(self, shape, horizon=SCENE_HORIZON, block=SCENE_BLOCK, still=None):
-        if still is not None and tuple(still.shape) != tuple(shape):
-            raise ValueError("scene still of shape {}; expected the camera's {}".format(still.shape, tuple(shape)))
         self.horizon, self.block = int(horizon), int(block)
-        self.image = (np.array(still, dtype=np.uint8) if still is not None
-                      else np.full(shape, NEUTRAL_GREY, dtype=np.uint8))
+        self.image = starting_scene(shape, still)
         blocks = (-(-shape[0] // self.block), -(-shape[1] // self.block))
         self.quiet = np.zeros(blocks, dtype=np.int32)     # frames in a row each block has been quiet
 
@@ -39,6 +36,15 @@ class QuietScene(object):
             image[mask] = frame[mask]
             self.image = image
         return self.image
+
+
+def starting_scene(shape, still=None):
+    """The scene before any block is quiet: the operator's still, else flat neutral grey; nothing of any frame."""
+    if still is None:
+        return np.full(shape, NEUTRAL_GREY, dtype=np.uint8)
+    if tuple(still.shape) != tuple(shape):
+        raise ValueError("scene still of shape {}; expected the camera's {}".format(still.shape, tuple(shape)))
+    return np.array(still, dtype=np.uint8)
 
 
 def block_any(mask, block):
