@@ -149,10 +149,11 @@ def print_summary(summary: dict, out: Path) -> None:
 CAMERA_SETTINGS = {"condition": "direction"}
 
 
-def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS) -> dict:
+def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_detector: str = "ssdlite") -> dict:
     """Train PASS on ``clip`` (e.g. ../shared/media/walkway.avi), export its ONNX bundle, audit it
     (scripts/camera_results.py adds PR-GAN, the count check and the pipeline's cost), and write the
-    headless preview: OUT/camera-preview.mp4 and its contact sheet."""
+    headless preview: OUT/camera-preview.mp4 and its contact sheet. ``person_detector``: "ssdlite" puts the
+    learned detector in the bundle (sensorveil.export.person_detector), "motion" the motion detector alone."""
     from sensorveil.export import export_run
     from sensorveil.runtime.preview import preview
     from sensorveil.runtime.sources import open_source
@@ -167,12 +168,15 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS) -> dict:
             f"camera clip not found: {clip}; expected a still camera filming people walking, "
             "e.g. ../shared/media/walkway.avi"
         )
+    if person_detector == "ssdlite":   # before training: a missing converter should cost seconds, not minutes
+        from sensorveil.export.person_detector import detector_onnx
+        detector_onnx()
     started = time.time()
     print(f"[1/3] training pass on people crops of {clip.name} (private: appearance, useful: walking direction)")
     run_dir = train_run(
         "pass", "walkway", data_path=str(clip), out=out / "runs" / "pass-walkway", settings=dict(CAMERA_SETTINGS)
     )
-    bundle = export_run(run_dir, "onnx", out / "bundles" / "pass-walkway")
+    bundle = export_run(run_dir, "onnx", out / "bundles" / "pass-walkway", person_detector=person_detector)
     print(f"[2/3] auditing the bundle through the torch-free runtime ({seeds} seeds per attacker)")
     audit = audit_path(bundle, seeds=seeds, log=progress_line)
     report = write_audit(audit, "audit of the pass walkway bundle", out / "reports" / "audit-pass-walkway.md")

@@ -382,7 +382,7 @@ def test_camera_bundle_runs_torch_free_on_walkway(tmp_path):
     run = train_run("pass", "walkway", data_path=walkway(), out=tmp_path / "run", epochs=1, attacker_epochs=1,
                     dataset_options={"stride": 8},
                     settings={"substitutes": 32, "embedding_dim": 32, "progress": False, "condition": "direction"})
-    bundle = export_run(run, "onnx", tmp_path / "bundle")
+    bundle = export_run(run, "onnx", tmp_path / "bundle", person_detector="motion")
     camera = read_manifest(Path(bundle))["camera"]
     assert camera["crop_shape"] == list(CROP_SHAPE) and camera["paste"] == "cut-out"
     cut_outs = np.load(Path(bundle) / "substitutes.npy")

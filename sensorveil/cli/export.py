@@ -15,7 +15,8 @@ def cmd_export(args) -> int:
     out = export_run(args.run_dir, args.format, args.out, precision=args.precision,
                      include_samples=not args.index_only, target=args.target, calibration=args.calibration,
                      int8_check=not args.skip_int8_privacy_check, attacker_epochs=args.int8_attacker_epochs,
-                     sign_key=args.sign, sensor_units=args.units == "sensor", serial=args.serial)
+                     sign_key=args.sign, sensor_units=args.units == "sensor", serial=args.serial,
+                     person_detector=args.person_detector)
     manifest = json.loads((out / "manifest.json").read_text())
     units = [stage for stage in manifest.get("pipeline", []) if "units" in stage]
     if units:
@@ -70,4 +71,8 @@ def add_parser(verbs) -> None:
     p.add_argument("--units", default="sensor", choices=("sensor", "model"),
                    help="sensor (default): the normalization inside the graph where format and precision allow "
                    "(not int8, not multi-stage pipelines); model: the runtime normalizes in numpy")
+    p.add_argument("--person-detector", default="ssdlite", choices=("ssdlite", "motion"),
+                   help="camera bundles: ssdlite (default) ships the learned person detector (COCO SSDLite, "
+                   "converted once; needs the detector extra, see docs/guides/camera.md) beside motion; motion: "
+                   "the motion detector alone (misses people who stand)")
     p.set_defaults(func=cmd_export)

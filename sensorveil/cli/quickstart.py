@@ -7,7 +7,7 @@ from sensorveil.cli.common import positive_int
 def cmd_quickstart(args) -> int:
     if args.camera:
         from sensorveil.quickstart import camera_quickstart
-        camera_quickstart(Path(args.out), Path(args.camera))
+        camera_quickstart(Path(args.out), Path(args.camera), person_detector=args.person_detector)
         return 0
     from sensorveil.quickstart import quickstart
     quickstart(Path(args.out), epochs=args.epochs)
@@ -21,4 +21,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--camera", metavar="CLIP", default=None,
                    help="instead: PASS on the people of a still camera clip (e.g. ../shared/media/walkway.avi), "
                         "audited and previewed raw beside privatized")
+    p.add_argument("--person-detector", default="ssdlite", choices=("ssdlite", "motion"),
+                   help="with --camera: ssdlite (default) puts the learned person detector in the bundle beside "
+                   "motion (needs the detector extra: docs/guides/camera.md); motion: the motion detector alone")
     p.set_defaults(func=cmd_quickstart)

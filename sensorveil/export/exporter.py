@@ -22,6 +22,7 @@ from sensorveil.devices import load_profile
 from sensorveil.export.bundle_writer import write_manifest
 from sensorveil.export.device_check import plan_for_target
 from sensorveil.export.formats import FORMAT_WRITERS
+from sensorveil.export.person_detector import PERSON_DETECTORS, add_person_detector
 from sensorveil.export.self_test import write_self_test
 from sensorveil.export.sensor_units import SensorUnits, UnitsPlan, plan_units
 from sensorveil.export.signing import load_private_key, sign_bundle
@@ -75,7 +76,7 @@ class Exporter:
     def __init__(self, run_dir, out_dir, precision: str = "fp32", include_samples: bool = True,
                  target: str | None = None, calibration: int | None = None, int8_check: bool = True,
                  attacker_epochs: int | None = None, sign_key=None, sensor_units: bool = True,
-                 serial: int | None = None):
+                 serial: int | None = None, person_detector: str = "ssdlite"):
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; expected one of {PRECISIONS}")
         self.run_dir = Path(run_dir)
@@ -104,6 +105,11 @@ class Exporter:
         # sensor units inside the graph where the format, precision and pipeline allow (sensor_units.py)
         self.sensor_units = sensor_units
         self.units_plan = UnitsPlan(MODEL_UNITS, "not planned yet")
+        # camera bundles: "ssdlite" ships the learned person detector as a graph (export.person_detector),
+        # "motion" keeps the motion detector alone
+        if person_detector not in PERSON_DETECTORS:
+            raise ValueError(f"person detector {person_detector!r}; expected one of {list(PERSON_DETECTORS)}")
+        self.person_detector = person_detector
 
     def calibration_samples(self) -> np.ndarray:
         """``--calibration N`` real inputs in model units from the training split, never the test
@@ -210,14 +216,18 @@ class Exporter:
             )
         return message
 
-    def _camera(self, pipeline: list) -> dict:
-        """The manifest's camera entry for a bundle trained on people crops: the dataset's, and "cut-out"
-        pasting where the bank's substitutes are people cut out of their crops."""
+    def _camera(self, pipeline: list, artifacts: dict) -> dict:
+        """The manifest's camera entry for a bundle trained on people crops: the dataset's, "cut-out"
+        pasting where the bank's substitutes are people cut out of their crops, and the learned person
+        detector's graph copied into the bundle (``artifacts`` gains it) unless the export asked for motion."""
         camera = getattr(self.dataset, "camera", None)
         if not camera:
             return {}
         cut_out = any(stage.get("cut_out") for stage in pipeline)
-        return {"camera": {**camera, "paste": "cut-out" if cut_out else "window"}}
+        entry = {**camera, "paste": "cut-out" if cut_out else "window"}
+        if self.person_detector == "ssdlite":
+            entry.update(add_person_detector(artifacts, self.out_dir))
+        return {"camera": entry}
 
     def _export(self, fmt: str) -> Path:
         # the pipeline first: whether the units can go in the graph depends on its stages
@@ -229,6 +239,7 @@ class Exporter:
         )
         pipeline = self._with_units(pipeline)
         artifacts = self._write_graphs(fmt)
+        camera = self._camera(pipeline, artifacts)    # before the manifest: it may add the detector's file
         write_manifest(
             self.out_dir,
             mechanism,
@@ -242,13 +253,14 @@ class Exporter:
                 "target": self.target["name"] if self.target else None,
                 "metrics": self._metrics(),
                 "training": self._training(),
-                **self._camera(pipeline),
+                **camera,
             },
         )
         records = [
             self._compare(backend, name, artifact.get("precision", "fp32"))
             for backend, artifact in artifacts.items()
             for name in artifact["graphs"]
+            if name in self.graphs    # the trained graphs; the person detector is checked when converted
         ]
         if self.int8_check and self.mechanism.int8_privacy_check:
             records += [
@@ -310,7 +322,8 @@ class Exporter:
             example = torch.from_numpy(self.graph_inputs(name, self.samples[:1]))
             record["params"] += torch_params(graph.module)
             record["flops_torch"] += torch_flops(graph.module, example)
-        onnx_files = [entry["file"] for entry in artifacts.get("onnxruntime", {}).get("graphs", {}).values()]
+        onnx_files = [entry["file"] for name, entry in artifacts.get("onnxruntime", {}).get("graphs", {}).items()
+                      if name in self.graphs]   # the mechanism's graphs: a camera's detector is counted apart
         if onnx_files:
             record.update(
                 flops_onnx=sum(onnx_flops(self.out_dir / f)["total"] for f in onnx_files),

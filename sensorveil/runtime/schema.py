@@ -231,15 +231,23 @@ def validate_pipeline(where, manifest):
 
 def validate_camera(where, manifest):
     """The optional ``camera`` entry of a bundle trained on people crops (sensorveil.runtime.camera):
-    frame "person-crops", detector "motion", crop_shape equal to the input's sample shape."""
+    frame "person-crops", detector "motion" or the learned one (its graph in every artifact), crop_shape
+    equal to the input's sample shape."""
     if "camera" not in manifest:
         return
     camera = manifest["camera"]
     need_object(where, "camera", camera, ("frame", "detector", "crop_shape"))
     if camera["frame"] != "person-crops":
         fail(where, "camera.frame", camera["frame"], "'person-crops'")
-    if camera["detector"] != "motion":
-        fail(where, "camera.detector", camera["detector"], "'motion'")
+    from sensorveil.runtime.camera import learned  # here: the camera package is only needed by camera bundles
+    if camera["detector"] not in ("motion", learned.DETECTOR_KIND):
+        fail(where, "camera.detector", camera["detector"], "'motion' or {!r}".format(learned.DETECTOR_KIND))
+    if camera["detector"] == learned.DETECTOR_KIND:
+        learned.check_fields(camera, lambda field, value, expected: fail(where, field, value, expected))
+        for backend, artifact in manifest["artifacts"].items():
+            if learned.DETECTOR_GRAPH not in graphs_of(artifact):
+                fail(where, "artifacts.{}.graphs".format(backend), sorted(graphs_of(artifact)),
+                     "a {!r} graph (camera.detector is {!r})".format(learned.DETECTOR_GRAPH, learned.DETECTOR_KIND))
     if camera["crop_shape"] != manifest["input"]["sample_shape"]:
         fail(
             where,

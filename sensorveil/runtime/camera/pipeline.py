@@ -4,6 +4,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from sensorveil.runtime.camera import learned
 from sensorveil.runtime.camera.composite import CROP_MARGIN, CROP_SHAPE, crop_people, crop_windows, paste_people
 from sensorveil.runtime.camera.detect import MotionPeopleDetector, channels_like
 from sensorveil.runtime.camera.scene import SCENE_HORIZON, QuietScene, busy_mask, starting_scene
@@ -33,15 +34,24 @@ class CropContext(NamedTuple):
     scene: np.ndarray = None    # the quiet scene as it stood at this frame (cut-out pasting releases it)
 
 
-def person_crops_from_manifest(camera):
-    """The pre-processor a bundle's manifest ``camera`` entry describes."""
-    if camera.get("frame") != "person-crops" or camera.get("detector", "motion") != "motion":
+def person_crops_from_manifest(camera, run_graph=None):
+    """The pre-processor a bundle's manifest ``camera`` entry describes; ``run_graph``: the loaded bundle's
+    graph runner (Privatizer.run_graph), which a pipeline with the learned detector needs."""
+    detector = camera.get("detector", "motion")
+    if camera.get("frame") != "person-crops" or detector not in ("motion", learned.DETECTOR_KIND):
         raise InputError(
             "camera pipeline {!r} with detector {!r} is not known to this runtime; expected "
-            "frame 'person-crops' with detector 'motion'".format(camera.get("frame"), camera.get("detector"))
+            "frame 'person-crops' with detector 'motion' or {!r}".format(
+                camera.get("frame"), detector, learned.DETECTOR_KIND)
         )
+    people = None
+    if detector == learned.DETECTOR_KIND:
+        people = learned.LearnedPeopleDetector(
+            run_graph, graph=camera["detector_graph"], score=camera.get("detector_score", learned.DEFAULT_SCORE),
+            every=camera.get("detector_every", learned.DEFAULT_EVERY))
     return PersonCrops(
         tuple(camera["crop_shape"]),
+        detector=people,
         margin=float(camera.get("margin", CROP_MARGIN)),
         paste=camera.get("paste", "window"),
     )

@@ -1,0 +1,123 @@
+"""The camera pipeline's learned people detector: a graph of the bundle, united with the motion detector.
+
+Motion alone cannot see a person who stands, and merges people in a crowd; the learned detector (a COCO
+SSDLite-MobileNetV2 graph the exporter puts in the bundle: sensorveil.export.person_detector) finds
+people whether they move or not. The two are united: every learned box, plus every motion box the learned
+ones do not already cover, so a person either source sees is protected. The learned graph may run every
+``every`` frames; between runs its last boxes stand (a person who stood stays covered, one who walks is
+motion's), which costs recall only for a person who walks in and is missed by motion for that long.
+
+The graph: one input (1, H, W, 3) uint8 RGB, one output (1, N, 6): ymin, xmin, ymax, xmax (0-1),
+score, class. Runs on the boards' own Python (3.6): no annotations import, no f-strings.
+"""
+import numpy as np
+
+from sensorveil.runtime.camera.detect import MotionPeopleDetector, opencv
+from sensorveil.runtime.errors import InputError, OutputError
+
+DETECTOR_KIND = "ssdlite+motion"    # the manifest's camera.detector for this pipeline
+DETECTOR_GRAPH = "person-detector"  # the bundle graph it runs
+DETECTOR_INPUT = (300, 300)         # the graph's input height and width
+DETECTOR_OUTPUT = "detections"
+COCO_PERSON = 1                     # the COCO class id of a person
+DEFAULT_SCORE = 0.3                 # the score from which a learned box counts as a person
+DEFAULT_EVERY = 1                   # run the graph on every frame unless the manifest says otherwise
+SCORE_RANGE = (0.05, 0.7)           # the scores a manifest may set: above 0.7 the detector misses most people
+EVERY_RANGE = (1, 10)
+MIN_HEIGHT = 12                     # px: a learned box shorter than this is not a person at this frame's scale
+COVERED = 0.5                       # a motion box whose area is this much inside a learned box is that person
+
+
+class LearnedPeopleDetector(object):
+    """``detect(frame)`` -> int (N, 4) boxes (x, y, w, h) in frame pixels: the learned graph's people united
+    with the motion detector's. ``run_graph(graph, batch)``: the loaded bundle's graph runner
+    (Privatizer.run_graph). The motion detector's background model and foreground mask stay what the
+    pipeline reads (``protect``, ``foreground``)."""
+
+    def __init__(self, run_graph, graph=DETECTOR_GRAPH, score=DEFAULT_SCORE, every=DEFAULT_EVERY, motion=None,
+                 person_class=COCO_PERSON, input_size=DETECTOR_INPUT):
+        if run_graph is None:
+            raise InputError("the learned people detector needs the bundle's graphs (Privatizer.run_graph); "
+                             "expected a loaded bundle, got none")
+        self.run_graph, self.graph = run_graph, graph
+        self.score, self.every, self.person_class = float(score), int(every), int(person_class)
+        self.input_size = tuple(int(v) for v in input_size)
+        self.motion = motion if motion is not None else MotionPeopleDetector()
+        self.cv2 = opencv()
+        self.seen = 0
+        self.learned = np.zeros((0, 4), dtype=np.int64)   # the last run's people
+
+    @property
+    def foreground(self):
+        return getattr(self.motion, "foreground", None)
+
+    def protect(self, boxes):
+        self.motion.protect(boxes)
+
+    def detect(self, frame):
+        moving = self.motion.detect(frame)
+        if self.seen % self.every == 0:
+            self.learned = self.find(frame)
+        self.seen += 1
+        return unite(self.learned, moving)
+
+    def find(self, frame):
+        """The learned graph's people in this frame."""
+        rgb = frame[..., 2::-1] if frame.ndim == 3 else np.repeat(frame[..., None], 3, 2)
+        height, width = self.input_size
+        image = self.cv2.resize(np.ascontiguousarray(rgb), (width, height), interpolation=self.cv2.INTER_AREA)
+        rows = np.asarray(self.run_graph(self.graph, image[None]))
+        return people_boxes(rows, frame.shape, self.score, self.person_class)
+
+
+def people_boxes(rows, frame_shape, score, person_class=COCO_PERSON):
+    """(1, N, 6) detections -> int (M, 4) boxes (x, y, w, h) of the people at or above ``score``, clipped
+    to the frame. A graph that returns anything else, or non-finite values, is an OutputError: the frame
+    is not released (a stream counts it as a bad frame) rather than released with no one found."""
+    if rows.ndim != 3 or rows.shape[0] != 1 or rows.shape[2] != 6 or not np.isfinite(rows).all():
+        raise OutputError("the person detector returned {} {}; expected finite (1, N, 6) detections, so this "
+                          "frame is not released".format(rows.dtype, rows.shape))
+    rows = rows[0]
+    keep = rows[(np.rint(rows[:, 5]) == person_class) & (rows[:, 4] >= score)]
+    height, width = frame_shape[:2]
+    top, left = np.clip(keep[:, 0], 0, 1) * height, np.clip(keep[:, 1], 0, 1) * width
+    bottom, right = np.clip(keep[:, 2], 0, 1) * height, np.clip(keep[:, 3], 0, 1) * width
+    boxes = np.stack([np.floor(left), np.floor(top), np.ceil(right - left), np.ceil(bottom - top)], 1)
+    boxes = boxes[(boxes[:, 3] >= MIN_HEIGHT) & (boxes[:, 2] >= 2)].astype(np.int64)
+    return boxes.reshape(-1, 4)
+
+
+def unite(learned, moving):
+    """Every learned box, plus each motion box that is not mostly inside one: a person either source sees,
+    once. Left to right, as the motion detector orders them."""
+    learned = np.asarray(learned, dtype=np.int64).reshape(-1, 4)
+    extra = [box for box in np.asarray(moving, dtype=np.int64).reshape(-1, 4) if not covered(box, learned)]
+    boxes = sorted(map(tuple, np.concatenate([learned, np.asarray(extra, np.int64).reshape(-1, 4)])))
+    return np.asarray(boxes, dtype=np.int64).reshape(-1, 4)
+
+
+def covered(box, boxes):
+    """Whether ``COVERED`` or more of ``box``'s area lies inside one of ``boxes``."""
+    x, y, w, h = box
+    for bx, by, bw, bh in boxes:
+        inside_w = min(x + w, bx + bw) - max(x, bx)
+        inside_h = min(y + h, by + bh) - max(y, by)
+        if inside_w > 0 and inside_h > 0 and inside_w * inside_h >= COVERED * max(w * h, 1):
+            return True
+    return False
+
+
+def check_fields(camera, fail):
+    """The manifest's detector fields for this pipeline, each in the range where it still finds people;
+    ``fail(field, value, expected)`` raises the manifest's one error."""
+    if camera.get("detector_graph") != DETECTOR_GRAPH:
+        fail("camera.detector_graph", camera.get("detector_graph"), repr(DETECTOR_GRAPH))
+    score = camera.get("detector_score", DEFAULT_SCORE)
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not SCORE_RANGE[0] <= score <= SCORE_RANGE[1]:
+        fail("camera.detector_score", score, "a number from {} to {}".format(*SCORE_RANGE))
+    every = camera.get("detector_every", DEFAULT_EVERY)
+    if isinstance(every, bool) or not isinstance(every, int) or not EVERY_RANGE[0] <= every <= EVERY_RANGE[1]:
+        fail("camera.detector_every", every, "a whole number from {} to {}".format(*EVERY_RANGE))
+    person = camera.get("detector_person_class", COCO_PERSON)
+    if person != COCO_PERSON:
+        fail("camera.detector_person_class", person, "{} (COCO's person)".format(COCO_PERSON))

