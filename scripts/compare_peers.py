@@ -43,9 +43,14 @@ from sensorveil.benchmarks.provenance import page_header, portable, provenance, 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", REPO.parent / "shared"))
 DEFAULT_CLIP = SHARED / "media" / "walkway.avi"
-STATEMENT = ("deface blurs the faces its detector finds; sensorveil privatizes an attribute it was trained to "
-             "hide (here a depth bundle fed camera frames through the demonstration path). The tools do different "
-             "jobs: this table compares what each costs per frame on the same clip, not their privacy.")
+STATEMENTS = {
+    False: ("deface blurs the faces its detector finds; sensorveil privatizes an attribute it was trained to "
+            "hide (here a depth bundle fed camera frames through the demonstration path). The tools do different "
+            "jobs: this table compares what each costs per frame on the same clip, not their privacy."),
+    True: ("deface blurs the faces its detector finds; sensorveil's camera bundle finds the people (its learned "
+           "detector and motion), privatizes each person's crop and releases the composited frame. The tools do "
+           "different jobs: this table compares what each costs per frame on the same clip, not their privacy."),
+}
 
 
 def cut_clip(clip: Path, frames: int | None, out: Path) -> tuple[Path, int]:
@@ -122,7 +127,8 @@ def bundle_facts(bundle: Path) -> dict:
     manifest = json.loads((bundle / "manifest.json").read_text())
     mechanism = manifest["mechanism"]
     return {"path": str(bundle), "mechanism": mechanism.get("name"), "useful": mechanism.get("useful"),
-            "private": mechanism.get("private"), "input_shape": manifest["input"]["sample_shape"]}
+            "private": mechanism.get("private"), "input_shape": manifest["input"]["sample_shape"],
+            "camera": manifest.get("camera", {}).get("detector")}
 
 
 def as_text(value) -> str:
@@ -147,7 +153,7 @@ def format_markdown(result: dict) -> str:
         f"written to each tool's mp4: {written}.", "",
         *rows, "",
         f"deface spends {ratio:.1f}x the CPU time per frame that sensorveil does on this clip.", "",
-        STATEMENT, "",
+        result.get("statement", STATEMENTS[False]), "",
         "FPS covers each whole process (start, model load, decode, the work, encoding the mp4), as a user runs it. "
         "CPU seconds per frame add every core the tool used (user + system) and move less than FPS when the "
         "machine is busy. The commands, one after the other:", "",
@@ -192,7 +198,7 @@ def main(argv=None) -> int:
     result = {"command": command, "date": time.strftime("%Y-%m-%d"),
               "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical cores",
               "clip": str(args.clip), "frames": frames, "frame_size": size, "bundle": bundle_facts(bundle),
-              "rows": rows, "statement": STATEMENT,
+              "rows": rows, "statement": STATEMENTS[bool(bundle_facts(bundle)["camera"])],
               "provenance": record}
     result = portable(result, shared=SHARED)
     args.json.parent.mkdir(parents=True, exist_ok=True)

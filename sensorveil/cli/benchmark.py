@@ -80,7 +80,8 @@ def stream_line(source: str, row: dict) -> str:
     line = (f"end to end on {source}: {row['format']} {row['precision']} {row['stream_fps']:,.1f} FPS "
             f"({ahead}, model threads: {threads})")
     if row.get("stream_cpu_ms_per_frame"):   # every thread's CPU: what the pipeline costs the board
-        line += f", {row['stream_cpu_ms_per_frame']:.1f} CPU ms per frame"
+        line += (f", {row['stream_cpu_ms_per_frame']:.1f} CPU ms per frame "
+                 f"({1000 / row['stream_cpu_ms_per_frame']:,.1f} frames per CPU-second)")
     if row.get("stream_vs_model"):
         line += (f" = {row['stream_vs_model']:.2f}x the model alone with the same threads "
                  f"({row['stream_model_alone_fps']:,.1f} calls/s)")

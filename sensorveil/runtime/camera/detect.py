@@ -93,6 +93,9 @@ class MotionPeopleDetector(object):
         self.scene = None                                    # the model has learnt: its scene is new
         self.seen += 1
         fg = np.where(fg > 200, 255, 0).astype(np.uint8)
+        # before cleaning: the quiet scene treats every moving pixel as busy, so a person too small or thin
+        # to survive the opening below (a distant walker) never gets into the released scene
+        self.raw_foreground = fg
         fg = cv2.morphologyEx(fg, cv2.MORPH_OPEN, self.kernel_open)
         self.foreground = cv2.morphologyEx(fg, cv2.MORPH_CLOSE, self.kernel_close)
         return self.foreground

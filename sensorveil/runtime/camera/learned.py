@@ -51,6 +51,10 @@ class LearnedPeopleDetector(object):
     def foreground(self):
         return getattr(self.motion, "foreground", None)
 
+    @property
+    def raw_foreground(self):
+        return getattr(self.motion, "raw_foreground", None)
+
     def protect(self, boxes):
         self.motion.protect(boxes)
 

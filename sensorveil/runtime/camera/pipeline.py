@@ -116,7 +116,11 @@ class PersonCrops(Preprocessor):
         tracked = [state[0] for state in self.tracker.tracks.values()]
         everyone = np.concatenate([np.asarray(boxes, np.float64).reshape(-1, 4),
                                    np.asarray(tracked, np.float64).reshape(-1, 4)]).astype(np.int64)
-        busy = busy_mask(image.shape[:2], getattr(self.detector, "foreground", None), everyone, self.margin)
+        # every moving pixel, before the detector's cleaning (a caller's detector may have only the clean mask)
+        moving = getattr(self.detector, "raw_foreground", None)
+        if moving is None:
+            moving = getattr(self.detector, "foreground", None)
+        busy = busy_mask(image.shape[:2], moving, everyone, self.margin)
         return self.scene.update(image, busy)
 
     def walked_in(self, boxes, tracks):
