@@ -409,6 +409,7 @@ def test_camera_bundle_runs_torch_free_on_walkway(tmp_path):
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    check_colour_substitutes(Path(bundle), walkway())
     from sensorveil.sdk.assess import audit_path  # the clip's split is by time: scored with label-shift weights
 
     audited = audit_path(bundle, seeds=1, attacker_epochs=1)
@@ -439,3 +440,39 @@ def test_the_quiet_scene_shows_the_camera_only_where_nobody_was_for_the_horizon(
     assert (QuietScene((120, 160), still=still).image == 60).all()
     with pytest.raises(ValueError, match="scene still of shape"):
         QuietScene((120, 160), still=np.zeros((10, 10), np.uint8))
+
+
+def check_colour_substitutes(bundle, clip):
+    """A camera bundle from colour crops ships its bank people in colour too (issue 29 part 3): the same
+    cut-outs as the grey ones; a stream pastes them in colour; a colour bank whose people are not where the
+    grey ones are is refused at load."""
+    import json
+    import shutil
+
+    from sensorveil.runtime import Privatizer
+    from sensorveil.runtime.bundle import BundleError
+    from sensorveil.runtime.sources import open_source
+    from sensorveil.runtime.stream import Stream, load_for_stream
+    grey, colour = np.load(bundle / "substitutes.npy"), np.load(bundle / "substitutes_colour.npy")
+    assert colour.shape == grey.shape + (3,) and (colour.any(axis=-1) == (grey > 0)).all()
+    crops = np.random.default_rng(0).integers(0, 256, (3,) + CROP_SHAPE, dtype=np.uint8)
+    drawn = Privatizer.load(bundle, output="colour", seed=0)(crops, known=[1, 1, 0])
+    assert drawn.shape == (3,) + CROP_SHAPE + (3,) and drawn.dtype == np.uint8
+    stream = Stream(load_for_stream(bundle, seed=0), open_source(clip), frames=60)
+    tinted = 0
+    for result in stream:
+        assert result.output.shape == result.frame.data.shape
+        for x, y, w, h in stream.preprocessor.last_boxes:
+            person = result.output[y:y + h, x:x + w].astype(int)
+            tinted += int((np.abs(person[..., 0] - person[..., 2]) > 12).sum())
+    assert tinted > 100                        # pasted people carry colour, not grey in every channel
+    broken = bundle.parent / "colour-moved"
+    shutil.copytree(bundle, broken)
+    moved = np.roll(colour, 3, axis=2)
+    np.save(broken / "substitutes_colour.npy", moved)
+    manifest = json.loads((broken / "manifest.json").read_text())
+    from sensorveil.runtime.bundle import file_record
+    manifest["files"]["substitutes_colour.npy"] = file_record(broken / "substitutes_colour.npy")
+    (broken / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match="not where the grey"):
+        Privatizer.load(broken, output="colour")

@@ -24,7 +24,7 @@ from sensorveil.runtime.errors import BackendUnavailableError, InputError
 from sensorveil.runtime.privatizer import Privatizer
 from sensorveil.runtime.sinks import colorize, open_video_writer
 from sensorveil.runtime.sources import Source, _cv2
-from sensorveil.runtime.stream import Result, Stream, sigterm_as_interrupt
+from sensorveil.runtime.stream import Result, Stream, same_samples, sigterm_as_interrupt
 
 VIEWS = (("raw", "privatized", "difference"), ("raw", "privatized"), ("privatized",))
 STRIP_PX = 28            # label/overlay strip above the panels
@@ -58,7 +58,7 @@ class ViewComposer:
 
     def compose(self, result: Result, view: tuple, fps: float, latency_ms: float, paused: bool = False) -> np.ndarray:
         cv2 = _cv2()
-        if result.privatized.shape != result.sample.shape:
+        if not same_samples(result.privatized, result.sample):
             raise InputError("preview needs privatized samples; this bundle emits "
                              f"{result.privatized.shape} outputs (load it with output='sample')")
         view_image = np.concatenate([self.panel_image(result, name) for name in view], axis=1)

@@ -49,6 +49,7 @@ import numpy as np
 from sensorveil.runtime.backends import resolve_backend
 from sensorveil.runtime.bundle import open_bundle
 from sensorveil.runtime.errors import InputError, OutputError
+from sensorveil.runtime.manifest_fields import pipeline_of
 from sensorveil.runtime.preprocess import make_preprocessor
 from sensorveil.runtime.preprocessor import check_preprocessor
 from sensorveil.runtime.privatizer import Privatizer
@@ -244,7 +245,7 @@ class Stream:
                 return False
             t_post = clock()
         t_units_out = clock()
-        output = preprocessor.restore(privatized, context) if privatized.shape == sample.shape else privatized
+        output = preprocessor.restore(privatized, context) if same_samples(privatized, sample) else privatized
         t_sink = clock()
         if self.sink is not None:
             try:
@@ -346,7 +347,20 @@ def load_for_stream(path, backend: str = "auto", threads: "int | None" = None, c
     name = resolve_backend(bundle, backend)
     if name in CPU_BACKENDS and (threads or can_prepare_ahead(bundle.manifest)):
         options["threads"] = threads or stream_threads()
+    if options.get("output") is None and colour_release(bundle.manifest):
+        options["output"] = "colour"    # the camera release pastes its bank people in colour
     return Privatizer(bundle, backend=name, cpu_policy=cpu_policy, **options)
+
+
+def colour_release(manifest: dict) -> bool:
+    """A camera bundle whose bank people also come in colour (its draw stage's ``bank_colour``)."""
+    return bool(manifest.get("camera")) and any(stage.get("bank_colour") for stage in pipeline_of(manifest))
+
+
+def same_samples(privatized: np.ndarray, sample: np.ndarray) -> bool:
+    """Whether the privatized batch holds samples to restore into frames: the samples' shape, or the same
+    samples in colour (a camera bundle's colour substitutes)."""
+    return privatized.shape == sample.shape or privatized.shape == sample.shape + (3,)
 
 
 @contextmanager

@@ -40,13 +40,14 @@ def cut(gray, window):
     return gray[rows[:, None], cols[None, :]]
 
 
-def crop_people(frame, windows, crop_shape=CROP_SHAPE):
-    """(N, H, W) uint8 grey crops of ``windows`` (from :func:`crop_windows`), area-resampled."""
+def crop_people(frame, windows, crop_shape=CROP_SHAPE, colour=False):
+    """(N, H, W) uint8 grey crops of ``windows`` (from :func:`crop_windows`), area-resampled; with
+    ``colour``, (N, H, W, 3) crops of a colour frame as it is."""
     cv2 = opencv()
-    gray = to_gray(frame)
-    out = np.empty((len(windows),) + tuple(crop_shape), dtype=np.uint8)
+    image = frame if colour else to_gray(frame)
+    out = np.empty((len(windows),) + tuple(crop_shape) + image.shape[2:], dtype=np.uint8)
     for k, window in enumerate(windows):
-        out[k] = cv2.resize(cut(gray, window), (crop_shape[1], crop_shape[0]), interpolation=cv2.INTER_AREA)
+        out[k] = cv2.resize(cut(image, window), (crop_shape[1], crop_shape[0]), interpolation=cv2.INTER_AREA)
     return out
 
 
@@ -148,25 +149,36 @@ def paste_people(frame, crops, windows, background=None, boxes=None):
 
 
 def place_person(crop, window, box, background):
-    """(x, y, patch, mask) of one cut-out pasted at its place: the person stretched to fill ``box`` and
-    made to stand out from the scene behind it, or, without a box (or a cut-out holding nobody), the
-    whole crop over its window."""
+    """(x, y, patch, mask) of one cut-out (grey, or colour H x W x 3) pasted at its place: the person
+    stretched to fill ``box`` and made to stand out from the scene behind it, or, without a box (or a
+    cut-out holding nobody), the whole crop over its window."""
     cv2 = opencv()
     x0, y0, x1, y1 = window
-    bounds = person_bounds(crop) if box is not None else None
+    shape = crop.any(axis=-1) if crop.ndim == 3 else crop > 0     # the person: any channel set
+    bounds = person_bounds(shape) if box is not None else None
     if bounds is None:      # the person over the whole window, as the crop has it
         x, y, w, h = x0, y0, x1 - x0, y1 - y0
     else:
-        crop = crop[bounds[0]:bounds[1], bounds[2]:bounds[3]]
+        crop, shape = crop[bounds[0]:bounds[1], bounds[2]:bounds[3]], shape[bounds[0]:bounds[1], bounds[2]:bounds[3]]
         x, y, w, h = (int(v) for v in box)
     size = (max(w, 1), max(h, 1))
     patch = cv2.resize(crop, size, interpolation=cv2.INTER_LINEAR)
     if bounds is not None:
-        patch = stand_out(patch, to_gray(cut(background, (x, y, x + patch.shape[1], y + patch.shape[0]))))
-    person = cv2.resize((crop > 0).astype(np.uint8), size, interpolation=cv2.INTER_NEAREST)
+        scene = to_gray(cut(background, (x, y, x + patch.shape[1], y + patch.shape[0])))
+        patch = stand_out(patch, scene) if patch.ndim == 2 else stand_out_colour(patch, scene)
+    person = cv2.resize(shape.astype(np.uint8), size, interpolation=cv2.INTER_NEAREST)
     if bounds is not None:      # limbs a pixel or two wide vanish in a counter's 3x3 opening: thicken them
         person = cv2.dilate(person, cv2.getStructuringElement(cv2.MORPH_RECT, (3, 3)))
     return x, y, patch, person.astype(bool)
+
+
+def stand_out_colour(patch, scene):
+    """:func:`stand_out` for a colour person: each pixel's colour scaled so its grey level is the one
+    stand_out gives, so a counter on grey sees the same person the grey paste gives it."""
+    grey = to_gray(patch).astype(np.float32)
+    moved = stand_out(grey.astype(np.uint8), scene).astype(np.float32)
+    scaled = patch.astype(np.float32) * ((moved + 1.0) / (grey + 1.0))[..., None]
+    return np.clip(np.rint(scaled), 1, 255).astype(np.uint8)
 
 
 def keep_apart(placed, gap=PERSON_GAP):

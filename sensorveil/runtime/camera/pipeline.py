@@ -6,7 +6,7 @@ import numpy as np
 
 from sensorveil.runtime.camera import learned
 from sensorveil.runtime.camera.composite import CROP_MARGIN, CROP_SHAPE, crop_people, crop_windows, paste_people
-from sensorveil.runtime.camera.detect import MotionPeopleDetector, channels_like
+from sensorveil.runtime.camera.detect import MotionPeopleDetector, channels_like, to_gray
 from sensorveil.runtime.camera.scene import SCENE_HORIZON, QuietScene, busy_mask, starting_scene
 from sensorveil.runtime.camera.track import Tracker, WalkingDirection
 from sensorveil.runtime.errors import InputError
@@ -154,6 +154,8 @@ class PersonCrops(Preprocessor):
         if len(windows) == 0:
             return scene.copy()
         crops = np.clip(np.rint(privatized), 0, 255).astype(np.uint8)
+        if crops.ndim == 4 and image.ndim == 2:   # colour substitutes on a grey camera: released in grey
+            crops = np.stack([to_gray(crop) for crop in crops])
         if self.paste == "window":
             return paste_people(image, crops, windows)
         return paste_people(scene, crops, windows, scene, boxes=boxes)

@@ -10,6 +10,9 @@ Output modes (``Privatizer.load(bundle, output=...)``):
 * ``index``:  only the position of the substitute in the bank leaves the device (the server holds
               the bank; ``bank_indices.npy`` maps positions to rows of the training dataset).
 * ``sample``: the substitute sample itself, in sensor units (needs ``substitutes.npy`` in the bundle).
+* ``colour``: camera bundles whose bank people were cut out of colour crops (``bank_colour``): the same
+              substitute in colour (H, W, 3 uint8, 0 outside the person as in ``sample``), for the camera
+              release; the model and the audit work on the grey samples.
 
 A conditioned bundle (manifest ``condition``: an attribute and each bank entry's value of it) draws
 each substitute among the bank entries that share what the device already knows about the sample
@@ -39,7 +42,7 @@ from sensorveil.runtime.manifest_fields import (
 from sensorveil.runtime.stages.base import BANK_INDEX, SENSOR_UNITS, Stage
 
 KIND = "substitution"
-OUTPUT_MODES = ("index", "sample")
+OUTPUT_MODES = ("index", "sample", "colour")
 # What the graph before the draw returns (manifest "model_output"): eq. 2's logits, or P(X'|X) itself.
 # Bundles that carry the softmax in the graph describe it in words, always starting "P(X'|X)".
 LOGITS = "logits"
@@ -148,6 +151,19 @@ def checked_samples(samples: np.ndarray, bank_size: int, output: dict, where: st
     return samples
 
 
+def checked_colour(colour: np.ndarray, samples: np.ndarray, where: str) -> np.ndarray:
+    """Colour substitutes must be the grey ones in colour: uint8 (bank, H, W, 3), a person exactly where the
+    grey cut-out has one (non-zero) and 0 elsewhere, so a colour paste never brings back a rectangle of
+    somebody else's background that the grey one left out."""
+    if colour.dtype != np.uint8 or colour.shape != samples.shape + (3,):
+        raise BundleError(f"{where} holds {colour.dtype} {colour.shape}; expected uint8 {samples.shape + (3,)} "
+                          "(each grey substitute in colour)")
+    if not np.array_equal(colour.any(axis=-1), samples > 0):
+        raise BundleError(f"{where}: the colour substitutes' people are not where the grey substitutes' are; "
+                          "expected the same cut-outs in colour")
+    return colour
+
+
 def checked_probabilities(rows: np.ndarray) -> np.ndarray:
     """A graph said to return P(X'|X) must: finite, non-negative (up to quantization) rows that sum to 1."""
     sums = rows.sum(axis=1, dtype=np.float64)
@@ -174,6 +190,10 @@ class SubstitutionStage(Stage):
         need_listed(where, path + ".bank_indices", stage.get("bank_indices"), files)
         if stage.get("bank_samples") is not None:          # null: an index-only bundle without the samples
             need_listed(where, path + ".bank_samples", stage["bank_samples"], files)
+        if stage.get("bank_colour") is not None:           # camera bank people in colour, beside the grey ones
+            need_listed(where, path + ".bank_colour", stage["bank_colour"], files)
+            if stage.get("bank_samples") is None:
+                fail(where, path + ".bank_samples", None, "the grey substitutes the colour ones are checked against")
         optional(stage, "output_default", need_text, where, path + ".output_default", stage.get("output_default"),
                  OUTPUT_MODES)
         optional(stage, "model_output", need_model_output, where, path + ".model_output", stage.get("model_output"))
@@ -197,21 +217,28 @@ class SubstitutionStage(Stage):
         self.bank_size = int(self.require("bank_size"))
         self.samples_file = spec.get("bank_samples")
         self.output = context.output or spec.get("output_default", "sample" if self.samples_file else "index")
-        if self.output not in OUTPUT_MODES:
-            raise InputError(f"unknown output mode {self.output!r}; expected one of {list(OUTPUT_MODES)}")
+        if self.output not in OUTPUT_MODES:    # name the modes this bundle serves
+            served = ["index"] + ["sample"] * bool(self.samples_file) + ["colour"] * bool(spec.get("bank_colour"))
+            raise InputError(f"unknown output mode {self.output!r}; expected one of {served}")
         self.emits = BANK_INDEX if self.output == "index" else SENSOR_UNITS
         self.bank_indices = context.array(self.require("bank_indices"))
         if self.bank_indices.shape != (self.bank_size,):
             raise BundleError(f"{root}: {spec['bank_indices']} has shape {self.bank_indices.shape}; "
                               f"expected ({self.bank_size},)")
-        self.samples = None
-        if self.output == "sample":
+        self.samples = self.colour = None
+        if self.output in ("sample", "colour"):
             if not self.samples_file:
                 raise BundleError(f"{root} carries no substitute samples, so output='sample' is not "
                                   "possible; use output='index' (the server maps indices to its bank) or "
                                   "re-export with the substitute samples included")
             self.samples = checked_samples(context.array(self.samples_file), self.bank_size,
                                            context.bundle.manifest["output"], f"{root}: {self.samples_file}")
+        if self.output == "colour":
+            if not spec.get("bank_colour"):
+                raise BundleError(f"{root} carries no colour substitutes, so output='colour' is not possible; "
+                                  "expected output='sample' (grey), or a camera bundle exported from colour crops")
+            self.colour = checked_colour(context.array(spec["bank_colour"]), self.samples,
+                                         f"{root}: {spec['bank_colour']}")
         self.index_dtype = index_dtype(self.bank_size)
         condition = spec.get("condition") or {}
         self.condition = condition.get("attribute")          # None: an unconditioned bundle
@@ -259,13 +286,15 @@ class SubstitutionStage(Stage):
             positions = self.held(positions, keys, known)
         if self.output == "index":
             return positions.astype(self.index_dtype)
-        return self.samples[positions]
+        return (self.colour if self.output == "colour" else self.samples)[positions]
 
     def bytes_per_frame(self, sample_bytes: int) -> dict:
         """Bandwidth of each output mode this bundle can serve, per privatized frame."""
         sizes = {"index": int(self.index_dtype.itemsize)}
         if self.samples_file:
             sizes["sample"] = int(sample_bytes)
+        if self.spec.get("bank_colour"):
+            sizes["colour"] = 3 * int(sample_bytes)
         return sizes
 
 

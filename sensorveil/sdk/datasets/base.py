@@ -37,6 +37,9 @@ class SensorDataset:
     # Camera crops: which pixels of each sample are the person (bool, the sample's shape), from the
     # detector's foreground mask; substitution bundles paste only those (runtime camera "cut-out").
     foreground: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # Camera crops in colour (N, H, W, 3 uint8 BGR), the same crops as ``x``: a substitution bundle ships
+    # its bank people in colour too, and the camera release pastes them so (the model decides on grey).
+    colour: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def sample_shape(self) -> tuple:
@@ -59,6 +62,7 @@ class SensorDataset:
             x=self.x[idx],
             attributes={k: v[idx] for k, v in self.attributes.items()},
             foreground=None if self.foreground is None else self.foreground[idx],
+            colour=None if self.colour is None else self.colour[idx],
         )
 
     def prior(self, useful: str, private: str) -> np.ndarray | None:

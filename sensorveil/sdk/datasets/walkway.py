@@ -41,7 +41,7 @@ def _walkway_people(path: str, crop: tuple, stride: int) -> dict:
     if not capture.isOpened():
         raise ValueError(f"cannot open {path} as a video; expected a camera clip such as walkway.avi")
     detector, tracker = MotionPeopleDetector(), Tracker()
-    crops, masks, frames, tracks, centres, index = [], [], [], [], [], 0
+    crops, colours, masks, frames, tracks, centres, index = [], [], [], [], [], [], 0
     try:
         while True:
             ok, frame = capture.read()
@@ -52,6 +52,8 @@ def _walkway_people(path: str, crop: tuple, stride: int) -> dict:
             if len(boxes) and index % stride == 0:
                 windows = crop_windows(boxes, frame.shape, crop)
                 crops.append(crop_people(frame, windows, crop))
+                if frame.ndim == 3:     # a colour camera: its bank people are pasted in colour
+                    colours.append(crop_people(frame, windows, crop, colour=True))
                 masks.append(crop_people(detector.foreground, windows, crop) > 127)
                 frames += [index] * len(boxes)
                 tracks += list(ids)
@@ -62,6 +64,7 @@ def _walkway_people(path: str, crop: tuple, stride: int) -> dict:
     if not crops:
         raise ValueError(f"no people found in {path}; expected a still camera filming people walking by")
     return {"x": np.concatenate(crops), "foreground": np.concatenate(masks), "frame": np.asarray(frames),
+            "colour": np.concatenate(colours) if len(colours) == len(crops) else None,
             "track": np.asarray(tracks),
             "cx": np.asarray(centres, dtype=np.float64), "n_frames": index}
 
@@ -127,6 +130,7 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
     keep = (lengths[track] >= min_track) & (np.abs(speed) >= min_speed)
     x, frame, track, speed = x[keep], frame[keep], track[keep], speed[keep]
     foreground = people["foreground"][keep]
+    colour = None if people["colour"] is None else np.ascontiguousarray(people["colour"][keep])
     kept_tracks = np.unique(track)
     h, w = CROP_SHAPE
     appearance = _walkway_appearance(x, track, kept_tracks, CROP_SHAPE, clusters, seed)
@@ -155,6 +159,6 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
         units="grey level 0-255 (8-bit camera, BT.601 luma)", synthetic=False,
         description=(f"people crops {h}x{w} from {Path(path).name} (motion detector + IoU tracker, every "
                      f"{stride} frames; {len(kept_tracks)} tracks in {clusters} appearance clusters)"),
-        class_names=names, prior_fn=prior, foreground=np.ascontiguousarray(foreground),
+        class_names=names, prior_fn=prior, foreground=np.ascontiguousarray(foreground), colour=colour,
         camera={"frame": "person-crops", "detector": "motion", "crop_shape": [h, w], "margin": CROP_MARGIN,
                 "crop_every": int(stride)})

@@ -15,6 +15,7 @@ BANK_FILE = "bank_indices.npy"           # bank position -> row of the recorded 
 CONDITION_FILE = "bank_condition.npy"    # bank position -> its value of the condition attribute
 SAMPLES_FILE = "substitutes.npy"         # bank position -> substitute sample, sensor units
 SEQUENCE_FILE = "bank_next.npy"          # bank position -> the same person's next crop in the bank
+COLOUR_FILE = "substitutes_colour.npy"   # bank position -> the same cut-out in colour (camera bundles)
 
 
 def load_model(run_dir, run: dict) -> SubstitutionModel:
@@ -48,13 +49,24 @@ def substitute_samples(dataset: SensorDataset, bank_rows: np.ndarray) -> np.ndar
     return np.stack([clean_cut_out(c) for c in cut_outs]).astype(samples.dtype)
 
 
+def colour_cut_outs(colour: np.ndarray, cut_outs: np.ndarray) -> np.ndarray:
+    """Colour crops cut out exactly as the grey cut-outs are: the person's pixels (no channel all 0), 0
+    elsewhere."""
+    person = (cut_outs > 0)[..., None]
+    return np.where(person, np.maximum(colour, 1), 0).astype(np.uint8)
+
+
 def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path, include_samples: bool) -> tuple:
     """The bank files the runtime needs, the manifest's mechanism entry, and the pipeline: f with its
     similarity head (P(X'|X)), then the draw (sensorveil.runtime.stages.substitution)."""
     bank_rows = load_bank_rows(run_dir, run)
     np.save(out_dir / BANK_FILE, bank_rows, allow_pickle=False)
+    samples = substitute_samples(dataset, bank_rows) if include_samples else None
     if include_samples:     # the substitute samples in sensor units, for output="sample"
-        np.save(out_dir / SAMPLES_FILE, substitute_samples(dataset, bank_rows), allow_pickle=False)
+        np.save(out_dir / SAMPLES_FILE, samples, allow_pickle=False)
+    colour = include_samples and dataset.foreground is not None and dataset.colour is not None
+    if colour:              # the same cut-outs in colour, for the camera release (output="colour")
+        np.save(out_dir / COLOUR_FILE, colour_cut_outs(dataset.colour[bank_rows], samples), allow_pickle=False)
     sub = run["substitution"]
     entry = {"name": run["mechanism"], "kind": "substitution", "useful": run["useful"], "private": run["private"],
              "hidden": run.get("hidden", []),
@@ -62,6 +74,7 @@ def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path
                             "constant_C": sub["constant_C"], "embedding_dim": sub["embedding_dim"]}}
     draw = {"kind": "substitution", "bank_size": int(len(bank_rows)), "bank_indices": BANK_FILE,
             "bank_samples": SAMPLES_FILE if include_samples else None,
+            "bank_colour": COLOUR_FILE if colour else None,
             "output_default": "sample" if include_samples else "index",
             "model_output": "logits",
             "model_output_meaning": "cos(f(x), g(x'))/tau per substitute x', shape (batch, bank_size); "
