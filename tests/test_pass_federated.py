@@ -125,6 +125,18 @@ def test_a_nan_update_is_dropped_and_named_and_the_model_is_the_honest_mean(tmp_
         np.testing.assert_allclose(value.numpy(), expected, rtol=1e-5, atol=1e-6)
 
 
+def test_the_groups_partition_gives_each_value_its_own_device():
+    """partition=groups (e.g. partition_by=user on UJIIndoorLoc): one device per user, their rows only."""
+    from sensorveil.sdk.federated import partition_rows
+    rows, users = np.arange(10, 22), np.array([3, 3, 3, 7, 7, 7, 7, 9, 9, 9, 9, 9])
+    parts = partition_rows(rows, users, 3, "groups")
+    assert [part.tolist() for part in parts] == [[10, 11, 12], [13, 14, 15, 16], [17, 18, 19, 20, 21]]
+    with pytest.raises(ValueError, match="expected clients=3, got 4"):
+        partition_rows(rows, users, 4, "groups")
+    with pytest.raises(ValueError, match=r"values \[3\] hold fewer than 4 rows"):
+        partition_rows(rows, users, 3, "groups", min_size=4)
+
+
 def test_settings_are_checked_before_any_flower_process_starts(tmp_path):
     mechanism = get("pass-federated")
     request = TrainRequest(data=None, useful=["parity"], private=["lt5"], out=tmp_path, base={},

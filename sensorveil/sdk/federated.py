@@ -61,7 +61,24 @@ def partition_rows(rows: np.ndarray, labels: np.ndarray, num_clients: int, schem
         if alpha <= 0:
             raise ValueError(f"the Dirichlet concentration alpha must be > 0, got {alpha}")
         return dirichlet_partition(rows, labels, num_clients, alpha, rng, min_size)
-    raise ValueError(f"unknown partition {scheme!r}; expected 'iid' or 'dirichlet'")
+    if scheme == "groups":
+        return group_partition(rows, labels, num_clients, min_size)
+    raise ValueError(f"unknown partition {scheme!r}; expected 'iid', 'dirichlet' or 'groups'")
+
+
+def group_partition(rows, labels, num_clients: int, min_size: int) -> list[np.ndarray]:
+    """One device per value of ``labels`` (a user, a phone): the split the data itself has, so each device
+    holds one person's or one phone's rows, as a deployment would."""
+    groups = np.unique(labels)
+    if len(groups) != num_clients:
+        raise ValueError(f"the 'groups' partition gives one device per value: these rows hold {len(groups)} values, "
+                         f"so expected clients={len(groups)}, got {num_clients}")
+    parts = [np.sort(rows[labels == group]) for group in groups]
+    small = [int(group) for group, part in zip(groups, parts) if len(part) < min_size]
+    if small:
+        raise ValueError(f"the 'groups' partition's values {small} hold fewer than {min_size} rows each; expected "
+                         "every device to hold a few rows (use another attribute or the iid partition)")
+    return parts
 
 
 def dirichlet_partition(rows, labels, num_clients: int, alpha: float, rng, min_size: int,

@@ -77,7 +77,7 @@ def train_pass_federated_run(request: TrainRequest, config: PassFederatedConfig)
            "training": training,
            "federation": {"runtime": config.federation, "flower": flower_version(), "wall_seconds": round(seconds, 1),
                           "aggregation": config.aggregation,
-                          "partition": {"scheme": config.partition, "by": pdata.private[0],
+                          "partition": {"scheme": config.partition, "by": config.partition_by or pdata.private[0],
                                         **federated.partition_summary(partitions(pdata, spec["task"]),
                                                                       lambda p: labels[p])},
                           "rounds": rounds}}

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from sensorveil.sdk.mechanisms.pass_parts.config import PASSConfig
 
 FEDERATIONS = ("simulation", "deployment")
-PARTITIONS = ("iid", "dirichlet")
+PARTITIONS = ("iid", "dirichlet", "groups")
 
 
 @dataclass
@@ -16,8 +16,10 @@ class PassFederatedConfig(PASSConfig):
     clients: int = 4                  # devices; the training split is partitioned over them
     rounds: int = 15                  # federated rounds; every device trains every round
     local_epochs: int = 10            # passes of PASS's mini-batch steps over a device's own rows a round
-    partition: str = "iid"            # "iid" or "dirichlet" (non-IID over the first private attribute)
+    partition: str = "iid"            # "iid", "dirichlet" (non-IID) or "groups" (one device per value)
     alpha: float = 0.5                # Dirichlet concentration
+    partition_by: str = ""            # the attribute dirichlet skews or groups splits (UJI: user, phone); "":
+    # the first private attribute
     aggregation: str = "fedavg"       # "fedavg", "fedmedian" or "fedtrimmedavg" (sdk/federated_strategy.py)
     trim_fraction: float = 0.2        # fedtrimmedavg: share cut from each tail
     min_valid_replies: int = 0        # a round with fewer valid updates fails; 0: more than half the devices

@@ -43,10 +43,15 @@ def task_data(task: dict) -> PassData:
 
 
 def partitions(data: PassData, task: dict) -> list[np.ndarray]:
-    """The training rows of each device: TAPPFL's partition code (sdk.federated.partition_rows), IID or
-    Dirichlet over the first private attribute; deterministic in the seed, so every node computes it."""
+    """The training rows of each device: TAPPFL's partition code (sdk.federated.partition_rows), IID,
+    Dirichlet over an attribute, or one device per value of one (``partition_by``; default the first private
+    attribute); deterministic in the seed, so every node computes it."""
     rows = data.train_rows
-    labels = data.labels(data.private[0])[rows]
+    by = task.get("partition_by") or data.private[0]
+    if by not in data.dataset.attributes:
+        raise ValueError(f"partition_by={by!r}: dataset {data.dataset.name!r} has no such attribute; expected one "
+                         f"of {sorted(data.dataset.attributes)}")
+    labels = data.labels(by)[rows]
     return federated.partition_rows(rows, labels, int(task["clients"]), task["partition"], float(task["alpha"]),
                                     int(task["seed"]))
 

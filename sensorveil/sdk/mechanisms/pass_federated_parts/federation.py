@@ -29,6 +29,7 @@ def federation_spec(data: PassData, base: dict, config: PassFederatedConfig, out
     task = {"dataset": base["dataset"], "useful": data.useful, "private": data.private, "hidden": data.hidden,
             "seed": int(config.seed), "substitutes": int(config.substitutes), "condition": config.condition,
             "clients": int(config.clients), "partition": config.partition, "alpha": float(config.alpha),
+            "partition_by": config.partition_by,
             "model": model}
     largest = max(len(part) for part in partitions(data, task))
     return {"task": task, "config": asdict(config), "weights": {"lambda": lam, "mu": mu},
