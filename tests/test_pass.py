@@ -314,3 +314,19 @@ def test_pretraining_starts_g_at_f_of_each_substitute_and_f_reading_the_useful_l
     pretrain_embedding(model, data, epochs=3, config=config)
     assert torch.allclose(model.g, apply(model.embed, data.x[data.bank_rows]))
     assert before < 0.7 < same_parity_mass()
+
+
+def test_input_dropout_sets_only_entries_above_the_floor_to_it_and_is_off_at_zero():
+    import torch
+
+    from sensorveil.sdk.mechanisms.pass_parts.train import input_dropout
+    x = torch.tensor([[-1.0, 1.0, 1.0, -1.0] * 250] * 8)        # binary inputs in model units: -1 "not heard"
+    generator = torch.Generator().manual_seed(0)
+    assert input_dropout(x, 0.0)(x, generator) is x
+    dropped = input_dropout(x, 0.25)(x, generator)
+    heard = x > -1
+    assert ((dropped == x) | (dropped == -1)).all()               # an entry stays or falls to the floor
+    share = float(((dropped == -1) & heard).sum() / heard.sum())
+    assert 0.22 < share < 0.28
+    with pytest.raises(ValueError, match="input_dropout=1.0"):
+        input_dropout(x, 1.0)

@@ -29,6 +29,9 @@ class PASSConfig:
     # an attribute the device itself measures for every sample (walkway: the tracker's walking
     # direction): the draw is restricted to bank entries sharing its value, in training and on the device
     condition: str | None = None
+    # share of each training sample's entries above the sensor's floor set to the floor at every step (a
+    # phone that hears fewer access points than the phones the bank came from); 0: off
+    input_dropout: float = 0.0
     seed: int = 0
     progress: bool = True
 

@@ -32,6 +32,7 @@ def fit(data: PassData, config: PASSConfig) -> tuple[SubstitutionModel, dict]:
                               len(data.bank_rows), config.embedding_dim, config.tau)
     rows = data.train_rows
     x = data.x[rows]
+    augment = input_dropout(x, config.input_dropout)
     pretrain = pretrain_epochs(config, data.dataset.name)
     if pretrain:
         pretrain_embedding(model, data, pretrain, config)
@@ -52,7 +53,7 @@ def fit(data: PassData, config: PASSConfig) -> tuple[SubstitutionModel, dict]:
         model.train()
         sums, count = {}, 0
         for idx in batches(len(rows), config.batch_size, generator):
-            log_p = model(x[idx])
+            log_p = model(augment(x[idx], generator))
             if excluded is not None:   # P(X'|X) renormalized over the substitutes the draw may pick
                 log_p = F.log_softmax(log_p.masked_fill(excluded[idx], -1e4), dim=1)
             loss, parts = pass_loss(log_p, [s[idx] for s in private], private_classes,
@@ -69,6 +70,22 @@ def fit(data: PassData, config: PASSConfig) -> tuple[SubstitutionModel, dict]:
               "bank_size": int(len(data.bank_rows)), "history": history,
               "fit_seconds": round(time.time() - started, 1)}
     return model.eval(), record
+
+
+def input_dropout(x: torch.Tensor, share: float):
+    """The augmentation of ``PASSConfig.input_dropout``: ``(batch, generator) -> batch`` with each entry above
+    the inputs' floor (their lowest value: UJIIndoorLoc's "not heard") set to the floor with probability
+    ``share``, so f learns to place a sample whose phone heard fewer access points; the identity at 0."""
+    if not 0.0 <= float(share) < 1.0:
+        raise ValueError(f"input_dropout={share}: expected a share from 0 to below 1")
+    if not share:
+        return lambda batch, generator: batch
+    floor = float(x.min())
+
+    def drop(batch: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        dropped = torch.rand(batch.shape, generator=generator) < share
+        return torch.where(dropped, torch.full_like(batch, floor), batch)
+    return drop
 
 
 def pretrain_epochs(config: PASSConfig, dataset: str) -> int:
