@@ -150,3 +150,31 @@ def test_the_re_id_attacker_learns_on_raw_data_and_reads_the_release():
     assert hidden["private"][REID]["mean"] < 0.6
     assert REID not in audit(Release(task=task, train=noise[task.attacker_train], test=noise[task.test]),
                              seeds=1, attacker_epochs=1, families=("trees",))["private"]
+
+
+def test_the_omni_scale_reid_network_reads_camera_crops_and_learns_who_is_who():
+    """The OSNet-like re-id network (sensorveil/sdk/reid_network.py): a batch of 128x64 crops in, one score
+    per person out; a few steps on two people who differ only in the pattern of their clothes separate them."""
+    import torch
+
+    from sensorveil.sdk.reid_network import omni_scale_reid
+    torch.manual_seed(0)
+    net = omni_scale_reid(1, 2)
+    assert net(torch.zeros(3, 1, 128, 64)).shape == (3, 2)
+    stripes = torch.zeros(1, 128, 64)
+    stripes[:, ::8] = 1.0                                   # one person's shirt: horizontal stripes
+    checks = torch.zeros(1, 128, 64)
+    checks[:, :, ::8] = 1.0                                 # the other's: vertical ones
+    x = torch.stack([stripes, checks] * 8) + 0.05 * torch.randn(16, 1, 128, 64)
+    y = torch.tensor([0, 1] * 8)
+    optimizer = torch.optim.Adam(net.parameters(), lr=3e-3)
+    for _ in range(30):
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    with torch.no_grad():          # batch norm's running statistics catch up with the trained weights
+        for _ in range(30):
+            net(x)
+    net.eval()
+    assert (net(x).argmax(1) == y).all()

@@ -413,6 +413,7 @@ def test_camera_bundle_runs_torch_free_on_walkway(tmp_path):
     from sensorveil.sdk.assess import audit_path  # the clip's split is by time: scored with label-shift weights
 
     audited = audit_path(bundle, seeds=1, attacker_epochs=1)
+    assert "re-id omni-scale" in audited["private"] and "omni-scale" in audited["raw_private"]
     assert audited["n_effective"] < audited["n_test"] and "unweighted" in audited
     assert audited["random_star"] != audited["unweighted"]["random_star"]
 

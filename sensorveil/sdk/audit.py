@@ -11,7 +11,9 @@ scored on the released test split (the probing attack of PASS section 5.1). Fami
                      adversary y, so what y alone reveals (Random*) is the floor, not zero;
 * mechanism-specific attackers a mechanism adds (PASS: the exact posterior q(s | bank index));
 * ``re-id``:         with ``neural``, and where the release has the raw data's shape: the neural family trained
-                     on the RAW training split and applied to the released test split (one seed).
+                     on the RAW training split and applied to the released test split (one seed);
+* ``re-id omni-scale``: the same with an OSNet-like re-identification network trained from scratch on the RAW
+                     crops (sensorveil/sdk/reid_network.py), for camera crops of 32 px a side or more.
 
 The interval of a family's mean accuracy over R seeds on n test rows combines the seed-to-seed
 spread and the test sample's binomial error: mean +- 1.96 sqrt(s^2 / R + p (1 - p) / n).
@@ -40,6 +42,8 @@ from sensorveil.sdk.training import predict, train_classifier
 
 FAMILIES = ("neural", "trees", "logistic", "trees+useful")
 REID = "re-id"          # the neural family trained on RAW data, scored on the release (with "neural", one seed)
+REID_OMNI = "re-id omni-scale"    # an OSNet-like network trained on RAW camera crops, scored on the release
+OMNI_MIN_SIDE = 32      # crops smaller than this (digits' 8x8) are no camera people: the network is not run
 GOAL_MARGIN = 0.05      # the product's goal: the strongest attacker within 5 points of Random*
 
 
@@ -152,7 +156,9 @@ def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=
         raise ValueError(f"the audit needs at least 1 seed, got {seeds}")
     task = release.task
     private_test, useful_test = task.private[task.test], task.useful[task.test]
-    progress = AttackerProgress((len(families) + len(release.extra_attackers) + 1) * seeds + len(families), log)
+    omni = wants_omni_scale(release)
+    progress = AttackerProgress((len(families) + len(release.extra_attackers) + 1) * seeds + len(families) + omni,
+                                log)
     guesses = {family: [progress(family, seed, lambda: attack(family, release, task.private, task.n_private,
                                                                attacker_epochs, seed))
                         for seed in range(seeds)] for family in families}
@@ -161,16 +167,7 @@ def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=
     useful_guesses = [progress("utility probe", seed, lambda: attack("neural", release, task.useful, task.n_useful,
                                                                      attacker_epochs, 100 + seed))
                       for seed in range(seeds)]
-    raw = Release(task, task.x[task.attacker_train], task.x[task.test])
-    raw_guesses = {}
-    for family in families:
-        if family == "neural" and in_raw_space(release):    # one net: the raw reference and the re-id attacker
-            raw_guesses[family], reid = progress("raw-data neural (and re-id)", 0,
-                                                 lambda: raw_trained_neural(raw, release, attacker_epochs))
-            guesses[REID] = [reid]
-        else:
-            raw_guesses[family] = progress(f"raw-data {family}", 0, lambda: attack(
-                family, raw, task.private, task.n_private, attacker_epochs, 0))
+    raw_guesses = raw_attackers(release, families, attacker_epochs, progress, guesses)
     reference = baselines(task)
     best_from_useful = task.med.argmax(axis=1)[useful_test]       # Random*'s guess
 
@@ -197,18 +194,52 @@ def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=
     return out
 
 
+def raw_attackers(release: Release, families, attacker_epochs: int, progress, guesses: dict) -> dict:
+    """Each family trained on the RAW training split (seed 0), scored on the raw test split: the audit's power.
+    Where the release is in the raw data's space, the raw-trained networks also meet the release: the re-id
+    attackers, added to ``guesses``."""
+    task = release.task
+    raw = Release(task, task.x[task.attacker_train], task.x[task.test])
+    raw_guesses = {}
+    for family in families:
+        if family == "neural" and in_raw_space(release):    # one net: the raw reference and the re-id attacker
+            raw_guesses[family], reid = progress("raw-data neural (and re-id)", 0,
+                                                 lambda: raw_trained_neural(raw, release, attacker_epochs))
+            guesses[REID] = [reid]
+        else:
+            raw_guesses[family] = progress(f"raw-data {family}", 0, lambda: attack(
+                family, raw, task.private, task.n_private, attacker_epochs, 0))
+    if wants_omni_scale(release):
+        raw_guesses["omni-scale"], reid = progress("raw-data omni-scale (and re-id)", 0, lambda: raw_trained_neural(
+            raw, release, attacker_epochs, network=omni_scale_network))
+        guesses[REID_OMNI] = [reid]
+    return raw_guesses
+
+
+def wants_omni_scale(release: Release) -> bool:
+    """Camera crops in the raw data's space: the OSNet-like re-id network applies."""
+    task = release.task
+    return task.modality == "image" and in_raw_space(release) and min(task.model_shape[-2:]) >= OMNI_MIN_SIDE
+
+
+def omni_scale_network(task: Task) -> torch.nn.Module:
+    from sensorveil.sdk.reid_network import omni_scale_reid
+    return omni_scale_reid(task.model_shape[0], task.n_private)
+
+
 def in_raw_space(release: Release) -> bool:
     """Whether the release has the raw data's shape, so an attacker trained on raw data can read it (not so for
     a representation or a bank index)."""
     return tuple(release.test.shape[1:]) == tuple(release.task.x.shape[1:])
 
 
-def raw_trained_neural(raw: Release, release: Release, epochs: int) -> tuple:
-    """The neural family trained once on the RAW training split (seed 0): its guesses on the raw test split (the
-    audit's power) and on the released test split: the re-identification attacker, who learnt people as the
-    camera saw them and meets the release (issue 29 part 4). One seed, so its interval is binomial only."""
+def raw_trained_neural(raw: Release, release: Release, epochs: int, network=None) -> tuple:
+    """The neural family (or ``network(task)``) trained once on the RAW training split (seed 0): its guesses on
+    the raw test split (the audit's power) and on the released test split: the re-identification attacker,
+    who learnt people as the camera saw them and meets the release. One seed, so its interval is binomial
+    only."""
     task = raw.task
-    net = make_classifier(task.modality, task.model_shape, task.n_private)
+    net = network(task) if network is not None else make_classifier(task.modality, task.model_shape, task.n_private)
     torch.manual_seed(0)
     train_classifier(net, raw.train, task.private[task.attacker_train], epochs=epochs,
                      desc="audit raw-data neural", seed=0)
