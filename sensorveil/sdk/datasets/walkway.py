@@ -129,10 +129,8 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
     lengths = np.bincount(track)
     keep = (lengths[track] >= min_track) & (np.abs(speed) >= min_speed)
     x, frame, track, speed = x[keep], frame[keep], track[keep], speed[keep]
-    foreground = people["foreground"][keep]
-    colour = None if people["colour"] is None else np.ascontiguousarray(people["colour"][keep])
-    kept_tracks = np.unique(track)
-    h, w = CROP_SHAPE
+    foreground, colour = people["foreground"][keep], people["colour"]
+    kept_tracks, (h, w) = np.unique(track), CROP_SHAPE
     appearance = _walkway_appearance(x, track, kept_tracks, CROP_SHAPE, clusters, seed)
     direction = (speed > 0).astype(np.int64)
     split = (frame >= int(round(train_fraction * people["n_frames"]))).astype(np.int64)
@@ -159,6 +157,7 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
         units="grey level 0-255 (8-bit camera, BT.601 luma)", synthetic=False,
         description=(f"people crops {h}x{w} from {Path(path).name} (motion detector + IoU tracker, every "
                      f"{stride} frames; {len(kept_tracks)} tracks in {clusters} appearance clusters)"),
-        class_names=names, prior_fn=prior, foreground=np.ascontiguousarray(foreground), colour=colour,
+        class_names=names, prior_fn=prior, foreground=np.ascontiguousarray(foreground),
+        colour=None if colour is None else np.ascontiguousarray(colour[keep]),
         camera={"frame": "person-crops", "detector": "motion", "crop_shape": [h, w], "margin": CROP_MARGIN,
                 "crop_every": int(stride)})
