@@ -159,11 +159,25 @@ def test_an_exported_camera_bundle_runs_the_learned_detector_torch_free(tmp_path
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "frames 30 people" in done.stdout, done.stdout
+    check_openvino_bundle(run, tmp_path / "bundle-openvino")
     manifest["camera"]["detector_score"] = 0.99             # a value that would blind it: refused on load
     (bundle / "manifest.json").write_text(json.dumps(manifest))
     from sensorveil.runtime import Privatizer
     with pytest.raises(ManifestError, match="camera.detector_score"):
         Privatizer.load(bundle)
+
+
+def check_openvino_bundle(run, out):
+    """The same run as an OpenVINO bundle: the detector ships as an FP32 IR pinned to the CPU plugin and
+    finds the people of a walkway frame as the ONNX graph does."""
+    from sensorveil.export import export_run
+    from sensorveil.runtime import Privatizer
+    bundle = export_run(run, "openvino", out)
+    privatizer = Privatizer.load(bundle, backend="openvino")
+    assert privatizer.graphs["person-detector"].device == "CPU"
+    frame = walkway_frames(101)[-1]
+    detector = learned.LearnedPeopleDetector(privatizer.run_graph)
+    assert len(detector.find(frame)) >= 2
 
 
 TORCH_FREE_STREAM = """

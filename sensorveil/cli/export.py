@@ -73,6 +73,6 @@ def add_parser(verbs) -> None:
                    "(not int8, not multi-stage pipelines); model: the runtime normalizes in numpy")
     p.add_argument("--person-detector", default="ssdlite", choices=("ssdlite", "motion"),
                    help="camera bundles: ssdlite (default) ships the learned person detector (COCO SSDLite, "
-                   "converted once; needs the detector extra, see docs/guides/camera.md) beside motion; motion: "
-                   "the motion detector alone (misses people who stand)")
+                   "converted once; needs the detector extra, see docs/guides/camera.md; onnx and openvino formats) "
+                   "beside motion; motion: the motion detector alone (misses people who stand)")
     p.set_defaults(func=cmd_export)

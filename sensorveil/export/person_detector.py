@@ -170,17 +170,52 @@ def check_detector(path: Path) -> None:
 
 
 def add_person_detector(artifacts: dict, out_dir: Path, progress=print) -> dict:
-    """Copy the detector into the bundle as one more graph of its ONNX Runtime artifact; returns the
-    manifest ``camera`` fields that make the pipeline run it. Other formats are refused with one error:
-    their converters for this graph are not written yet."""
-    if set(artifacts) != {"onnxruntime"}:
+    """Copy the detector into the bundle as one more graph of each artifact that can run it (ONNX Runtime:
+    the ONNX file; OpenVINO: an FP32 IR on the CPU plugin, since its loops and non-maximum suppression are
+    not for the NCS2); returns the manifest ``camera`` fields that make the pipeline run it. Other formats are
+    refused with one error: their converters for this graph are not written."""
+    unsupported = sorted(set(artifacts) - set(DETECTOR_WRITERS))
+    if unsupported:
         raise DetectorUnavailable(
-            f"the learned person detector ships in onnx bundles only (this export writes {sorted(artifacts)}); "
-            "export --format onnx, or pass --person-detector motion for the motion detector alone")
+            f"the learned person detector ships in onnx and openvino bundles (this export writes {unsupported}); "
+            "export --format onnx or openvino, or pass --person-detector motion for the motion detector alone")
     source = detector_onnx(progress)
-    file = f"{DETECTOR_GRAPH}.onnx"
-    shutil.copyfile(source, Path(out_dir) / file)
-    artifacts["onnxruntime"]["graphs"][DETECTOR_GRAPH] = {
-        "file": file, "precision": "fp32", "input_shape": [*DETECTOR_INPUT, 3], "source": SOURCE}
+    for backend, artifact in artifacts.items():
+        artifact["graphs"][DETECTOR_GRAPH] = {**DETECTOR_WRITERS[backend](source, Path(out_dir)),
+                                              "precision": "fp32", "input_shape": [*DETECTOR_INPUT, 3],
+                                              "source": SOURCE}
     return {"detector": DETECTOR_KIND, "detector_graph": DETECTOR_GRAPH, "detector_score": DEFAULT_SCORE,
             "detector_every": EXPORT_EVERY, "detector_person_class": COCO_PERSON}
+
+
+def onnx_detector(source: Path, out_dir: Path) -> dict:
+    file = f"{DETECTOR_GRAPH}.onnx"
+    shutil.copyfile(source, out_dir / file)
+    return {"file": file}
+
+
+def openvino_detector(source: Path, out_dir: Path) -> dict:
+    """The ONNX graph as an OpenVINO IR, checked against onnxruntime before it ships."""
+    import openvino as ov
+    file = f"{DETECTOR_GRAPH}.xml"
+    ov.save_model(ov.convert_model(str(source)), str(out_dir / file), compress_to_fp16=False)
+    check_ir_matches(source, out_dir / file)
+    return {"file": file, "weights": file.replace(".xml", ".bin"), "cpu_only": True}
+
+
+def check_ir_matches(onnx_path: Path, ir_path: Path, tolerance: float = 0.05) -> None:
+    """The IR's ten best scores on a fixed textured image within ``tolerance`` of onnxruntime's."""
+    import onnxruntime as ort
+    import openvino as ov
+    image = (np.add.outer(np.arange(300), np.arange(300)) % 97 * 2).astype(np.uint8)
+    image = np.repeat(image[None, :, :, None], 3, axis=3)
+    expected = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"]).run(None, {"image": image})[0]
+    compiled = ov.Core().compile_model(ov.Core().read_model(str(ir_path)), "CPU")
+    found = np.asarray(list(compiled([image]).values())[0])
+    best = lambda rows: np.sort(rows[0, :, 4])[::-1][:10]  # noqa: E731
+    if found.shape[-1] != 6 or np.abs(best(found) - best(expected)).max() > tolerance:
+        raise DetectorUnavailable(f"the person detector's OpenVINO IR does not match onnxruntime (best scores "
+                                  f"{best(found).round(3).tolist()} against {best(expected).round(3).tolist()})")
+
+
+DETECTOR_WRITERS = {"onnxruntime": onnx_detector, "openvino": openvino_detector}

@@ -37,7 +37,8 @@ class OpenVINOBackend(Backend):
         self.precision = artifact.get("precision", "fp32")
         core = Core()
         self.available = list(core.available_devices)
-        self.device = self._pick_device(device)
+        # a graph the NCS2 cannot run (the camera's person detector: loops, non-maximum suppression) says so
+        self.device = self._pick_device("CPU" if artifact.get("cpu_only") is True else device)
         self.cpu_policy = check_cpu_policy(cpu_policy)
         self.config = (self._cpu_config(policy_threads(cpu_policy, threads), cpu_policy, supported_cpu_properties(core))
                        if self.device == "CPU" else {})
