@@ -54,7 +54,8 @@ PARITY = ROOT / "scripts" / "board_parity.py"
 BUSTER_MIRRORS = (DEBIAN_MIRROR, "http://archive.debian.org/debian")   # buster left deb.debian.org for the archive
 ARM64_PACKAGES = "python3,python3-venv,python3-pip,linux-image-arm64,ca-certificates"
 # what a Bookworm board's pip fetches from PyPI, as aarch64 wheels (setuptools/wheel build the checkout)
-ARM64_WHEELS = ["numpy", "onnxruntime", "ai-edge-litert", "setuptools", "wheel"]
+ARM64_WHEELS = ["numpy", "onnxruntime", "ai-edge-litert", "opencv-python-headless", "cryptography", "setuptools",
+                "wheel"]
 GLIBC_TAGS = [f"manylinux_2_{minor}_aarch64" for minor in (17, 27, 28, 31, 34, 35, 36)] + ["manylinux2014_aarch64"]
 # left out of the initramfs: the kernel's modules (the emulated board needs none) and what nobody reads
 INITRD_SKIP = ("./lib/modules", "./usr/lib/modules", "./boot", "./var/cache/apt/archives", "./usr/share/doc",
@@ -163,7 +164,8 @@ def arm64_rootfs(cache: Path) -> Path:
 
 def arm64_wheels(cache: Path) -> Path:
     wheels = cache / "wheels-bookworm-arm64"
-    if not (wheels / ".complete").is_file():
+    stamp = wheels / ".complete"
+    if not (stamp.is_file() and stamp.read_text() == " ".join(ARM64_WHEELS)):   # a changed list fetches anew
         platforms = [arg for tag in GLIBC_TAGS for arg in ("--platform", tag)]
         subprocess.run(
             [

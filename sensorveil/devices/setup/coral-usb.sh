@@ -9,7 +9,8 @@ SENSORVEIL_SRC="${SENSORVEIL_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}"
 echo "deb https://packages.cloud.google.com/apt coral-edgetpu-stable main" | sudo tee /etc/apt/sources.list.d/coral-edgetpu.list
 curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg | sudo gpg --dearmor -o /etc/apt/trusted.gpg.d/coral-edgetpu.gpg
 sudo apt-get update
-sudo apt-get install -y libedgetpu1-std python3-pip python3-numpy
+# python3-opencv: camera sources and the camera pipeline; python3-cryptography (2.6 on Mendel): signed bundles
+sudo apt-get install -y libedgetpu1-std python3-pip python3-numpy python3-opencv python3-cryptography
 # ai-edge-litert where a wheel exists for this Python; the older tflite-runtime otherwise.
 python3 -m pip install --user ai-edge-litert || python3 -m pip install --user tflite-runtime
 python3 -m pip install --user "$SENSORVEIL_SRC"

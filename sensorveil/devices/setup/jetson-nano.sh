@@ -12,6 +12,11 @@ sudo apt-get install -y python3-pip python3-libnvinfer python3-numpy cuda-toolki
 # cuda-python needs CUDA >= 11, so the Nano's adapter uses pycuda for device buffers.
 export PATH=/usr/local/cuda/bin:$PATH
 python3 -m pip install --user pycuda
+# JetPack's image has OpenCV for python3 (camera sources, the camera pipeline); Ubuntu 18.04's python3-cryptography
+# predates Ed25519 (signed bundles), so cryptography comes from PyPI, whose wheels need a pip newer than 18.04's
+python3 -c "import cv2" 2>/dev/null || sudo apt-get install -y python3-opencv
+python3 -m pip install --user --upgrade "pip<22"
+python3 -m pip install --user "cryptography<41"
 python3 -m pip install --user "$SENSORVEIL_SRC"
 python3 -c "import tensorrt, pycuda.driver; print('tensorrt', tensorrt.__version__, '+ pycuda ready')"
 echo "then: sensorveil export RUN --target jetson-nano --out BUNDLE (on the training machine), copy BUNDLE here, sensorveil run BUNDLE ..."

@@ -9,5 +9,5 @@ SENSORVEIL_SRC="${SENSORVEIL_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}"
 if [ ! -f /etc/nv_tegra_release ]; then echo "not a Jetson (no /etc/nv_tegra_release); flash JetPack 6.x first" >&2; exit 1; fi
 sudo apt-get update
 sudo apt-get install -y python3-pip nvidia-jetpack python3-libnvinfer
-python3 -m pip install --user "cuda-python>=12,<13" numpy "$SENSORVEIL_SRC"
+python3 -m pip install --user "cuda-python>=12,<13" numpy opencv-python-headless cryptography "$SENSORVEIL_SRC"
 python3 -c "import tensorrt; from cuda import cudart; print('tensorrt', tensorrt.__version__, '+ cuda-python ready')"

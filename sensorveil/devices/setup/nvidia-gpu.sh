@@ -7,5 +7,5 @@ set -euo pipefail
 SENSORVEIL_SRC="${SENSORVEIL_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}"
 if ! command -v nvidia-smi >/dev/null; then echo "no nvidia-smi: install the NVIDIA driver first" >&2; exit 1; fi
 nvidia-smi -L
-python3 -m pip install --user "${SENSORVEIL_SRC}[tensorrt]"
+python3 -m pip install --user "${SENSORVEIL_SRC}[tensorrt,camera]" cryptography
 python3 -c "import tensorrt; from cuda import cudart; print('tensorrt', tensorrt.__version__, '+ cuda-python ready')"

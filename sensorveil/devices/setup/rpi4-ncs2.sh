@@ -11,7 +11,8 @@ SENSORVEIL_SRC="${SENSORVEIL_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}"
 # Set OPENVINO_ARCHIVE to the downloaded l_openvino_toolkit_debian*_2022.3*_armhf.tgz.
 : "${OPENVINO_ARCHIVE:?download the OpenVINO 2022.3 armhf archive and set OPENVINO_ARCHIVE to its path}"
 sudo apt-get update
-sudo apt-get install -y python3-pip python3-numpy libusb-1.0-0 cmake
+# python3-opencv: camera sources and the camera pipeline; python3-cryptography: signed bundles
+sudo apt-get install -y python3-pip python3-numpy libusb-1.0-0 cmake python3-opencv python3-cryptography
 sudo mkdir -p /opt/intel/openvino_2022.3
 sudo tar -xf "$OPENVINO_ARCHIVE" --strip 1 -C /opt/intel/openvino_2022.3
 # udev rules so a normal user can open the stick (vendor 03e7)

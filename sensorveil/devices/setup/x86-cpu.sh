@@ -5,6 +5,6 @@
 set -euo pipefail
 # sensorveil is installed from the checkout this script lives in (it is not published on PyPI)
 SENSORVEIL_SRC="${SENSORVEIL_SRC:-$(cd "$(dirname "$0")/../../.." && pwd)}"
-python3 -m pip install --user "${SENSORVEIL_SRC}[onnx]"
+python3 -m pip install --user "${SENSORVEIL_SRC}[onnx,camera]" cryptography
 python3 -c "import onnxruntime; print('onnxruntime', onnxruntime.__version__)"
 # optional extra backends on the same CPU: "${SENSORVEIL_SRC}[openvino]" or "sensorveil[tflite]"
