@@ -419,6 +419,16 @@ def interval_text(figure: dict) -> str:
     return f"{pct(figure['mean'])} [{pct(figure['low'])}, {pct(figure['high'])}]"
 
 
+def detectors_text(result: dict) -> str:
+    """Which detectors the bundles ran: the learned graph (when the page measured its recall) and motion."""
+    motion = "a still-camera background model (OpenCV MOG2, person-shaped foreground blobs)"
+    recall = result.get("detector_recall")
+    if not recall:
+        return motion
+    return (f"the bundle's learned person detector (COCO SSDLite-MobileNetV2, every {recall['every']} frames) "
+            f"united with {motion}")
+
+
 def how_it_pastes(audit_figures: dict) -> str:
     """One sentence on what the bundle's pipeline puts where the person was."""
     if audit_figures.get("paste") == "cut-out":
@@ -426,9 +436,10 @@ def how_it_pastes(audit_figures: dict) -> str:
 
         text = (
             "a substitute person cut out of a bank crop (its largest blob, gaps closed) is stretched to the "
-            "detected person's box and pasted onto the background model's empty scene, which is the whole frame "
-            "released (nothing of the camera's frame, so a person the detector misses is left out; coarse 48 px "
-            f"blocks of colour while the scene is learnt), people side by side kept {gap[0]} px apart ({gap[1]} px "
+            "detected person's box and pasted (in colour where the bundle carries its bank in colour) onto the "
+            "quiet scene, which is the whole frame released (the camera shows only where nobody was seen for a "
+            "long horizon, neutral grey elsewhere, so a person the detector misses is left out), people side by "
+            f"side kept {gap[0]} px apart ({gap[1]} px "
             "above and below) and thickened by a pixel, darker parts below 0.45 of the scene (no shadow to a "
             "background model), so a counter downstream sees each of them, one draw per tracked person (drawn again "
             "once the tracker knows its direction), walking on through that bank person's own crops of the "
@@ -522,8 +533,8 @@ def render(result: dict, command: str) -> str:
         "",
         f"The run took {result['seconds']:.0f} s on that machine.",
         "",
-        "People are found by a still-camera background model (OpenCV MOG2, person-shaped foreground blobs) and "
-        "followed by an IoU/centroid tracker (`sensorveil/runtime/camera/`); each person is a 128x64 grey crop. "
+        f"People are found by {detectors_text(result)} and followed by an IoU/centroid tracker "
+        "(`sensorveil/runtime/camera/`); each person is a 128x64 grey crop. "
         f"Labels come from the clip: **private** = appearance, {result['dataset']['clusters']} k-means clusters "
         "of the tracks' look (who it is, coarsely); **useful** = walking direction (left/right). Trained on the "
         f"first 60% of the clip ({result['dataset']['train_rows']} crops), scored on the rest "
@@ -656,8 +667,8 @@ def render(result: dict, command: str) -> str:
         "scene (sensorveil/runtime/camera/scene.py), which shows the camera only in blocks where no motion, "
         f"detection or track was seen for {SCENE_HORIZON} frames and is neutral grey until then, so the first "
         "frames, slow walkers and people who stop are never learnt into it. What it cannot tell from the scene "
-        "is a person the detector never found and who never moves (a learned detector is issue 29's next "
-        "step). PR-GAN releases the camera's frame outside each person's window, so a person its detector "
+        "is a person neither detector ever found and who never moves (the leak meter above looks for them). "
+        "PR-GAN releases the camera's frame outside each person's window, so a person its detector "
         "misses goes out raw: the leak meter above counts them.",
         "",
     ]
