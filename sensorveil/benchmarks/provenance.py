@@ -83,17 +83,19 @@ def recorded(result: dict, host: "str | None" = None) -> dict:
             "dirty": version.endswith("-dirty")}
 
 
-def portable(value, shared=None):
+def portable(value, shared=None, folders=None):
     """``value`` (a JSON-able tree) with absolute machine paths made portable: the checkout's own paths
-    relative to it, the shared files as ../shared/..., temporary folders as <tmp>/..."""
+    relative to it, the shared files as ../shared/..., temporary folders as <tmp>/..., and each of
+    ``folders`` ({absolute folder: its name on the page}) as that name."""
     roots = [(str(REPO) + os.sep, ""), (tempfile.gettempdir().rstrip(os.sep) + os.sep, "<tmp>/")]
     if shared:
         roots.insert(0, (str(Path(shared).resolve()) + os.sep, "../shared/"))
+    roots[:0] = [(folder.rstrip(os.sep) + os.sep, name + "/") for folder, name in (folders or {}).items()]
     roots.append((str(Path.home()) + os.sep, "~/"))
     if isinstance(value, dict):
-        return {key: portable(item, shared) for key, item in value.items()}
+        return {key: portable(item, shared, folders) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [portable(item, shared) for item in value]
+        return [portable(item, shared, folders) for item in value]
     if isinstance(value, str):
         for root, replacement in roots:
             value = value.replace(root, replacement)
