@@ -23,13 +23,23 @@ REPO = Path(__file__).resolve().parents[2]
 NOT_RECORDED = "not recorded"
 
 
-def git(*args: str) -> str:
+def git(*args: str, cwd=None) -> str:
+    """git in this package's checkout (or in ``cwd``); "" when that fails."""
     try:
-        done = subprocess.run(["git"] + list(args), cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              universal_newlines=True, timeout=30)
+        done = subprocess.run(["git"] + list(args), cwd=str(cwd or REPO), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def checkout(script: str) -> Path:
+    """The git checkout that holds ``script`` (a results script in scripts/), else this package's. The package
+    may be installed into a virtual environment (pip install ., as the README's test command does), where its
+    own folder says nothing about where the script was run from."""
+    folder = os.path.dirname(os.path.abspath(script))
+    top = git("rev-parse", "--show-toplevel", cwd=folder) if os.path.isdir(folder) else ""
+    return Path(top) if top else REPO
 
 
 def tree_is_dirty() -> bool:
@@ -47,7 +57,7 @@ def require_clean(allow_dirty: bool) -> None:
 def provenance(argv: "list | None" = None, allow_dirty: bool = False) -> dict:
     """Command, UTC date, host and commit of this run (the header's facts, also stored in the JSON)."""
     argv = list(sys.argv if argv is None else argv)
-    script = os.path.relpath(os.path.abspath(argv[0]), REPO) if argv else "?"
+    script = os.path.relpath(os.path.abspath(argv[0]), checkout(argv[0])) if argv else "?"
     return {"command": "python " + " ".join([shlex.quote(script)] + [shlex.quote(a) for a in argv[1:]]),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "host": f"{cpu_text(cpu_description())}, {platform.system()} {platform.machine()}",
