@@ -1,6 +1,6 @@
 """A crowded still-camera scene built from walkway.avi's own people, with the truth of who is where.
 
-Walkway shows 2-5 people at a time and nobody stands for long. This builds a clip of the same camera with
+Walkway shows a few people at a time and nobody stands for long. This builds a clip of the same camera with
 several times as many: the clip's colour median is the empty scene; each frame's people are cut out of it
 where they differ from that scene (the leak meter's offline boxes and person pixels); frame t of the crowd
 is the empty scene with the people of frames t, t + shift, t + 2 shift, ... of the original (every other
@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 
-from sensorveil.benchmarks.leak_meter import PERSON_DIFF, offline_boxes, to_grey
+from sensorveil.benchmarks.reference_people import PERSON_DIFF, offline_boxes, to_grey
 
 LAYERS = 4           # time-shifted copies of the clip's people in each frame
 STANDING = 6         # people from one frame who stand for the whole clip

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from sensorveil.benchmarks.leak_meter import TiledPeople, merge_boxes, offline_boxes
+from sensorveil.benchmarks.reference_people import TiledPeople, merge_boxes, offline_boxes
 
 FOUND_IOU = 0.3
 

@@ -17,36 +17,20 @@ many could).
 """
 import numpy as np
 
-PERSON_DIFF = 25          # grey levels between raw and empty scene that make a pixel the person's
+# the offline detectors the meter looks with (re-exported: callers read them from here too)
+from sensorveil.benchmarks.reference_people import (  # noqa: F401
+    MEDIAN_EVERY,
+    PERSON_DIFF,
+    TiledPeople,
+    empty_scene,
+    merge_boxes,
+    offline_boxes,
+    to_grey,
+)
+
 MIN_PERSON_PIXELS = 20    # a box with fewer person pixels says nothing either way
 MIN_CORRELATION = 0.3     # below it the released pixels show no pattern of the person's
 CONTEXT = 0.25            # share of a box's size judged around it: a flat person shows as a silhouette
-MIN_HEIGHT, MAX_HEIGHT = 16, 240
-MEDIAN_EVERY = 4          # frames sampled for the empty scene
-
-
-def to_grey(frame):
-    frame = np.asarray(frame)
-    if frame.ndim == 2:
-        return frame.astype(np.float32)
-    return frame[..., :3].astype(np.float32) @ np.array([0.114, 0.587, 0.299], np.float32)
-
-
-def empty_scene(frames):
-    """The temporal median of every MEDIAN_EVERY-th frame, grey."""
-    return np.median(np.stack([to_grey(f) for f in frames[::MEDIAN_EVERY]]), axis=0)
-
-
-def offline_boxes(raw, empty):
-    """Person-sized blobs where the raw frame differs from the empty scene: (N, 4) int (x, y, w, h)."""
-    import cv2
-    mask = (np.abs(to_grey(raw) - empty) > PERSON_DIFF).astype(np.uint8) * 255
-    mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
-    mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((9, 5), np.uint8))
-    count, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
-    keep = [(x, y, w, h) for x, y, w, h, area in stats[1:count]
-            if MIN_HEIGHT <= h <= MAX_HEIGHT and 0.8 <= h / max(w, 1) <= 6 and area >= 0.2 * w * h]
-    return np.asarray(keep, dtype=np.int64).reshape(-1, 4)
 
 
 def correlation(a, b) -> float:
@@ -79,42 +63,6 @@ def pasted_mask(shape, windows):
     for x0, y0, x1, y1 in np.asarray(windows, dtype=np.int64).reshape(-1, 4):
         mask[max(y0, 0):max(y1, 0), max(x0, 0):max(x1, 0)] = True
     return mask
-
-
-def merge_boxes(first, second):
-    """``first`` plus each box of ``second`` that is not mostly (half its area) inside one of ``first`` and
-    does not mostly hold one of them: one box per person where two detectors found the same one."""
-    from sensorveil.runtime.camera.learned import covered
-    first, second = (np.asarray(b, dtype=np.int64).reshape(-1, 4) for b in (first, second))
-    new = [box for box in second if not covered(box, first) and not any(covered(f, box[None]) for f in first)]
-    return np.concatenate([first, np.asarray(new, np.int64).reshape(-1, 4)])
-
-
-class TiledPeople(object):
-    """A learned detector graph (``run_graph(graph, batch)``, the bundle's) on a grid of overlapping tiles,
-    each resized to the graph's input: small people are seen at ``grid`` times the resolution the
-    pipeline runs at. ``boxes(frame)`` -> (N, 4) int (x, y, w, h) at ``score`` or above."""
-
-    def __init__(self, run_graph, graph="person-detector", grid=2, overlap=0.25, score=0.15):
-        self.run_graph, self.graph, self.grid, self.overlap, self.score = run_graph, graph, grid, overlap, score
-
-    label = "the learned detector on tiles"
-
-    def __call__(self, index, frame):
-        import cv2
-
-        from sensorveil.runtime.camera.learned import DETECTOR_INPUT, people_boxes
-        height, width = frame.shape[:2]
-        tile_h, tile_w = int(height / (self.grid - (self.grid - 1) * self.overlap)), \
-            int(width / (self.grid - (self.grid - 1) * self.overlap))
-        found = np.zeros((0, 4), np.int64)
-        for top in np.linspace(0, height - tile_h, self.grid).astype(int):
-            for left in np.linspace(0, width - tile_w, self.grid).astype(int):
-                tile = np.ascontiguousarray(frame[top:top + tile_h, left:left + tile_w, 2::-1])
-                image = cv2.resize(tile, DETECTOR_INPUT[::-1], interpolation=cv2.INTER_LINEAR)
-                boxes = people_boxes(np.asarray(self.run_graph(self.graph, image[None])), tile.shape, self.score)
-                found = merge_boxes(found, boxes + np.array([left, top, 0, 0]))
-        return found
 
 
 class LeakMeter(object):
