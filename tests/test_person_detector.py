@@ -27,6 +27,15 @@ def test_people_boxes_keep_people_above_the_score_in_frame_pixels():
     assert boxes.tolist() == [[96, 36, 48, 144]]       # the car (class 3) and the weak person are left out
 
 
+def test_people_boxes_count_each_person_once_from_every_anchor_that_saw_them():
+    """The graph returns every anchor's box: overlapping anchors on one person are one box (the best score's),
+    a person beside them stays."""
+    rows = detections((0.10, 0.20, 0.50, 0.30, 0.6, 1), (0.11, 0.21, 0.50, 0.30, 0.9, 1),
+                      (0.12, 0.19, 0.51, 0.31, 0.5, 1), (0.10, 0.32, 0.50, 0.42, 0.7, 1))
+    boxes = learned.people_boxes(rows, (100, 100, 3), score=0.3)
+    assert boxes.tolist() == [[21, 11, 10, 39], [32, 10, 10, 40]]   # the 0.9 anchor; ceil(float32 width)
+
+
 def test_people_boxes_refuse_a_graph_that_returns_garbage():
     with pytest.raises(OutputError, match="not released"):
         learned.people_boxes(detections((0.1, 0.2, np.nan, 0.3, 0.9, 1)), (360, 480), 0.3)
@@ -130,7 +139,7 @@ def test_the_converted_graph_finds_walkway_people_motion_cannot_see_yet():
     the learned graph finds people on its own in each of them."""
     import onnxruntime as ort
     session = ort.InferenceSession(str(converter_or_skip()), providers=["CPUExecutionProvider"])
-    run = lambda graph, batch: session.run(None, {"image": batch})[0]  # noqa: E731
+    run = lambda graph, batch: session.run(None, {"image": batch.astype(np.float32)})[0]  # noqa: E731
     detector = learned.LearnedPeopleDetector(run)
     found = [len(detector.detect(frame)) for frame in walkway_frames(20)]
     assert all(count >= 1 for count in found), found
@@ -160,6 +169,7 @@ def test_an_exported_camera_bundle_runs_the_learned_detector_torch_free(tmp_path
     assert done.returncode == 0, done.stderr[-2000:]
     assert "frames 30 people" in done.stdout, done.stdout
     check_openvino_bundle(run, tmp_path / "bundle-openvino")
+    check_tflite_bundles(run, tmp_path)
     manifest["camera"]["detector_score"] = 0.99             # a value that would blind it: refused on load
     (bundle / "manifest.json").write_text(json.dumps(manifest))
     from sensorveil.runtime import Privatizer
@@ -178,6 +188,22 @@ def check_openvino_bundle(run, out):
     frame = walkway_frames(101)[-1]
     detector = learned.LearnedPeopleDetector(privatizer.run_graph)
     assert len(detector.find(frame)) >= 2
+
+
+def check_tflite_bundles(run, folder):
+    """fp32 and int8 TFLite bundles carry the cut detector (no loops, no suppression in the graph), and on a
+    walkway frame each finds the people the ONNX graph finds; the int8 one takes uint8 frames (the Coral)."""
+    from sensorveil.export import export_run
+    from sensorveil.runtime import Privatizer
+    frame = walkway_frames(101)[-1]
+    found = {}
+    for precision in ("fp32", "int8"):
+        bundle = export_run(run, "tflite", folder / f"bundle-tflite-{precision}", precision=precision,
+                            int8_check=False, calibration=32)
+        privatizer = Privatizer.load(bundle, backend="litert")
+        assert privatizer.graphs["person-detector"].precision == precision
+        found[precision] = learned.LearnedPeopleDetector(privatizer.run_graph).find(frame)
+    assert len(found["fp32"]) >= 2 and abs(len(found["int8"]) - len(found["fp32"])) <= 1, found
 
 
 TORCH_FREE_STREAM = """

@@ -22,7 +22,7 @@ from sensorveil.devices import load_profile
 from sensorveil.export.bundle_writer import write_manifest
 from sensorveil.export.device_check import plan_for_target
 from sensorveil.export.formats import FORMAT_WRITERS
-from sensorveil.export.person_detector import PERSON_DETECTORS, add_person_detector
+from sensorveil.export.person_detector import PERSON_DETECTORS, DetectorJob, add_person_detector
 from sensorveil.export.self_test import write_self_test
 from sensorveil.export.sensor_units import SensorUnits, UnitsPlan, plan_units
 from sensorveil.export.signing import load_private_key, sign_bundle
@@ -226,7 +226,8 @@ class Exporter:
         cut_out = any(stage.get("cut_out") for stage in pipeline)
         entry = {**camera, "paste": "cut-out" if cut_out else "window"}
         if self.person_detector == "ssdlite":
-            entry.update(add_person_detector(artifacts, self.out_dir))
+            clip = self.run["dataset"].get("path")
+            entry.update(add_person_detector(artifacts, DetectorJob(self.out_dir, self.precision, clip)))
         return {"camera": entry}
 
     def _export(self, fmt: str) -> Path:

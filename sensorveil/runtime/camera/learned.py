@@ -8,7 +8,11 @@ ones do not already cover, so a person either source sees is protected. The lear
 motion's), which costs recall only for a person who walks in and is missed by motion for that long.
 
 The graph: one input (1, H, W, 3) uint8 RGB, one output (1, N, 6): ymin, xmin, ymax, xmax (0-1),
-score, class. Runs on the boards' own Python (3.6): no annotations import, no f-strings.
+score, class. Graphs exported since the detector's second form stop before the SSD's own non-maximum
+suppression (its loops are what TFLite, TensorRT and the NCS2 cannot run, and most of its cost): they return
+every anchor's decoded box and person score, and this module suppresses the overlaps of the people, in numpy.
+The first form's graphs (suppressed in the graph, at most 100 rows) pass through the same suppression
+unchanged. Runs on the boards' own Python (3.6): no annotations import, no f-strings.
 """
 import numpy as np
 
@@ -24,6 +28,7 @@ DEFAULT_SCORE = 0.3                 # the score from which a learned box counts 
 DEFAULT_EVERY = 1                   # run the graph on every frame unless the manifest says otherwise
 SCORE_RANGE = (0.05, 0.7)           # the thresholds a manifest may set; a higher one would all but blind the graph
 EVERY_RANGE = (1, 10)
+OVERLAP_IOU = 0.6                   # boxes overlapping more are one person (the SSD config's own NMS threshold)
 MIN_HEIGHT = 12                     # px: a learned box shorter than this is not a person at this frame's scale
 COVERED = 0.5                       # a motion box whose area is this much inside a learned box is that person
 
@@ -75,20 +80,37 @@ class LearnedPeopleDetector(object):
 
 
 def people_boxes(rows, frame_shape, score, person_class=COCO_PERSON):
-    """(1, N, 6) detections -> int (M, 4) boxes (x, y, w, h) of the people at or above ``score``, clipped
-    to the frame. A graph that returns anything else, or non-finite values, is an OutputError: the frame
-    is not released (a stream counts it as a bad frame) rather than released with no one found."""
+    """(1, N, 6) detections -> int (M, 4) boxes (x, y, w, h) of the people at or above ``score``, once each
+    (overlaps suppressed), clipped to the frame. A graph that returns anything else, or non-finite values, is
+    an OutputError: the frame is not released (a stream counts it as a bad frame) rather than released with no
+    one found."""
     if rows.ndim != 3 or rows.shape[0] != 1 or rows.shape[2] != 6 or not np.isfinite(rows).all():
         raise OutputError("the person detector returned {} {}; expected finite (1, N, 6) detections, so this "
                           "frame is not released".format(rows.dtype, rows.shape))
     rows = rows[0]
-    keep = rows[(np.rint(rows[:, 5]) == person_class) & (rows[:, 4] >= score)]
+    keep = suppress(rows[(np.rint(rows[:, 5]) == person_class) & (rows[:, 4] >= score)], OVERLAP_IOU)
     height, width = frame_shape[:2]
     top, left = np.clip(keep[:, 0], 0, 1) * height, np.clip(keep[:, 1], 0, 1) * width
     bottom, right = np.clip(keep[:, 2], 0, 1) * height, np.clip(keep[:, 3], 0, 1) * width
     boxes = np.stack([np.floor(left), np.floor(top), np.ceil(right - left), np.ceil(bottom - top)], 1)
     boxes = boxes[(boxes[:, 3] >= MIN_HEIGHT) & (boxes[:, 2] >= 2)].astype(np.int64)
     return boxes.reshape(-1, 4)
+
+
+def suppress(rows, iou):
+    """Greedy non-maximum suppression of (K, 6) rows (ymin, xmin, ymax, xmax, score, class), best score first:
+    a row whose box overlaps a kept one by more than ``iou`` (intersection over union) is the same person."""
+    rows = rows[np.argsort(-rows[:, 4], kind="stable")]
+    areas = np.clip(rows[:, 2] - rows[:, 0], 0, None) * np.clip(rows[:, 3] - rows[:, 1], 0, None)
+    kept, left = [], np.arange(len(rows))
+    while left.size:
+        best, left = left[0], left[1:]
+        kept.append(best)
+        inter_h = np.clip(np.minimum(rows[best, 2], rows[left, 2]) - np.maximum(rows[best, 0], rows[left, 0]), 0, None)
+        inter_w = np.clip(np.minimum(rows[best, 3], rows[left, 3]) - np.maximum(rows[best, 1], rows[left, 1]), 0, None)
+        inter = inter_h * inter_w
+        left = left[inter <= iou * np.maximum(areas[best] + areas[left] - inter, 1e-12)]
+    return rows[kept].reshape(-1, 6)
 
 
 def unite(learned, moving):
