@@ -1,0 +1,93 @@
+"""scripts/pass_federated_results.py (issue 33 part 3): a --quick run on digits writes the JSON and the page with
+the federation's settings, the bundle audit, the goal and central PASS / TAPPFL beside it; and the arithmetic it
+adds (mNAG from the audit, the goal's verdict) against a computation written out here."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "pass_federated_results.py"
+
+
+@pytest.fixture(scope="module")
+def script():
+    sys.path.insert(0, str(SCRIPT.parent))   # it imports scripts/pass_results.py, as it does when run
+    try:
+        spec = importlib.util.spec_from_file_location("pass_federated_results_script", SCRIPT)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return module
+
+
+def audit(strongest: float, random_star: float, useful: float) -> dict:
+    return {"strongest_attacker": "trees", "random_star": random_star,
+            "private": {"neural": {"mean": strongest - 0.01, "low": 0.0, "high": 1.0},
+                        "trees": {"mean": strongest, "low": 0.0, "high": 1.0}},
+            "useful": {"mean": useful, "low": 0.0, "high": 1.0}}
+
+
+def test_audited_mnag_and_goal_against_written_out_arithmetic(script):
+    metrics = {"attributes": {"parity": {"acc_guessing": 0.5, "acc_no_suppr": 0.99},
+                              "lt5": {"acc_guessing": 0.5, "acc_no_suppr": 0.98}}}
+    device = audit(strongest=0.62, random_star=0.6, useful=0.9)
+    expected = (0.9 - 0.5) / (0.99 - 0.5) - (0.62 - 0.5) / (0.98 - 0.5)
+    assert script.audited_mnag(metrics, device, ["parity"], ["lt5"]) == pytest.approx(expected)
+    below_guessing = audit(strongest=0.4, random_star=0.6, useful=0.9)       # NAG is clipped at 0
+    assert script.audited_mnag(metrics, below_guessing, ["parity"], ["lt5"]) == pytest.approx(0.4 / 0.49)
+    assert script.audited_mnag(metrics, None, ["parity"], ["lt5"]) is None
+
+    goal = script.goal_verdict(device, mnag=0.7)
+    assert goal["gap_points"] == pytest.approx(2.0) and goal["within_5_points"] and goal["met"]
+    assert not script.goal_verdict(device, mnag=0.49)["met"]                 # mNAG below 50%
+    far = script.goal_verdict(audit(strongest=0.66, random_star=0.6, useful=0.9), mnag=0.9)
+    assert far["gap_points"] == pytest.approx(6.0) and not far["within_5_points"] and not far["met"]
+    assert not script.goal_verdict(None, 0.9)["met"]
+
+
+def test_quick_run_on_digits_writes_json_and_page(tmp_path):
+    docs = tmp_path / "docs"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--allow-dirty", "--datasets", "digits",
+                           "--out", str(tmp_path / "runs"), "--docs", str(docs)],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "[pass-federated-results] digits: auditing the bundle" in done.stdout
+
+    results = json.loads((docs / "pass_federated_results.json").read_text())
+    assert results["quick"] is True and results["provenance"]["dirty"] in (True, False)
+    entry = results["datasets"]["digits"]
+    assert entry["settings"]["partition"] == "iid" and entry["settings"]["clients"] == 2
+    federation = entry["federation"]
+    assert federation["partition"]["devices"] == 2 == len(federation["rows_per_device"])
+    assert sum(federation["rows_per_device"]) == entry["metrics"]["n_attacker_train"]   # every training row
+    assert federation["rounds"] == 1 and federation["updates_aggregated"] == 2
+    device = entry["bundle_evaluation"]
+    assert device["seeds"] == 1 and device["strongest_attacker"] in device["private"]
+    assert entry["goal"]["strongest_attacker"] == device["strongest_attacker"]
+    assert isinstance(entry["goal"]["met"], bool) and isinstance(entry["audited_mnag"], float)
+    central, tappfl = entry["beside"]["pass"], entry["beside"]["tappfl"]
+    assert central.get("source") == "docs/pass_results.json" or "missing" in central
+    assert tappfl.get("source") == "docs/tappfl_results.json" or "missing" in tappfl
+
+    page = (docs / "pass_federated_results.md").read_text()
+    assert page.startswith("# PASS trained federated")
+    assert "python scripts/pass_federated_results.py" in page and "--quick" in page
+    assert "## digits: private lt5, useful parity" in page and "**Goal**" in page
+    assert "pass-federated** (this page)" in page
+    if "missing" not in central:
+        assert "PASS, central" in page
+
+    (docs / "pass_federated_results.md").unlink()
+    again = subprocess.run([sys.executable, str(SCRIPT), "--render-only", "--docs", str(docs)], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (docs / "pass_federated_results.md").read_text() == page
