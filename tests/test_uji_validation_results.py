@@ -1,0 +1,110 @@
+"""scripts/uji_validation_results.py (issue 33 part 4): a --quick run on UJIIndoorLoc's validation split writes the
+JSON and the page (PASS and PR-GAN's bundle audits beside the raw-data reference, the settings given with
+--pass-set, the goal's verdict), --render-only rewrites the same page from the JSON, and the goal's arithmetic
+matches a computation written out here."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "uji_validation_results.py"
+
+
+def run_script(uji_zip: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SENSORVEIL_SHARED": str(uji_zip.parents[1]), "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=240)
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("uji_validation_results_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(SCRIPT.parent))   # it imports pass_results and prgan_results, as when it runs
+        spec.loader.exec_module(module)
+    return module
+
+
+def figure(mean: float) -> dict:
+    return {"mean": mean, "low": max(0.0, mean - 0.05), "high": min(1.0, mean + 0.05), "runs": [mean]}
+
+
+def test_goal_verdict_against_written_out_arithmetic(script):
+    private = {"neural": figure(0.16), "trees": figure(0.19), "logistic": figure(0.12)}
+    goal = script.verdict(figure(0.80), private, random_star=0.15)
+    assert goal["strongest_attacker"] == "trees" and goal["gap_points"] == pytest.approx(100 * (0.19 - 0.15))
+    assert goal["utility_at_least_75"] and goal["privacy_kept"] and goal["met"]
+    assert not script.verdict(figure(0.74), private, 0.15)["met"]                 # utility below 75%
+    leaky = script.verdict(figure(0.9), {**private, "trees+useful": figure(0.21)}, 0.15)
+    assert leaky["gap_points"] == pytest.approx(6.0) and not leaky["privacy_kept"] and not leaky["met"]
+
+
+def test_sweep_keeps_other_settings_and_drops_quick_points_on_a_full_run(script):
+    point = lambda settings, quick: {"pass_set": settings, "quick": quick}  # noqa: E731
+    earlier = [point({"input_dropout": "0.4"}, False), point({"input_dropout": "0.2"}, False),
+               point({"input_dropout": "0.4"}, True)]
+    merged = script.merged_sweep(earlier, point({"input_dropout": "0.4"}, False))
+    assert merged == [point({"input_dropout": "0.2"}, False), point({"input_dropout": "0.4"}, False)]
+    assert len(script.merged_sweep(earlier, point({"mu": "0.5"}, True))) == 4
+
+
+def test_quick_run_writes_json_and_page(uji_zip, tmp_path):
+    docs, out = tmp_path / "docs", tmp_path / "runs"
+    json_path, page = docs / "uji_validation.json", docs / "uji_validation.md"
+    done = run_script(uji_zip, "--quick", "--allow-dirty", "--out", str(out), "--json", str(json_path),
+                      "--markdown", str(page), "--pass-set", "input_dropout=0.3", "mu=0.5")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for step in ("raw-data reference", "PASS: training", "PASS: auditing the bundle", "PR-GAN: training",
+                 "PR-GAN: auditing the bundle", "wrote"):
+        assert f"[uji-validation] {step}" in done.stdout, step
+
+    results = json.loads(json_path.read_text())
+    assert results["generated_by"] == "scripts/uji_validation_results.py" and results["quick"] is True
+    assert results["dataset_options"]["test_split"] == "validation" and results["dataset_options"]["max_rows"]
+    assert results["provenance"]["dirty"] in (True, False) and results["provenance"]["commit"]
+    assert "75%" in results["goal"] and "Random*" in results["goal"]
+    raw = results["raw"]
+    assert raw["n_train"] > raw["n_validation"] > 0 and set(raw["private"]) == {"neural", "trees"}
+    assert 0.0 <= raw["floor_acc"]["low"] <= raw["floor_acc"]["mean"] <= raw["floor_acc"]["high"] <= 1.0
+    assert list(results["mechanisms"]) == ["pass", "prgan"]
+    for name, entry in results["mechanisms"].items():
+        assert entry["dataset_record"]["options"]["test_split"] == "validation", name
+        device, goal = entry["bundle_evaluation"], entry["goal"]
+        assert device["n_test"] == raw["n_validation"] and device["n_attacker_train"] == raw["n_train"], name
+        assert device["random_star"] == pytest.approx(raw["goal"]["random_star"]), name
+        strongest = max(device["private"].values(), key=lambda f: f["mean"])["mean"]
+        assert goal["gap_points"] == pytest.approx(100 * (strongest - device["random_star"])), name
+        assert goal["floor_acc"]["mean"] == pytest.approx(device["useful"]["mean"]), name
+        assert goal["met"] == (device["useful"]["mean"] >= 0.75 and goal["gap_points"] <= 5), name
+        assert "<out>" in entry["bundle"] and str(tmp_path) not in json.dumps(entry), name
+    pass_entry = results["mechanisms"]["pass"]
+    assert pass_entry["pass_set"]["input_dropout"] == "0.3" and pass_entry["pass_set"]["mu"] == "0.5"
+    assert pass_entry["config"]["input_dropout"] == pytest.approx(0.3) and pass_entry["config"]["mu"] == 0.5
+    assert results["mechanisms"]["prgan"]["config"]["utility_threshold"] == pytest.approx(0.75)
+    assert [point["pass_set"]["input_dropout"] for point in results["pass_sweep"]] == ["0.3"]
+
+    text = page.read_text()
+    flat = " ".join(text.split())   # paragraphs are wrapped at 120 columns
+    assert text.startswith("# UJIIndoorLoc's validation rows") and "Generated by `python" in flat
+    assert "--allow-dirty" in flat and "Made with --quick" in flat and results["goal"] in flat
+    for row in ("| raw data (no mechanism) |", "| PASS bundle |", "| PR-GAN bundle |", "## PASS settings tried",
+                "## The command"):
+        assert row in text, row
+    swept = [line for line in text.splitlines() if line.startswith("| input_dropout=0.3,")]
+    assert len(swept) == 1 and "mu=0.5" in swept[0] and "(--quick)" in swept[0], swept
+    verdict = "**Met**" if any(e["goal"]["met"] for e in results["mechanisms"].values()) else "**Not met**"
+    assert verdict in text
+
+    again = docs / "again.md"
+    done = run_script(uji_zip, "--render-only", "--json", str(json_path), "--markdown", str(again))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert again.read_text() == text
