@@ -122,6 +122,20 @@ def converter_or_skip():
     return detector_onnx()
 
 
+def test_a_converted_detector_that_moves_the_boxes_is_refused():
+    """The check every converted form passes before it ships (OpenVINO IR, TFLite): the ONNX graph's own output
+    passes; the same output with the boxes moved by a tenth of the image does not."""
+    import onnxruntime as ort
+
+    from sensorveil.export.person_detector import DetectorUnavailable, check_matches
+    source = converter_or_skip()
+    session = ort.InferenceSession(str(source), providers=["CPUExecutionProvider"])
+    run = lambda image: session.run(None, {"image": image})[0]  # noqa: E731
+    check_matches("same graph", source, run, 0.05)
+    with pytest.raises(DetectorUnavailable, match="does not match onnxruntime"):
+        check_matches("moved graph", source, lambda image: run(image) + np.array([0.1, 0, 0.1, 0, 0, 0]), 0.05)
+
+
 def walkway_frames(count, step=1):
     capture, frames = cv2.VideoCapture(str(WALKWAY)), []
     for index in range(count):

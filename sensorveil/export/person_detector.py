@@ -57,6 +57,9 @@ EXPORT_EVERY = 3
 CALIBRATION_FRAMES = 64     # int8 calibration frames of the run's clip
 CALIBRATION_PART = 0.6      # from the clip's first part, where walkway's training crops come from
 TENSORRT_WORKSPACE_MB = 256
+# the largest gap from onnxruntime's output (boxes and scores, 0-1) a converted TFLite file may show before it
+# ships; int8 rounds every value to its output's scale, so its bound is looser
+TFLITE_TOLERANCE = {"fp32": 0.05, "int8": 0.15}
 PERSON_DETECTORS = ("ssdlite", "motion")    # export's --person-detector: the learned graph (+ motion), or motion
 
 
@@ -150,6 +153,8 @@ def detector_tflite(calibration: np.ndarray | None = None, progress=print) -> Pa
             np.save(Path(scratch) / "calibration.npy", frames, allow_pickle=False)
             arguments += ["--calibration", str(Path(scratch) / "calibration.npy")]
         tensorflow_step(arguments, "convert to TFLite")
+        check_tflite_matches(detector_onnx(progress), Path(scratch) / "detector.tflite",
+                             TFLITE_TOLERANCE["fp32" if calibration is None else "int8"])
         shutil.move(str(Path(scratch) / "detector.tflite"), str(cached))
     return cached
 
@@ -290,18 +295,43 @@ def clip_frames(clip: str | None, count: int) -> np.ndarray:
 
 
 def check_ir_matches(onnx_path: Path, ir_path: Path, tolerance: float = 0.05) -> None:
-    """The IR's ten best scores on a fixed textured image within ``tolerance`` of onnxruntime's."""
-    import onnxruntime as ort
+    """The IR's output within ``tolerance`` of onnxruntime's (check_matches)."""
     import openvino as ov
+    compiled = ov.Core().compile_model(ov.Core().read_model(str(ir_path)), "CPU")
+    check_matches("OpenVINO IR", onnx_path, lambda image: np.asarray(list(compiled([image]).values())[0]), tolerance)
+
+
+def check_tflite_matches(onnx_path: Path, tflite_path: Path, tolerance: float) -> None:
+    """The TFLite file's output within ``tolerance`` of onnxruntime's (check_matches; int8 quantizes its input
+    and output with the file's own scale, as the runtime's LiteRT adapter does)."""
+    from ai_edge_litert import interpreter as litert
+
+    from sensorveil.runtime.backends.litert_backend import dequantize, quantize
+    interpreter = litert.Interpreter(model_path=str(tflite_path))
+    interpreter.allocate_tensors()
+    port, output = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
+
+    def run(image):
+        quantized = np.issubdtype(port["dtype"], np.integer) and port["quantization"][0] != 0
+        interpreter.set_tensor(port["index"], quantize(image, port) if quantized else image.astype(port["dtype"]))
+        interpreter.invoke()
+        rows = interpreter.get_tensor(output["index"])
+        return dequantize(rows, output) if output["quantization"][0] != 0 else rows
+    check_matches("TFLite file", onnx_path, run, tolerance)
+
+
+def check_matches(what: str, onnx_path: Path, run, tolerance: float) -> None:
+    """A converted detector's whole output (every anchor's box and person score) on a fixed textured image
+    within ``tolerance`` of onnxruntime's: a graph converted wrongly moves the boxes even where no one is."""
+    import onnxruntime as ort
     image = (np.add.outer(np.arange(300), np.arange(300)) % 97 * 2).astype(np.float32)
     image = np.repeat(image[None, :, :, None], 3, axis=3)
     expected = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"]).run(None, {INPUT: image})[0]
-    compiled = ov.Core().compile_model(ov.Core().read_model(str(ir_path)), "CPU")
-    found = np.asarray(list(compiled([image]).values())[0])
-    best = lambda rows: np.sort(rows[0, :, 4])[::-1][:10]  # noqa: E731
-    if found.shape[-1] != 6 or np.abs(best(found) - best(expected)).max() > tolerance:
-        raise DetectorUnavailable(f"the person detector's OpenVINO IR does not match onnxruntime (best scores "
-                                  f"{best(found).round(3).tolist()} against {best(expected).round(3).tolist()})")
+    found = np.asarray(run(image))
+    gap = float(np.abs(found - expected).max()) if found.shape == expected.shape else float("inf")
+    if not gap <= tolerance:
+        raise DetectorUnavailable(f"the person detector's {what} does not match onnxruntime: shape {found.shape} "
+                                  f"against {expected.shape}, largest difference {gap:.3g} (tolerance {tolerance})")
 
 
 DETECTOR_WRITERS = {"onnxruntime": onnx_detector, "openvino": openvino_detector, "litert": tflite_detector,
