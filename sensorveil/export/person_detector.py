@@ -209,9 +209,13 @@ class DetectorJob:
 
     def __init__(self, out_dir: Path, precision: str, clip: str | None, progress=print):
         self.out_dir, self.precision, self.clip, self.progress = Path(out_dir), precision, clip, progress
+        self.frames = None
 
     def calibration(self) -> np.ndarray:
-        return clip_frames(self.clip, CALIBRATION_FRAMES)
+        """Read once per export: the litert and edgetpu artifacts of one bundle share the int8 file."""
+        if self.frames is None:
+            self.frames = clip_frames(self.clip, CALIBRATION_FRAMES)
+        return self.frames
 
 
 def add_person_detector(artifacts: dict, job: DetectorJob) -> dict:

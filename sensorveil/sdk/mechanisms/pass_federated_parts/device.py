@@ -56,7 +56,7 @@ def partitions(data: PassData, task: dict) -> list[np.ndarray]:
                                     int(task["seed"]))
 
 
-@functools.lru_cache(maxsize=32)   # every device a worker serves: UJIIndoorLoc's 19 users on 2 workers
+@functools.lru_cache(maxsize=32)   # every device a worker serves (UJIIndoorLoc: one per user, about 20)
 def device_data(task_json: str, partition: int) -> DeviceData:
     """The rows of device ``partition`` (cached: a Ray worker serves many devices over many rounds)."""
     task = json.loads(task_json)
