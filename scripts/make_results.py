@@ -12,6 +12,7 @@ The paper's own Table 2 numbers are quoted beside ours for comparison (they are 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import time
@@ -630,8 +631,11 @@ def main() -> None:
                                              " (README.md has no results:begin/end markers: its block skipped)"))
 
 
+@functools.lru_cache(maxsize=None)
 def code_version() -> str:
-    """The commit the figures come from, so a page re-drawn later says how old its figures are."""
+    """The commit the figures come from, so a page re-drawn later says how old its figures are. Read once per
+    process: a results script rewrites its own tracked JSON between datasets, and read again after that the tree
+    would look dirty (docs/med_results.md's second dataset once said "7dd1af9-dirty" from a clean clone)."""
     import subprocess
 
     try:
