@@ -7,11 +7,13 @@
 
 Per dataset (the tasks of scripts/pass_results.py: digits private lt5 / useful parity, UJIIndoorLoc private
 region / useful floor): `train_run("pass-federated", ...)` on Flower's simulation runtime, digits IID over four
-devices, UJIIndoorLoc one device per user (partition=groups partition_by=user, as many devices as PASS's training
-split has users); `export_run(..., "onnx")`; and the audit of the bundle as the device runs it, exactly as
+devices, UJIIndoorLoc one device per user of trainingData.csv (partition=groups partition_by=user), scored on
+validationData.csv's rows (test_split=validation, as scripts/uji_validation_results.py) with that page's PASS
+settings; `export_run(..., "onnx")`; and the audit of the bundle as the device runs it, exactly as
 scripts/pass_results.py audits central PASS (`sensorveil evaluate`'s attacker families over seeds, 95% intervals,
-Random*). Central PASS's and TAPPFL's figures are read from docs/pass_results.json and docs/tappfl_results.json
-when this script runs and stored in this page's JSON with where they came from; none is typed by hand.
+Random*). Central PASS's and TAPPFL's figures are read from docs/pass_results.json (UJIIndoorLoc:
+docs/uji_validation.json) and docs/tappfl_results.json when this script runs and stored in this page's JSON with
+where they came from; none is typed by hand.
 
 Goal: the strongest attacker within 5 points of Random* and mNAG >= 50%, trained without any raw row leaving its
 device. Writes docs/pass_federated_results.json and .md (--docs picks another folder).
@@ -55,6 +57,12 @@ FEDERATION = {
     "digits": {"partition": "iid", "clients": 4, "rounds": 15, "local_epochs": 10},
     "ujiindoorloc": {"partition": "groups", "partition_by": "user", "rounds": 20, "local_epochs": 1},
 }
+# UJIIndoorLoc is split as a deployment meets it: the devices are trainingData.csv's users (validationData.csv's rows
+# all carry USERID 0, so in a random split they would form one device of several people), and every figure is scored
+# on validationData.csv's rows (other users and phones, months later): scripts/uji_validation_results.py's split, so
+# central PASS beside it is that page's bundle, trained with the same PASS settings
+DATASET_OPTIONS = {"ujiindoorloc": {"test_split": "validation"}}
+BESIDE_UJI_VALIDATION = REPO / "docs" / "uji_validation.json"
 # --quick: seconds, not minutes (a test runs it); the figures mean nothing
 QUICK = {"clients": 2, "rounds": 1, "local_epochs": 1, "substitutes": 256, "cpus": 1}
 QUICK_UJI_ROWS = 3000
@@ -97,7 +105,20 @@ def goal_verdict(device: "dict | None", mnag: float) -> dict:
 
 # ------------------------------------------------------------------ the runs
 def dataset_options(dataset: str, quick: bool) -> dict:
-    return {"max_rows": QUICK_UJI_ROWS} if quick and dataset == "ujiindoorloc" else {}
+    quick_rows = {"max_rows": QUICK_UJI_ROWS} if quick and dataset == "ujiindoorloc" else {}
+    return {**DATASET_OPTIONS.get(dataset, {}), **quick_rows}
+
+
+def central_pass_settings(dataset: str, path: Path = BESIDE_UJI_VALIDATION) -> dict:
+    """PASS's own settings (PASSConfig fields, as `--set` takes them) of the central run this one is compared with:
+    UJIIndoorLoc's from docs/uji_validation.json's PASS entry (chosen as that page says), digits the defaults."""
+    if dataset != "ujiindoorloc":
+        return {}
+    if not path.is_file():
+        raise SystemExit(f"{path} not found: UJIIndoorLoc's federated run takes central PASS's settings from it "
+                         "(run scripts/uji_validation_results.py first)")
+    chosen = json.loads(path.read_text())["mechanisms"]["pass"]["pass_set"]
+    return {key: str(value) for key, value in chosen.items() if key != "progress"}
 
 
 def devices_by(dataset: str, data_path, options: dict, by: str) -> int:
@@ -146,13 +167,14 @@ def one_dataset(dataset: str, args, out: Path) -> dict:
     started = time.time()
     options = dataset_options(dataset, args.quick)
     settings = federation_settings(dataset, data_path, options, args)
+    pass_settings = central_pass_settings(dataset)
     log(f"{dataset}: training pass-federated, {settings['clients']} devices ({settings['partition']}"
         f"{' by ' + settings['partition_by'] if settings.get('partition_by') else ''}), {settings['rounds']} rounds x "
         f"{settings['local_epochs']} local epochs")
     run_dir = train_run("pass-federated", dataset, data_path=data_path, useful=useful, private=private, hidden=hidden,
                         out=out / "runs" / f"pass-federated-{dataset}", dataset_options=options or None,
                         attacker_epochs=args.attacker_epochs,
-                        settings={key: str(value) for key, value in settings.items()})
+                        settings={**pass_settings, **{key: str(value) for key, value in settings.items()}})
     run = read_run(run_dir)
     log(f"{dataset}: trained in {run['train_seconds']:.0f} s (federation {run['federation']['wall_seconds']:.0f} s); "
         "exporting the ONNX bundle")
@@ -167,6 +189,7 @@ def one_dataset(dataset: str, args, out: Path) -> dict:
         "task": {"useful": useful, "private": private, "hidden": hidden},
         "dataset_options": options,
         "settings": settings,
+        "pass_settings": pass_settings,
         "config": run["config"],
         "federation": {"runtime": federation["runtime"], "flower": federation["flower"],
                        "aggregation": federation["aggregation"], "wall_seconds": federation["wall_seconds"],
@@ -193,7 +216,10 @@ def committed(path: Path) -> str:
 
 
 def beside_pass(dataset: str, path: Path = BESIDE_PASS) -> dict:
-    """Central PASS's bundle audit and mNAG on ``dataset``, as docs/pass_results.json holds them."""
+    """Central PASS's bundle audit and mNAG on ``dataset``, as docs/pass_results.json holds them (UJIIndoorLoc:
+    docs/uji_validation.json's, on the same split as this page's run)."""
+    if dataset in DATASET_OPTIONS:
+        return beside_validation_pass(BESIDE_UJI_VALIDATION)
     if not path.is_file():
         return {"missing": f"{path.name} not found"}
     results = json.loads(path.read_text())
@@ -205,6 +231,21 @@ def beside_pass(dataset: str, path: Path = BESIDE_PASS) -> dict:
             "training": {k: entry["training"].get(k) for k in ("epochs", "pretrain_epochs", "fit_seconds")},
             "bundle_evaluation": device, "mnag": metrics["mnag"],
             "audited_mnag": audited_mnag(metrics, device, task["useful"], task["private"]),
+            "goal": goal_verdict(device, metrics["mnag"])}
+
+
+def beside_validation_pass(path: Path) -> dict:
+    """Central PASS on UJIIndoorLoc's validation split, as docs/uji_validation.json holds it."""
+    if not path.is_file():
+        return {"missing": f"{path.name} not found"}
+    entry = json.loads(path.read_text()).get("mechanisms", {}).get("pass")
+    if not isinstance(entry, dict) or not isinstance(entry.get("bundle_evaluation"), dict):
+        return {"missing": f"{path.name} has no audited PASS entry"}
+    device, metrics = entry["bundle_evaluation"], entry["run_metrics"]
+    return {"source": f"docs/{path.name}", "where_from": where_from(entry), "file_committed_in": committed(path),
+            "training": {k: entry["training"].get(k) for k in ("epochs", "pretrain_epochs", "fit_seconds")},
+            "bundle_evaluation": device, "mnag": metrics["mnag"],
+            "audited_mnag": audited_mnag(metrics, device, *TASKS["ujiindoorloc"][:2]),
             "goal": goal_verdict(device, metrics["mnag"])}
 
 
@@ -317,10 +358,7 @@ def dataset_section(name: str, entry: dict) -> list:
                   f"{metrics['n_test']} test rows; substitute bank {training['bank_size']} rows (public, the same on "
                   f"every device); lambda {training['lambda']:g}, mu {training['mu']:g}; whole run "
                   f"{entry['seconds']:.0f} s."), ""]
-    if name == "ujiindoorloc" and entry["settings"].get("partition_by") == "user":
-        lines += [para("UJIIndoorLoc's validationData.csv rows carry USERID 0 (the dataset does not name their "
-                       "users), so its rows in PASS's training split form one device of their own, beside one device "
-                       "per user of trainingData.csv."), ""]
+    lines += split_lines(name, entry)
     lines += ["| attribute | role | no suppr. | guessing | attacker: neural | NAG | attacker: trees |",
               "|---|---|---:|---:|---:|---:|---:|"]
     for attr, row in metrics["attributes"].items():
@@ -338,6 +376,25 @@ def dataset_section(name: str, entry: dict) -> list:
     else:
         lines += [f"Goal: **NOT met** ({goal.get('reason', '?')}).", ""]
     return lines + beside_lines(entry)
+
+
+def split_lines(name: str, entry: dict) -> list:
+    """Where the rows come from, and the PASS settings taken from central PASS's page."""
+    options, chosen = entry.get("dataset_options") or {}, entry.get("pass_settings") or {}
+    lines = []
+    if options.get("test_split") == "validation":
+        lines.append("The devices hold trainingData.csv's rows, one device per user; every figure is scored on "
+                     "validationData.csv's rows (other users and phones, months later), the split of "
+                     "docs/uji_validation.md, whose PASS bundle is central PASS below.")
+    elif name == "ujiindoorloc" and entry["settings"].get("partition_by") == "user":
+        lines.append("UJIIndoorLoc's validationData.csv rows carry USERID 0 (the dataset does not name their users), "
+                     "so its rows in PASS's training split form one device of their own, beside one device per user "
+                     "of trainingData.csv.")
+    if chosen:
+        lines.append(f"PASS's own settings are central PASS's on that page: "
+                     f"{', '.join(f'{k}={v}' for k, v in chosen.items())} (docs/uji_validation.md says how they were "
+                     "chosen); the others are PASSConfig's defaults.")
+    return [para(line) + "\n" for line in lines]
 
 
 def markdown(results: dict) -> str:

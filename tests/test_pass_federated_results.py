@@ -91,3 +91,35 @@ def test_quick_run_on_digits_writes_json_and_page(tmp_path):
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr[-3000:]
     assert (docs / "pass_federated_results.md").read_text() == page
+
+
+def test_ujiindoorloc_runs_on_the_validation_split_with_central_pass_settings(script, tmp_path):
+    """UJIIndoorLoc's devices are trainingData's users, scored on validationData's rows, with the PASS settings of
+    the central bundle it is compared with (docs/uji_validation.json's), and that bundle stands beside it."""
+    assert script.dataset_options("ujiindoorloc", False) == {"test_split": "validation"}
+    assert script.dataset_options("ujiindoorloc", True)["test_split"] == "validation"
+    assert script.dataset_options("digits", False) == {} and script.central_pass_settings("digits") == {}
+
+    page = {"mechanisms": {"pass": {"pass_set": {"input_dropout": 0.4, "progress": "false", "mu": "1.0"}}}}
+    (tmp_path / "uji_validation.json").write_text(json.dumps(page))
+    assert script.central_pass_settings("ujiindoorloc", tmp_path / "uji_validation.json") == {
+        "input_dropout": "0.4", "mu": "1.0"}                          # progress is not a setting of the model
+    with pytest.raises(SystemExit, match="uji_validation_results.py"):
+        script.central_pass_settings("ujiindoorloc", tmp_path / "absent.json")
+    assert "missing" in script.beside_validation_pass(tmp_path / "uji_validation.json")   # not audited
+
+    committed = script.BESIDE_UJI_VALIDATION
+    if committed.is_file():
+        central = script.beside_pass("ujiindoorloc")
+        entry = json.loads(committed.read_text())["mechanisms"]["pass"]
+        assert central["source"] == "docs/uji_validation.json"
+        assert central["bundle_evaluation"] == entry["bundle_evaluation"]
+        assert central["mnag"] == entry["run_metrics"]["mnag"] and isinstance(central["audited_mnag"], float)
+
+
+@pytest.mark.skipif(not (Path(os.environ.get("SENSORVEIL_SHARED", REPO.parent / "shared")) / "datasets"
+                         / "ujiindoorloc.zip").is_file(), reason="needs ../shared/datasets/ujiindoorloc.zip")
+def test_ujiindoorloc_devices_are_the_training_users(script):
+    """18 users took trainingData.csv; validationData.csv's rows (USERID 0) are scored, never a device."""
+    data_path = script.TASKS["ujiindoorloc"][3]
+    assert script.devices_by("ujiindoorloc", data_path, script.dataset_options("ujiindoorloc", False), "user") == 18
