@@ -12,7 +12,7 @@ from tests.conftest import WALKWAY
 cv2 = pytest.importorskip("cv2")
 
 from sensorveil.runtime.camera import learned  # noqa: E402
-from sensorveil.runtime.errors import OutputError  # noqa: E402
+from sensorveil.runtime.errors import InputError, OutputError  # noqa: E402
 from sensorveil.runtime.manifest_fields import ManifestError  # noqa: E402
 
 
@@ -41,6 +41,59 @@ def test_people_boxes_refuse_a_graph_that_returns_garbage():
         learned.people_boxes(detections((0.1, 0.2, np.nan, 0.3, 0.9, 1)), (360, 480), 0.3)
     with pytest.raises(OutputError, match="expected finite"):
         learned.people_boxes(np.zeros((1, 5, 4), np.float32), (360, 480), 0.3)
+
+
+def coder(*anchors):
+    """(scales, anchors) of the SSD's box coder: the config's (10, 10, 5, 5) and (ycenter, xcenter, h, w) rows."""
+    return np.asarray([10, 10, 5, 5], np.float32), np.asarray(anchors, np.float32).reshape(-1, 4)
+
+
+def test_box_encodings_decode_as_the_ssd_box_coder_does():
+    """(1, N, 5) rows (ty, tx, th, tw, person logit): a zero encoding is its anchor; ty = 10 moves the centre by
+    one anchor height; th = 5 scales the height by e; the logit becomes sigmoid(logit)."""
+    anchors = coder((0.5, 0.5, 0.2, 0.1), (0.3, 0.6, 0.4, 0.2))
+    rows = np.asarray([[[0, 0, 0, 0, 0], [10, 0, 5, 0, np.log(9)]]], np.float32)
+    decoded = learned.decode(rows, anchors)
+    assert decoded.shape == (1, 2, 6) and decoded.dtype == np.float32
+    np.testing.assert_allclose(decoded[0, 0], [0.4, 0.45, 0.6, 0.55, 0.5, 1], atol=1e-6)
+    height = 0.4 * np.e
+    np.testing.assert_allclose(decoded[0, 1], [0.7 - height / 2, 0.5, 0.7 + height / 2, 0.7, 0.9, 1], atol=1e-6)
+    boxes = learned.people_boxes(rows, (100, 100, 3), 0.3, box_coder=anchors)      # both are people at 0.3
+    assert len(boxes) == 2
+
+
+def test_box_encodings_that_do_not_fit_their_anchors_are_refused():
+    anchors = coder((0.5, 0.5, 0.2, 0.1))
+    with pytest.raises(OutputError, match=r"expected finite \(1, 1, 5\) box encodings"):
+        learned.decode(np.zeros((1, 2, 5), np.float32), anchors)             # two rows for one anchor
+    with pytest.raises(OutputError, match="box encodings"):
+        learned.decode(np.asarray([[[0, np.inf, 0, 0, 0]]], np.float32), anchors)
+    with pytest.raises(OutputError, match="non-finite boxes"):
+        learned.decode(np.asarray([[[0, 0, 1e4, 0, 0]]], np.float32), anchors)   # exp overflows
+    with pytest.raises(OutputError, match="names no 'anchors' file"):
+        learned.people_boxes(np.zeros((1, 1, 5), np.float32), (100, 100), 0.3)    # encodings, no anchors
+    with pytest.raises(OutputError, match=r"\(1, 1, 5\) box encodings"):
+        learned.people_boxes(detections((0.1, 0.2, 0.5, 0.3, 0.9, 1)), (100, 100), 0.3, box_coder=anchors)
+
+
+def npy_bytes(array):
+    import io
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("array", [np.zeros((1917, 4), np.float32), np.ones((3, 5), np.float32),
+                                   np.ones((3, 4), np.int64), np.full((3, 4), np.nan, np.float32),
+                                   np.asarray([[10, 10, 5, 5], [0.5, 0.5, 0.0, 0.1]], np.float32)])
+def test_an_anchors_file_that_is_not_a_box_coder_is_refused(array):
+    good = np.asarray([[10, 10, 5, 5], [0.5, 0.5, 0.2, 0.1]], np.float32)
+    scales, anchors = learned.load_box_coder(npy_bytes(good), "a.npy")
+    assert scales.tolist() == [10, 10, 5, 5] and anchors.shape == (1, 4)
+    with pytest.raises(InputError, match=r"anchors file 'a.npy' holds .*expected a finite \(1 \+ N, 4\)"):
+        learned.load_box_coder(npy_bytes(array), "a.npy")
+    with pytest.raises(InputError, match="is not a .npy array"):
+        learned.load_box_coder(b"not an array", "a.npy")
 
 
 def test_unite_keeps_every_learned_box_and_only_new_motion_boxes():
@@ -96,6 +149,20 @@ def test_manifest_values_that_would_blind_the_detector_are_refused(field, value)
     validate_camera("bundle", manifest)              # as exported: accepted
     manifest["camera"][field] = value
     with pytest.raises(ManifestError, match="camera.detector"):
+        validate_camera("bundle", manifest)
+
+
+@pytest.mark.parametrize("anchors", ["unlisted.npy", "d.onnx", 3])
+def test_a_detector_entry_naming_anchors_that_are_not_a_listed_npy_is_refused(anchors):
+    from sensorveil.runtime.schema import validate_camera
+    entry = {"file": "d.tflite", "anchors": "person-detector-anchors.npy"}
+    manifest = {"input": {"sample_shape": [64, 32]}, "files": {"d.tflite": {}, "person-detector-anchors.npy": {}},
+                "artifacts": {"litert": {"graphs": {"model": {"file": "m.tflite"}, "person-detector": entry}}},
+                "camera": {"frame": "person-crops", "detector": learned.DETECTOR_KIND,
+                           "detector_graph": "person-detector", "crop_shape": [64, 32]}}
+    validate_camera("bundle", manifest)              # as exported: accepted
+    entry["anchors"] = anchors
+    with pytest.raises(ManifestError, match="artifacts.litert.graphs.person-detector.anchors"):
         validate_camera("bundle", manifest)
 
 

@@ -248,6 +248,9 @@ def validate_camera(where, manifest):
             if learned.DETECTOR_GRAPH not in graphs_of(artifact):
                 fail(where, "artifacts.{}.graphs".format(backend), sorted(graphs_of(artifact)),
                      "a {!r} graph (camera.detector is {!r})".format(learned.DETECTOR_GRAPH, learned.DETECTOR_KIND))
+            learned.check_graph_entry(graphs_of(artifact)[learned.DETECTOR_GRAPH], manifest.get("files", {}),
+                                      "artifacts.{}.graphs.{}".format(backend, learned.DETECTOR_GRAPH),
+                                      lambda field, value, expected: fail(where, field, value, expected))
     if camera["crop_shape"] != manifest["input"]["sample_shape"]:
         fail(
             where,

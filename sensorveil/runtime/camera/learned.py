@@ -12,8 +12,18 @@ score, class. Graphs exported since the detector's second form stop before the S
 suppression (its loops are what TFLite, TensorRT and the NCS2 cannot run, and most of its cost): they return
 every anchor's decoded box and person score, and this module suppresses the overlaps of the people, in numpy.
 The first form's graphs (suppressed in the graph, at most 100 rows) pass through the same suppression
-unchanged. Runs on the boards' own Python (3.6): no annotations import, no f-strings.
+unchanged.
+
+The third form (the int8 TFLite and Edge TPU graphs) stops before the SSD's box coder, whose EXP, UNPACK and
+float tail the Edge TPU cannot run: its output is (1, N, 5), each anchor's box encoding (ty, tx, th, tw) and
+person logit, all int8 with one scale. Its graph entry names an ``anchors`` file of the bundle (hashed and
+signed as every listed file), a (1 + N, 4) float32 .npy: the box coder's scale factors (10, 10, 5, 5), then
+each anchor's ycenter, xcenter, height and width, read out of the frozen graph at export. This module decodes
+the rows as the graph's own coder does (``decode``) and goes on as with the second form. Runs on the boards'
+own Python (3.6): no annotations import, no f-strings.
 """
+import io
+
 import numpy as np
 
 from sensorveil.runtime.camera.detect import MotionPeopleDetector, opencv
@@ -31,6 +41,10 @@ EVERY_RANGE = (1, 10)
 OVERLAP_IOU = 0.6                   # boxes overlapping more are one person (the SSD config's own NMS threshold)
 MIN_HEIGHT = 12                     # px: a learned box shorter than this is not a person at this frame's scale
 COVERED = 0.5                       # a motion box whose area is this much inside a learned box is that person
+ANCHORS_KEY = "anchors"             # the detector graph entry's field naming its anchors file (the third form)
+ANCHORS_SUFFIX = ".npy"
+DECODED_WIDTH = 6                   # ymin, xmin, ymax, xmax, score, class
+ENCODED_WIDTH = 5                   # ty, tx, th, tw, person logit
 
 
 class LearnedPeopleDetector(object):
@@ -40,7 +54,7 @@ class LearnedPeopleDetector(object):
     pipeline reads (``protect``, ``foreground``)."""
 
     def __init__(self, run_graph, graph=DETECTOR_GRAPH, score=DEFAULT_SCORE, every=DEFAULT_EVERY, motion=None,
-                 person_class=COCO_PERSON, input_size=DETECTOR_INPUT):
+                 person_class=COCO_PERSON, input_size=DETECTOR_INPUT, box_coder=None):
         if run_graph is None:
             raise InputError("the learned people detector needs the bundle's graphs (Privatizer.run_graph); "
                              "expected a loaded bundle, got none")
@@ -51,6 +65,8 @@ class LearnedPeopleDetector(object):
         self.cv2 = opencv()
         self.seen = 0
         self.learned = np.zeros((0, 4), dtype=np.int64)   # the last run's people
+        # (scales, anchors) of a graph that returns box encodings: given, or the bundle's own file
+        self.box_coder = box_coder if box_coder is not None else bundle_box_coder(run_graph, graph)
 
     @property
     def foreground(self):
@@ -76,15 +92,21 @@ class LearnedPeopleDetector(object):
         height, width = self.input_size
         image = self.cv2.resize(np.ascontiguousarray(rgb), (width, height), interpolation=self.cv2.INTER_AREA)
         rows = np.asarray(self.run_graph(self.graph, image[None]))
-        return people_boxes(rows, frame.shape, self.score, self.person_class)
+        return people_boxes(rows, frame.shape, self.score, self.person_class, self.box_coder)
 
 
-def people_boxes(rows, frame_shape, score, person_class=COCO_PERSON):
-    """(1, N, 6) detections -> int (M, 4) boxes (x, y, w, h) of the people at or above ``score``, once each
-    (overlaps suppressed), clipped to the frame. A graph that returns anything else, or non-finite values, is
-    an OutputError: the frame is not released (a stream counts it as a bad frame) rather than released with no
-    one found."""
-    if rows.ndim != 3 or rows.shape[0] != 1 or rows.shape[2] != 6 or not np.isfinite(rows).all():
+def people_boxes(rows, frame_shape, score, person_class=COCO_PERSON, box_coder=None):
+    """(1, N, 6) detections, or with ``box_coder`` (1, N, 5) box encodings (``decode``) -> int (M, 4) boxes
+    (x, y, w, h) of the people at or above ``score``, once each (overlaps suppressed), clipped to the frame. A
+    graph that returns anything else, or non-finite values, is an OutputError: the frame is not released (a
+    stream counts it as a bad frame) rather than released with no one found."""
+    if box_coder is not None:
+        rows = decode(rows, box_coder, person_class)
+    elif rows.ndim == 3 and rows.shape[2] == ENCODED_WIDTH:
+        raise OutputError("the person detector returned box encodings {} {} but its bundle entry names no {!r} "
+                          "file to decode them with; expected (1, N, 6) decoded detections, so this frame is not "
+                          "released".format(rows.dtype, rows.shape, ANCHORS_KEY))
+    if rows.ndim != 3 or rows.shape[0] != 1 or rows.shape[2] != DECODED_WIDTH or not np.isfinite(rows).all():
         raise OutputError("the person detector returned {} {}; expected finite (1, N, 6) detections, so this "
                           "frame is not released".format(rows.dtype, rows.shape))
     rows = rows[0]
@@ -95,6 +117,65 @@ def people_boxes(rows, frame_shape, score, person_class=COCO_PERSON):
     boxes = np.stack([np.floor(left), np.floor(top), np.ceil(right - left), np.ceil(bottom - top)], 1)
     boxes = boxes[(boxes[:, 3] >= MIN_HEIGHT) & (boxes[:, 2] >= 2)].astype(np.int64)
     return boxes.reshape(-1, 4)
+
+
+def decode(rows, box_coder, person_class=COCO_PERSON):
+    """(1, N, 5) rows (ty, tx, th, tw, person logit) -> (1, N, 6) detections, as the SSD's faster-rcnn box
+    coder decodes them: ycenter = ty / 10 * ha + ya, h = exp(th / 5) * ha (likewise x and w), score =
+    sigmoid(logit). Rows of any other shape, or not finite before or after decoding, are an OutputError."""
+    scales, anchors = box_coder
+    rows = np.asarray(rows)
+    if rows.ndim != 3 or rows.shape[0] != 1 or rows.shape[1:] != (len(anchors), ENCODED_WIDTH) \
+            or not np.isfinite(rows).all():
+        raise OutputError("the person detector returned {} {}; expected finite (1, {}, {}) box encodings (one "
+                          "row per anchor of its {!r} file), so this frame is not released".format(
+                              rows.dtype, rows.shape, len(anchors), ENCODED_WIDTH, ANCHORS_KEY))
+    codes = rows[0].astype(np.float32)
+    ycenter, xcenter, height, width = anchors.T
+    with np.errstate(over="ignore"):
+        ycenter = codes[:, 0] / scales[0] * height + ycenter
+        xcenter = codes[:, 1] / scales[1] * width + xcenter
+        height = np.exp(codes[:, 2] / scales[2]) * height
+        width = np.exp(codes[:, 3] / scales[3]) * width
+        score = 1.0 / (1.0 + np.exp(-codes[:, 4]))
+    boxes = np.stack([ycenter - height / 2, xcenter - width / 2, ycenter + height / 2, xcenter + width / 2,
+                      score, np.full_like(score, person_class)], axis=1)
+    if not np.isfinite(boxes).all():
+        raise OutputError("the person detector's box encodings decode to non-finite boxes (largest |th|, |tw| "
+                          "{:.3g}); expected finite boxes, so this frame is not released".format(
+                              float(np.abs(codes[:, 2:4]).max())))
+    return boxes[None].astype(np.float32)
+
+
+def load_box_coder(data, name):
+    """(scales (4,), anchors (N, 4)) from the bytes of the bundle's anchors file ``name``: a (1 + N, 4)
+    float .npy, the scale factors first, every value finite, scales and anchor sizes above 0. Anything else is
+    an InputError naming the file."""
+    try:
+        array = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:
+        raise InputError("the person detector's anchors file {!r} is not a .npy array ({}); expected a (1 + N, 4) "
+                         "float array".format(name, error))
+    if not isinstance(array, np.ndarray) or array.dtype.kind != "f" or array.ndim != 2 or array.shape[0] < 2 \
+            or array.shape[1] != 4 or not np.isfinite(array).all() or not (array[0] > 0).all() \
+            or not (array[1:, 2:] > 0).all():
+        raise InputError("the person detector's anchors file {!r} holds {} {}; expected a finite (1 + N, 4) float "
+                         "array: the box coder's 4 scale factors, then each anchor's ycenter, xcenter, height, "
+                         "width (scales and sizes above 0)".format(name, getattr(array, "dtype", type(array)),
+                                                                    getattr(array, "shape", "")))
+    array = array.astype(np.float32)
+    return array[0], array[1:]
+
+
+def bundle_box_coder(run_graph, graph):
+    """The (scales, anchors) the loaded bundle behind ``run_graph`` (Privatizer.run_graph) ships for ``graph``
+    (its entry's ``anchors`` file, the verified bytes); None for a graph that decodes its own boxes."""
+    privatizer = getattr(run_graph, "__self__", None)
+    bundle = getattr(privatizer, "bundle", None)
+    if bundle is None or not hasattr(bundle, "graph_artifact"):
+        return None
+    name = bundle.graph_artifact(privatizer.backend_name, graph).get(ANCHORS_KEY)
+    return None if name is None else load_box_coder(bundle.read(name), name)
 
 
 def suppress(rows, iou):
@@ -147,3 +228,13 @@ def check_fields(camera, fail):
     person = camera.get("detector_person_class", COCO_PERSON)
     if person != COCO_PERSON:
         fail("camera.detector_person_class", person, "{} (COCO's person)".format(COCO_PERSON))
+
+
+def check_graph_entry(entry, files, path, fail):
+    """The detector graph entry's optional ``anchors``: a listed (so hashed and verified) .npy file."""
+    if ANCHORS_KEY not in entry:
+        return
+    name = entry[ANCHORS_KEY]
+    if not isinstance(name, str) or not name.endswith(ANCHORS_SUFFIX) or name not in files:
+        fail(path + "." + ANCHORS_KEY, name, "a {} file listed in 'files' (so its sha256 is checked)".format(
+            ANCHORS_SUFFIX))
