@@ -1,6 +1,7 @@
 """Utility that survives new users: PASS and PR-GAN's exported bundles audited on UJIIndoorLoc's validationData rows.
 
     python scripts/uji_validation_results.py [--pass-set input_dropout=0.4 mu=...] [--mechanisms pass prgan]
+                                             [--select mu=0.2,0.5,1,2] [--select-audit-seeds 1]
                                              [--audit-seeds 3] [--attacker-epochs 20] [--out runs/uji-validation]
                                              [--json docs/uji_validation.json] [--markdown docs/uji_validation.md]
                                              [--quick] [--allow-dirty]
@@ -16,6 +17,12 @@ its utility probe is the floor classifier trained on the bundle's output of the 
 output of the validation rows). A raw-data floor classifier and raw-data region attackers, trained and scored on the
 same rows the same way, are the reference.
 
+--select KEY=V1,V2,... chooses one PASS setting before any validationData row is loaded: for each value PASS is
+trained (one seed, the other settings as given), exported and audited (--select-audit-seeds) on the loader's
+`split=train test_split=held-out-users` split (trainingData.csv alone, four whole users and their phones held out as
+the test rows); the rule (SELECT_RULE) picks the value that the validation run then uses, and the page shows every
+value's figures in "How the setting was chosen".
+
 Goal: floor utility >= 75% on the validation rows, privacy kept (strongest region attacker within 5 points of
 Random*). A run given --mechanisms keeps the other mechanism's earlier entry; every PASS run is also added to the
 page's record of PASS settings tried (a sweep of input_dropout / mu is one run per setting).
@@ -29,6 +36,7 @@ from pathlib import Path
 
 from pass_results import AUDIT_SEEDS, GOAL_POINTS, TASKS, interval, para, pct  # scripts/ is on sys.path
 from prgan_results import prgan_config, without_machine_paths
+from uji_pass_settings import SELECT_SPLIT, merged_sweep, select_setting, selection_lines, sweep_lines, sweep_point
 
 from sensorveil.benchmarks.provenance import page_header, provenance, recorded, require_clean
 
@@ -73,8 +81,14 @@ def verdict(floor: dict, private: dict, random_star: float) -> dict:
 
 
 # ------------------------------------------------------------------ the runs
-def dataset_options(quick: bool) -> dict:
-    return {**SPLIT, **({"max_rows": QUICK_ROWS} if quick else {})}
+def dataset_options(quick: bool, split: dict = SPLIT) -> dict:
+    return {**split, **({"max_rows": QUICK_ROWS} if quick else {})}
+
+
+def rows_text(options: dict, test: bool = False) -> str:
+    if options.get("test_split") == "held-out-users":
+        return "held-out users' rows" if test else "other users' trainingData rows"
+    return "validation rows" if test else "trainingData rows"
 
 
 def pass_settings(pairs, quick: bool) -> dict:
@@ -88,7 +102,7 @@ def train_pass(out: Path, options: dict, args) -> Path:
     from sensorveil.sdk.runs import train_run
 
     settings = pass_settings(args.pass_set, args.quick)
-    log(f"PASS: training on the trainingData rows ({', '.join(f'{k}={v}' for k, v in settings.items())}); "
+    log(f"PASS: training on the {rows_text(options)} ({', '.join(f'{k}={v}' for k, v in settings.items())}); "
         "its own probing attack follows")
     return train_run("pass", DATASET, data_path=DATA_PATH, useful=[USEFUL], private=[PRIVATE], hidden=[],
                      out=out / "runs" / "pass", dataset_options=options, attacker_epochs=args.attacker_epochs,
@@ -119,7 +133,7 @@ def one_mechanism(name: str, out: Path, options: dict, args) -> dict:
     run = read_run(run_dir)
     log(f"{LABELS[name]}: trained in {run.get('train_seconds') or 0:.0f} s; exporting the ONNX bundle")
     bundle = export_run(run_dir, "onnx", out / "bundles" / name)
-    log(f"{LABELS[name]}: auditing the bundle on the validation rows ({args.audit_seeds} seed(s), "
+    log(f"{LABELS[name]}: auditing the bundle on the {rows_text(options, test=True)} ({args.audit_seeds} seed(s), "
         f"{args.attacker_epochs} attacker epochs)")
     device = audit_path(bundle, seeds=args.audit_seeds, attacker_epochs=args.attacker_epochs,
                         log=lambda line: log(f"{LABELS[name]}: {line}"))
@@ -166,26 +180,6 @@ def raw_reference(options: dict, args) -> dict:
             "private": private, "majority_private": reference["majority_private"],
             "goal": verdict(floor, private, reference["random_star"]), "attacker_epochs": epochs,
             "seeds": args.audit_seeds, "seconds": round(time.time() - started, 1), "timestamp": stamp()}
-
-
-def sweep_point(entry: dict, record: dict, quick: bool) -> dict:
-    """One PASS run's settings and its goal figures, for the page's record of settings tried."""
-    goal = entry["goal"]
-    return {"pass_set": entry["pass_set"], "quick": quick, "timestamp": entry["timestamp"],
-            "commit": record.get("commit"), "dirty": record.get("dirty"),
-            "floor_acc": goal["floor_acc"]["mean"], "strongest_attacker": goal["strongest_attacker"],
-            "strongest_acc": goal["strongest_acc"]["mean"], "random_star": goal["random_star"],
-            "gap_points": goal["gap_points"], "met": goal["met"]}
-
-
-def merged_sweep(earlier: list, point: dict) -> list:
-    """The earlier points and this run's, which replaces one with the same settings; a full run also drops the
-    --quick points (their figures mean nothing)."""
-    def kept(other: dict) -> bool:
-        if other.get("quick") and not point["quick"]:
-            return False
-        return (other.get("pass_set"), other.get("quick")) != (point["pass_set"], point["quick"])
-    return [other for other in earlier if kept(other)] + [point]
 
 
 # ------------------------------------------------------------------ the page
@@ -244,26 +238,6 @@ def audit_lines(name: str, entry: dict) -> list:
     return lines
 
 
-def sweep_lines(results: dict) -> list:
-    points = results.get("pass_sweep") or []
-    if not points:
-        return []
-    lines = ["## PASS settings tried", "",
-             para("Each PASS run this script made into this JSON, one row per setting (a later run with the same "
-                  "settings replaces its row): the bundle audit's floor accuracy and strongest region attacker on "
-                  "the validation rows. Only the row of the run above has its full audit on this page."), "",
-             "| PASS settings | floor accuracy | strongest region attacker | Random* | minus Random* (points) | goal "
-             "| computed | commit |", "|---|---:|---|---:|---:|---|---|---|"]
-    for point in points:
-        commit = f"{point.get('commit')}{' (dirty)' if point.get('dirty') else ''}"
-        settings = ", ".join(f"{k}={v}" for k, v in point["pass_set"].items() if k != "progress")
-        lines.append(f"| {settings}{' (--quick)' if point.get('quick') else ''} | {pct(point['floor_acc'])} "
-                     f"| {point['strongest_attacker']}: {pct(point['strongest_acc'])} | {pct(point['random_star'])} "
-                     f"| {point['gap_points']:+.1f} | {'met' if point['met'] else 'NOT met'} | {point['timestamp']} "
-                     f"| {commit} |")
-    return lines + [""]
-
-
 def goal_lines(results: dict) -> list:
     verdicts = [f"{LABELS.get(name, name)} {'meets' if entry['goal']['met'] else 'does NOT meet'} it"
                 for name, entry in results["mechanisms"].items()]
@@ -305,15 +279,16 @@ def markdown(results: dict) -> str:
                        f"attackers neural {interval(raw['private']['neural'])} and trees "
                        f"{interval(raw['private']['trees'])}), computed {raw['timestamp']}. It bounds the utility a "
                        "release can keep on these rows and shows that the region attackers have power here."), ""]
-    lines += ["## Each bundle's audit on the validation rows", ""]
+    lines += selection_lines(results) + ["## Each bundle's audit on the validation rows", ""]
     for name, entry in results["mechanisms"].items():
         lines += audit_lines(name, entry)
     lines += sweep_lines(results)
     lines += ["## The command", "", "```bash", recorded(results).get("command", COMMAND), "```", "",
               para(f"Settings of PASS are given with `--pass-set KEY=VALUE ...` (PASSConfig's fields, as `sensorveil "
                    f"train pass --set` takes them; this script starts from "
-                   f"{', '.join(f'{k}={v}' for k, v in PASS_DEFAULTS.items())}); `--mechanisms pass` reruns PASS "
-                   "alone and keeps PR-GAN's entry.")]
+                   f"{', '.join(f'{k}={v}' for k, v in PASS_DEFAULTS.items())}); `--select KEY=V1,V2,...` first "
+                   "chooses one of them on held-out trainingData users; `--mechanisms pass` reruns PASS alone and "
+                   "keeps PR-GAN's entry.")]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -323,6 +298,9 @@ def arguments():
     parser.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS), choices=list(MECHANISMS))
     parser.add_argument("--pass-set", nargs="+", default=None, metavar="KEY=VALUE",
                         help=f"PASS settings (PASSConfig fields) over {PASS_DEFAULTS}")
+    parser.add_argument("--select", default=None, metavar="KEY=V1,V2,...",
+                        help="choose PASS's KEY among the values on held-out trainingData users, then run the page")
+    parser.add_argument("--select-audit-seeds", type=int, default=1, help="audit seeds of each --select value")
     parser.add_argument("--attacker-epochs", type=int, default=20, help="each attacker's and classifier's epochs")
     parser.add_argument("--audit-seeds", type=int, default=AUDIT_SEEDS, help="the audit's and the reference's seeds")
     parser.add_argument("--out", default=str(REPO / "runs" / "uji-validation"), help="runs and bundles go here")
@@ -343,8 +321,10 @@ def run_all(args, json_path: Path) -> dict:
         raise SystemExit(f"{TAG} {DATA_PATH} not found (set SENSORVEIL_SHARED to the folder holding "
                          "datasets/ujiindoorloc.zip)")
     require_clean(args.allow_dirty)
+    if args.select and "pass" not in args.mechanisms:
+        raise SystemExit(f"{TAG} --select chooses a PASS setting: it needs pass among --mechanisms")
     if args.quick:
-        args.attacker_epochs, args.audit_seeds = 1, 1
+        args.attacker_epochs, args.audit_seeds, args.select_audit_seeds = 1, 1, 1
     from sensorveil.benchmarks.report import cpu_description
 
     record, out, options = provenance(allow_dirty=args.allow_dirty), Path(args.out), dataset_options(args.quick)
@@ -354,9 +334,16 @@ def run_all(args, json_path: Path) -> dict:
                "attacker_epochs": args.attacker_epochs, "audit_seeds": args.audit_seeds,
                "mechanisms": {name: entry for name, entry in earlier.get("mechanisms", {}).items()
                               if name not in args.mechanisms},
-               "pass_sweep": earlier.get("pass_sweep", [])}
+               "pass_sweep": earlier.get("pass_sweep", []),
+               "pass_selection": None if "pass" in args.mechanisms else earlier.get("pass_selection")}
     json_path.parent.mkdir(parents=True, exist_ok=True)
     log(f"goal: {GOAL}")
+    if args.select:   # before any validationData row is loaded
+        chosen_on = dataset_options(args.quick, SELECT_SPLIT)
+        results["pass_selection"] = selection = select_setting(
+            args, chosen_on, lambda name, trial: one_mechanism("pass", out / "select" / name, chosen_on, trial), log)
+        args.pass_set = [*(args.pass_set or []), f"{selection['key']}={selection['chosen']}"]
+        json_path.write_text(json.dumps(without_machine_paths(results, out), indent=2, default=float) + "\n")
     log("raw-data reference: floor classifier and region attackers on the raw rows")
     results["raw"] = raw_reference(options, args)
     for name in args.mechanisms:

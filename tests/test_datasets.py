@@ -353,7 +353,9 @@ def test_uji_validation_test_split_with_max_rows(uji):
 
 @needs_uji
 @pytest.mark.parametrize("options, words", [
-    ({"test_split": "valid"}, r"test_split='valid' is unknown; expected one of \['random', 'validation'\]"),
+    ({"test_split": "valid"}, r"test_split='valid' is unknown; expected one of \['random', 'validation', 'held-out-"),
+    ({"test_split": "held-out-users"}, r"test_split='held-out-users' needs split='train' \(its train and test rows"),
+    ({"test_split": "held-out-users", "split": "train", "max_rows": 1}, "max_rows=1 with test_split='held-out-users'"),
     ({"test_split": "validation", "split": "train"}, "test_split='validation' needs split='both'"),
     ({"test_split": "validation", "split": "validation"}, "needs split='both'"),
     ({"test_split": "validation", "max_rows": 1}, "max_rows=1 with test_split='validation': expected 2 or more"),

@@ -19,6 +19,13 @@ UJI_FLOOR_OFFSET = tuple(int(v) for v in np.cumsum((0,) + UJI_FLOORS_PER_BUILDIN
 UJI_NUM_FLOORS = sum(UJI_FLOORS_PER_BUILDING)  # 13
 UJI_REGIONS_PER_FLOOR = 8
 _UJI_META = ("LONGITUDE", "LATITUDE", "FLOOR", "BUILDINGID", "SPACEID", "USERID", "PHONEID")
+# test_split "held-out-users": the test rows are these trainingData.csv users' (USERID; 4 of 18 users, 6,058 of
+# 19,937 rows), a stand-in for validationData's new users and phones that leaves validationData.csv untouched.
+# Rule: the test rows hold all 13 floors, every floor keeps training rows of other users, and no training user
+# carries a held-out user's phone; users added greedily, most floors not yet held first, then fewest rows:
+# 11 (PHONEID 13; floors 0-5, 10, 11), 10 (PHONEID 8; 6-8), 3 (PHONEID 16; 12), 12 (PHONEID 24; 9).  Building 0 has
+# users 1 and 11 only; users 1, 9 and 16 share PHONEID 14.
+UJI_HELD_OUT_USERS = (3, 10, 11, 12)
 
 
 def _read_uji_csvs(path: Path) -> dict[str, bytes]:
@@ -71,8 +78,8 @@ def _uji_floor_index(building: np.ndarray, floor: np.ndarray) -> np.ndarray:
 def _uji_regions(floor: np.ndarray, lon: np.ndarray, lat: np.ndarray, is_train: np.ndarray) -> np.ndarray:
     """Region 0..103 = floor * 8 + r (see :func:`load_ujiindoorloc`).
 
-    Edges come from the training rows only, so a row's region never depends
-    on the split or subset that is loaded.
+    Edges come from the ``is_train`` rows only, so a row's region never
+    depends on the subset that is loaded.
     """
     region = np.zeros(floor.shape, dtype=np.int64)
     for f in range(UJI_NUM_FLOORS):
@@ -104,10 +111,13 @@ def _load_uji_arrays(path: str) -> dict:
     names = {}
     for attr, column in (("space", "SPACEID"), ("user", "USERID"), ("phone", "PHONEID")):
         attrs[attr], names[attr] = _reindex(meta[column])
-    for a in attrs.values():
+    held_out = is_train & np.isin(meta["USERID"], UJI_HELD_OUT_USERS)
+    # test_split "held-out-users" learns from the other users' rows only, so its region edges are theirs
+    held_out_region = _uji_regions(floor, meta["LONGITUDE"], meta["LATITUDE"], is_train & ~held_out)
+    for a in (*attrs.values(), heard, held_out, held_out_region):
         a.setflags(write=False)  # shared by every load through the cache
-    heard.setflags(write=False)
-    return {"x": heard, "attributes": attrs, "is_train": is_train, "names": names}
+    return {"x": heard, "attributes": attrs, "is_train": is_train, "held_out": held_out,
+            "held_out_region": held_out_region, "names": names}
 
 
 def _uji_prior(useful: str, private: str) -> np.ndarray | None:
@@ -137,8 +147,18 @@ def _uji_names() -> dict[str, list[str]]:
     }
 
 
-UJI_TEST_SPLITS = ("random", "validation")
-UJI_SPLIT_NAMES = ["train (trainingData.csv)", "test (validationData.csv)"]
+UJI_TEST_SPLITS = ("random", "validation", "held-out-users")
+UJI_SPLIT_NAMES = {
+    "validation": ["train (trainingData.csv)", "test (validationData.csv)"],
+    "held-out-users": ["train (trainingData.csv, other users)",
+                       f"test (trainingData.csv, users {', '.join(map(str, UJI_HELD_OUT_USERS))})"],
+}
+# the CSVs each fixed test split needs loaded, and why
+UJI_SPLIT_NEEDS = {
+    "validation": ("both", "trainingData rows to learn from and validationData rows to score on"),
+    "held-out-users": ("train", "its train and test rows are all trainingData rows; validationData rows play no "
+                                "part"),
+}
 
 
 def load_ujiindoorloc(path: str | None = None, split: str = "both", max_rows: int | None = None,
@@ -154,8 +174,12 @@ def load_ujiindoorloc(path: str | None = None, split: str = "both", max_rows: in
     "both"): every model and attacker learns from trainingData rows only and
     the test rows are exactly the validationData rows (other users and phones,
     months later); the rows carry ``trial_split`` (0 train, 1 test), the
-    dataset's own split that the protocols honour.  With ``max_rows`` each
-    part is subset on its own, stratified by region, in proportion to its size.
+    dataset's own split that the protocols honour.  "held-out-users" (needs
+    split "train"): the same for trainingData.csv alone, its test rows those
+    of the users in ``UJI_HELD_OUT_USERS`` (whose phones no other training user
+    has; see the comment there), so settings can be chosen without
+    validationData rows.  With ``max_rows`` the train and the test part are
+    each subset on their own, stratified by region, in proportion to size.
 
     Attributes: ``building`` (3); ``floor``, the 13 building-floors numbered
     building 0 floors 0-3 -> 0-3, building 1 floors 0-3 -> 4-7, building 2
@@ -164,7 +188,13 @@ def load_ujiindoorloc(path: str | None = None, split: str = "both", max_rows: in
     at its 25/50/75 % quantiles into 4 bins (bin = number of edges <= value)
     and each bin is cut at its LATITUDE median (r = 2 * bin + (lat > median)),
     giving 8 regions of about equal training counts; validation rows are
-    assigned with the same edges.  ``space``, ``user``, ``phone`` re-index
+    assigned with the same edges.  Under test_split "held-out-users" the
+    edges come from the other users' rows alone (the held-out users' rows
+    are assigned with them), just as validationData rows play no part in
+    the edges of the other splits: every region then has rows to learn from
+    and the prior's equal regions hold for them.  Its regions therefore
+    differ a little from the other splits' (about 18% of rows move).
+    ``space``, ``user``, ``phone`` re-index
     SPACEID, USERID, PHONEID over both CSVs (validation rows have SPACEID and
     USERID 0, which becomes class 0).
     """
@@ -174,12 +204,8 @@ def load_ujiindoorloc(path: str | None = None, split: str = "both", max_rows: in
     check_test_split(split, test_split)
     data = _load_uji_arrays(str(Path(path).resolve()))
     rows = _uji_rows(data, split, test_split, max_rows)
-    attributes = {k: v[rows] for k, v in data["attributes"].items()}
-    names = _uji_names() | data["names"]
-    if test_split == "validation":
-        attributes[SPLIT_ATTRIBUTE] = (~data["is_train"][rows]).astype(np.int64)
-        names[SPLIT_ATTRIBUTE] = list(UJI_SPLIT_NAMES)
-    scored = "; test rows: validationData.csv" if test_split == "validation" else ""
+    attributes, names = _uji_labels(data, test_split, rows)
+    scored = f"; test rows: {names[SPLIT_ATTRIBUTE][1][len('test ('):-1]}" if SPLIT_ATTRIBUTE in names else ""
     return SensorDataset(
         name="ujiindoorloc",
         x=data["x"][rows],
@@ -202,27 +228,52 @@ def check_test_split(split: str, test_split: str) -> None:
         raise ValueError(f"unknown split {split!r}; expected one of {list(splits)}")
     if test_split not in UJI_TEST_SPLITS:
         raise ValueError(f"ujiindoorloc option test_split={test_split!r} is unknown; expected one of "
-                         f"{list(UJI_TEST_SPLITS)} (\"validation\": train on trainingData.csv, "
-                         "score on validationData.csv)")
-    if test_split == "validation" and split != "both":
-        raise ValueError(f"ujiindoorloc option test_split='validation' needs split='both' (trainingData rows "
-                         f"to learn from and validationData rows to score on); got split={split!r}")
+                         f"{list(UJI_TEST_SPLITS)} (\"validation\": train on trainingData.csv, score on "
+                         "validationData.csv; \"held-out-users\": train and score on trainingData.csv, users "
+                         f"{', '.join(map(str, UJI_HELD_OUT_USERS))} held out)")
+    needed, why = UJI_SPLIT_NEEDS.get(test_split, (split, ""))
+    if split != needed:
+        raise ValueError(f"ujiindoorloc option test_split={test_split!r} needs split={needed!r} ({why}); "
+                         f"got split={split!r}")
+
+
+def _uji_attributes(data: dict, test_split: str) -> dict:
+    """Every row's attributes; "held-out-users" has its own region edges (see :func:`load_ujiindoorloc`)."""
+    if test_split == "held-out-users":
+        return {**data["attributes"], "region": data["held_out_region"]}
+    return data["attributes"]
+
+
+def _uji_labels(data: dict, test_split: str, rows: np.ndarray) -> tuple[dict, dict]:
+    """The loaded rows' attributes and every attribute's class names; a fixed test split adds ``trial_split``."""
+    attributes = {k: v[rows] for k, v in _uji_attributes(data, test_split).items()}
+    names = _uji_names() | data["names"]
+    if test_split in UJI_SPLIT_NAMES:
+        attributes[SPLIT_ATTRIBUTE] = _uji_test_mask(data, test_split)[rows].astype(np.int64)
+        names[SPLIT_ATTRIBUTE] = list(UJI_SPLIT_NAMES[test_split])
+    return attributes, names
+
+
+def _uji_test_mask(data: dict, test_split: str) -> np.ndarray:
+    """Over every row of both CSVs: the test rows of a fixed test split."""
+    return ~data["is_train"] if test_split == "validation" else data["held_out"]
 
 
 def _uji_rows(data: dict, split: str, test_split: str, max_rows: int | None) -> np.ndarray:
     """The loaded rows, in file order; ``max_rows`` takes a region-stratified subset of the whole
-    (test_split "random") or of each CSV in proportion to its size (test_split "validation")."""
+    (test_split "random") or of the train and the test part in proportion to their sizes (a fixed split)."""
     splits = {"train": (True,), "validation": (False,), "both": (True, False)}
     rows = np.flatnonzero(np.isin(data["is_train"], splits[split]))
-    region = data["attributes"]["region"]
+    region = _uji_attributes(data, test_split)["region"]
     if max_rows is None or max_rows >= len(rows):
         return rows
     if test_split == "random":
         return rows[_stratified_take(region[rows], int(max_rows))]
     if max_rows < 2:
-        raise ValueError(f"ujiindoorloc max_rows={max_rows} with test_split='validation': expected 2 or more "
-                         "(at least one training and one validation row)")
-    train, test = rows[data["is_train"][rows]], rows[~data["is_train"][rows]]
+        raise ValueError(f"ujiindoorloc max_rows={max_rows} with test_split={test_split!r}: expected 2 or more "
+                         "(at least one training and one test row)")
+    is_test = _uji_test_mask(data, test_split)[rows]
+    train, test = rows[~is_test], rows[is_test]
     n_test = min(max(1, round(max_rows * len(test) / len(rows))), int(max_rows) - 1)
     parts = [(train, int(max_rows) - n_test), (test, n_test)]
-    return np.concatenate([part[_stratified_take(region[part], size)] for part, size in parts])
+    return np.sort(np.concatenate([part[_stratified_take(region[part], size)] for part, size in parts]))
