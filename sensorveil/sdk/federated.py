@@ -180,13 +180,10 @@ def simulate(apps_factory: str, spec: dict, out_dir: Path, timeout_s: float, flw
     home = Path(flwr_home or os.environ.get("FLWR_HOME") or out_dir / "flwr-home")
     home.mkdir(parents=True, exist_ok=True)
     # one BLAS thread per process: the simulation runs one ClientApp per CPU already
-    # RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO=0: Ray's own switch for the behaviour its FutureWarning announces (leave
-    # CUDA_VISIBLE_DEVICES alone when a task asks for no GPU); set, it no longer prints that warning every run.
-    # Flower's Ray transport imports TensorFlow where it is installed (the detector extra) and computes nothing
-    # with it; its C++ start-up lines would fill every worker's log, and only both switches silence them
-    quiet_tensorflow = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
-    env = flower_environment(home, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "RAY_DEDUP_LOGS": "0",
-                                    "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0", **quiet_tensorflow})
+    # Ray's own switch for the behaviour its FutureWarning announces, so it stops printing it; TensorFlow's two
+    # (Flower's Ray transport imports it where installed, computing nothing): its start-up lines filled every log
+    quiet = {"RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0", "TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
+    env = flower_environment(home, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "RAY_DEDUP_LOGS": "0", **quiet})
     command = [sys.executable, "-m", "sensorveil.sdk.federated", "simulate", apps_factory, str(spec_path)]
     started = time.time()
     process = subprocess.Popen(command, env=env, start_new_session=True)
@@ -222,9 +219,8 @@ def _simulate_main(apps_factory: str, spec_path: str) -> int:
     module, _, name = apps_factory.partition(":")
     server_app, client_app = getattr(importlib.import_module(module), name)(spec)
     from flwr.simulation import run_simulation
-    # progress comes from the ServerApp, one line a round; Flower's warnings here are about choices made on
-    # purpose (run_simulation is deprecated for `flwr run`, which the deployment mode uses; no federated
-    # evaluation), printed every run, so only its errors are shown
+    # progress comes from the ServerApp; Flower's warnings here concern choices made on purpose (run_simulation
+    # rather than `flwr run`, which deployment uses; no federated evaluation), so only its errors show
     logging.getLogger("flwr").setLevel(logging.ERROR)
     run_simulation(server_app=server_app, client_app=client_app, num_supernodes=int(spec["num_clients"]),
                    backend_config=ray_backend_config(int(spec.get("cpus", 2))))
