@@ -203,6 +203,44 @@ def test_a_converted_detector_that_moves_the_boxes_is_refused():
         check_matches("moved graph", source, lambda image: run(image) + np.array([0.1, 0, 0.1, 0, 0, 0]), 0.05)
 
 
+DECODE_IN_TENSORFLOW = """
+import sys
+import numpy as np
+from sensorveil.export import detector_graph as cut
+tf = cut.tensorflow()
+frozen = cut.read_frozen(tf, sys.argv[1])
+image = np.load(sys.argv[2])
+with tf.Graph().as_default() as graph:
+    placeholder = tf.compat.v1.placeholder(tf.float32, image.shape)
+    tensors = tf.compat.v1.import_graph_def(frozen, input_map={cut.TF_INPUT: placeholder},
+                                            return_elements=list(cut.TF_ENCODINGS + cut.TF_OUTPUTS))
+    with tf.compat.v1.Session(graph=graph) as session:
+        encodings, logits, boxes, scores = session.run(tensors, {placeholder: image})
+np.savez(sys.argv[3], rows=np.concatenate([encodings, logits[:, :, 1:2]], -1), boxes=boxes, scores=scores[:, :, 1])
+"""
+
+
+def test_numpy_decoding_equals_tensorflows_own_box_coder(tmp_path):
+    """On a walkway frame, the frozen graph's box encodings and person logits decoded in numpy with the anchors
+    the export reads out of the graph are TensorFlow's own decoded boxes and sigmoid scores (second form)."""
+    import subprocess
+    import sys
+
+    from sensorveil.export.person_detector import box_coder, encodings_cut, frozen_graph
+    converter_or_skip()
+    frame = walkway_frames(1)[0]
+    image = cv2.resize(np.ascontiguousarray(frame[..., ::-1]), (300, 300), interpolation=cv2.INTER_AREA)
+    np.save(tmp_path / "image.npy", image[None].astype(np.float32))
+    done = subprocess.run([sys.executable, "-c", DECODE_IN_TENSORFLOW, str(frozen_graph()), str(tmp_path / "image.npy"),
+                           str(tmp_path / "out.npz")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    tensorflow = np.load(tmp_path / "out.npz")
+    decoded = learned.decode(tensorflow["rows"], box_coder(encodings_cut()[1]))
+    assert np.abs(decoded[0, :, :4] - tensorflow["boxes"][0]).max() < 1e-5
+    assert np.abs(decoded[0, :, 4] - tensorflow["scores"][0]).max() < 1e-6
+    assert (tensorflow["scores"][0] > 0.3).sum() >= 2               # people in the frame: the scores matter
+
+
 def walkway_frames(count, step=1):
     capture, frames = cv2.VideoCapture(str(WALKWAY)), []
     for index in range(count):
@@ -273,18 +311,53 @@ def check_openvino_bundle(run, out):
 
 def check_tflite_bundles(run, folder):
     """fp32 and int8 TFLite bundles carry the cut detector (no loops, no suppression in the graph), and on a
-    walkway frame each finds the people the ONNX graph finds; the int8 one takes uint8 frames (the Coral)."""
+    walkway frame each finds the people the ONNX graph finds. The int8 one (the Coral's) is the third form:
+    int8 in and out, box encodings decoded with the bundle's anchors file, a whole Edge TPU graph."""
+    import onnxruntime as ort
+
     from sensorveil.export import export_run
+    from sensorveil.export.device_check import check_bundle
     from sensorveil.runtime import Privatizer
+    session = ort.InferenceSession(str(converter_or_skip()), providers=["CPUExecutionProvider"])
+    onnx_graph = lambda graph, batch: session.run(None, {"image": batch.astype(np.float32)})[0]  # noqa: E731
     frame = walkway_frames(101)[-1]
-    found = {}
+    found = {"onnx": learned.LearnedPeopleDetector(onnx_graph).find(frame)}
     for precision in ("fp32", "int8"):
         bundle = export_run(run, "tflite", folder / f"bundle-tflite-{precision}", precision=precision,
                             int8_check=False, calibration=32)
         privatizer = Privatizer.load(bundle, backend="litert")
         assert privatizer.graphs["person-detector"].precision == precision
-        found[precision] = learned.LearnedPeopleDetector(privatizer.run_graph).find(frame)
-    assert len(found["fp32"]) >= 2 and abs(len(found["int8"]) - len(found["fp32"])) <= 1, found
+        detector = learned.LearnedPeopleDetector(privatizer.run_graph)
+        assert (detector.box_coder is not None) == (precision == "int8")
+        found[precision] = detector.find(frame)
+    print("people found on walkway frame 100:", {key: len(boxes) for key, boxes in found.items()})
+    assert len(found["fp32"]) >= 2 and abs(len(found["int8"]) - len(found["onnx"])) <= 1, found
+    report = check_bundle(bundle, "coral-devboard")
+    assert "person-detector" in report["graphs"] and report["compatible"], report["problems"]
+    assert privatizer.graphs["person-detector"].output["dtype"] == np.int8
+    check_bad_anchors_refused(bundle)
+
+
+def check_bad_anchors_refused(bundle):
+    """An anchors file changed after export is refused on load (its sha256); one re-listed with its new hash but
+    not a box coder of the graph's 1917 anchors is refused when the detector is built, naming the file."""
+    import json
+
+    from sensorveil.runtime import Privatizer
+    from sensorveil.runtime.bundle import file_record
+    from sensorveil.runtime.errors import BundleError
+    anchors = bundle / "person-detector-anchors.npy"
+    assert np.load(anchors, allow_pickle=False).shape == (1 + 1917, 4)
+    np.save(anchors, np.load(anchors, allow_pickle=False)[:100], allow_pickle=False)
+    with pytest.raises(BundleError, match="person-detector-anchors.npy"):
+        Privatizer.load(bundle, backend="litert")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["files"]["person-detector-anchors.npy"] = file_record(anchors)
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    (bundle / "manifest.sig").unlink(missing_ok=True)   # the test bundle is re-listed, not re-signed
+    detector = learned.LearnedPeopleDetector(Privatizer.load(bundle, backend="litert").run_graph)
+    with pytest.raises(OutputError, match=r"expected finite \(1, 99, 5\) box encodings"):
+        detector.find(walkway_frames(1)[0])
 
 
 TORCH_FREE_STREAM = """

