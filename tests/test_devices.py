@@ -117,3 +117,15 @@ def test_devices_check_cli_on_real_bundles(digits_run, tmp_path, capsys):
     assert main(["devices", "check", str(onnx_bundle), "--device", "jetson-nano"]) == 0   # opset 13 by default
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["operator_counts"]["Convolution"] == 3 and report["problems"]
+
+
+def test_edgetpu_note_names_the_graph_files_of_a_plain_int8_tflite_bundle(digits_run, tmp_path):
+    """A tflite int8 bundle has no edgetpu artifact; the note's compile command names its own graph file."""
+    pytest.importorskip("ai_edge_litert", reason="LiteRT is not installed")
+    from sensorveil.cli import main
+    from sensorveil.export import export_run
+    bundle = export_run(digits_run, "tflite", tmp_path / "tflite-int8", precision="int8", calibration=16,
+                        int8_check=False)
+    main(["devices", "check", str(bundle), "--device", "coral-usb", "--json", str(tmp_path / "r.json")])
+    note = json.loads((tmp_path / "r.json").read_text())["note"]
+    assert "edgetpu_compiler -s -o" in note and "None" not in note and ".tflite" in note

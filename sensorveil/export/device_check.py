@@ -181,15 +181,10 @@ def check_bundle(bundle_dir, device: str) -> dict:
         "compatible": not problems,
     }
     if profile["backend"] == "edgetpu":
-        uncompiled = (
-            [
-                bundle.graph_artifact("edgetpu", name)
-                for name in bundle.graph_names("edgetpu")
-                if not bundle.graph_artifact("edgetpu", name).get("compiled")
-            ]
-            if "edgetpu" in bundle.manifest["artifacts"]
-            else [artifact]
-        )
+        # a plain int8 tflite bundle has no edgetpu artifact: its litert graphs are the ones to compile
+        source = "edgetpu" if "edgetpu" in bundle.manifest["artifacts"] else backend
+        entries = [bundle.graph_artifact(source, name) for name in bundle.graph_names(source)]
+        uncompiled = [entry for entry in entries if not entry.get("compiled")]
         if uncompiled:
             report["note"] = "not compiled for the Edge TPU yet; on an x86-64 host run: " + "; ".join(
                 entry.get("compile_command", f"edgetpu_compiler -s -o BUNDLE BUNDLE/{entry.get('file')}")
