@@ -8,6 +8,7 @@ the first thing a user sees is which mechanism protects and which one leaks.
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -172,14 +173,15 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
         from sensorveil.export.person_detector import detector_onnx
         detector_onnx()
     started = time.time()
+    # named for the clip, so runs on two cameras in one OUT neither overwrite nor mislabel each other
+    # ("walkway" below is the camera-crops loader's name, whatever the clip)
+    name = f"pass-{clip_slug(clip)}"
     print(f"[1/3] training pass on people crops of {clip.name} (private: appearance, useful: walking direction)")
-    run_dir = train_run(
-        "pass", "walkway", data_path=str(clip), out=out / "runs" / "pass-walkway", settings=dict(CAMERA_SETTINGS)
-    )
-    bundle = export_run(run_dir, "onnx", out / "bundles" / "pass-walkway", person_detector=person_detector)
+    run_dir = train_run("pass", "walkway", data_path=str(clip), out=out / "runs" / name, settings=dict(CAMERA_SETTINGS))
+    bundle = export_run(run_dir, "onnx", out / "bundles" / name, person_detector=person_detector)
     print(f"[2/3] auditing the bundle through the torch-free runtime ({seeds} seeds per attacker)")
     audit = audit_path(bundle, seeds=seeds, log=progress_line)
-    report = write_audit(audit, "audit of the pass walkway bundle", out / "reports" / "audit-pass-walkway.md")
+    report = write_audit(audit, f"audit of the {name} bundle", out / "reports" / f"audit-{name}.md")
     print(f"[3/3] previewing raw beside privatized over {clip.name}")
     with open_source(str(clip)) as source:
         shown = preview(load_for_stream(bundle), source, out=out / "camera-preview.mp4", headless=True)
@@ -198,6 +200,12 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
     (out / "camera-summary.json").write_text(json.dumps(summary, indent=2, default=str))
     print_camera_summary(summary)
     return summary
+
+
+def clip_slug(clip: Path) -> str:
+    """The clip's file stem as a bundle name: letters, digits and dashes only (walkway.avi -> walkway)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", clip.stem.lower()).strip("-")
+    return slug or "camera"
 
 
 def print_camera_summary(summary: dict) -> None:

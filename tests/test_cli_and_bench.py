@@ -107,6 +107,15 @@ def test_errors_exit_2_with_one_line_that_says_what_was_expected(tmp_path, capsy
     assert "camera clip not found" in capsys.readouterr().err
 
 
+def test_camera_quickstart_names_its_bundle_for_the_clip():
+    """Two cameras' runs in one --out must not share (and overwrite) one pass-walkway bundle."""
+    from sensorveil.quickstart import clip_slug
+
+    assert clip_slug(Path("../shared/media/walkway.avi")) == "walkway"
+    assert clip_slug(Path("/clips/Crowd Walkway_2.avi")) == "crowd-walkway-2"
+    assert clip_slug(Path("/clips/___.mp4")) == "camera"
+
+
 def test_console_script_help_lists_the_contract_verbs():
     out = subprocess.run([sys.executable, "-m", "sensorveil", "--help"], capture_output=True, text=True, check=True)
     for verb in ("quickstart", "train", "evaluate", "export", "benchmark"):
