@@ -19,7 +19,8 @@ cannot run, and the suppression of people alone is a few lines of numpy in the r
 (sensorveil.runtime.camera.learned.suppress). int8 bundles (the Coral's) carry the third form instead, a
 whole Edge TPU graph: cut before the box coder, int8 in and out, (1, 1917, 5) box encodings and person
 logits, with ``person-detector-anchors.npy`` (the coder's scale factors and anchors, read out of the graph)
-named by its entry's ``anchors`` and decoded by the runtime (learned.decode).
+named by its entry's ``anchors`` and decoded by the runtime (learned.decode). int8 ONNX bundles (CPU boards)
+carry the second form quantized in QDQ form, float in and out (sensorveil.export.detector_onnx_int8).
 """
 from __future__ import annotations
 
@@ -262,7 +263,13 @@ def add_person_detector(artifacts: dict, job: DetectorJob) -> dict:
 
 
 def onnx_detector(job: DetectorJob) -> dict:
-    """fp32 whatever the bundle's precision: its int8 graphs are for the model, the detector's fp32 is checked."""
+    """fp32, or for int8 bundles (CPU boards) the int8 QDQ graph calibrated on the clip's frames and checked
+    against fp32 (sensorveil.export.detector_onnx_int8); float in and out either way, so no anchors."""
+    if job.precision == "int8":
+        from sensorveil.export.detector_onnx_int8 import QUANTIZATION, detector_onnx_int8  # it imports this module
+        file = f"{DETECTOR_GRAPH}_int8.onnx"
+        shutil.copyfile(detector_onnx_int8(job.calibration(), job.progress), job.out_dir / file)
+        return {"file": file, "precision": "int8", "quantization": QUANTIZATION}
     file = f"{DETECTOR_GRAPH}.onnx"
     shutil.copyfile(detector_onnx(job.progress), job.out_dir / file)
     return {"file": file, "precision": "fp32"}

@@ -1,0 +1,149 @@
+"""The camera bundle's person detector as an int8 ONNX graph, for ONNX bundles exported with ``--precision int8``.
+
+The Raspberry Pi and the Jetson's CPU run the detector in onnxruntime beside the privatizing model, so an
+int8 bundle's detector is int8 too: the fp32 second form (sensorveil.export.person_detector: ``image``
+(1, 300, 300, 3) float32 RGB 0-255 in, ``detections`` (1, 1917, 6) float32 out) statically quantized by
+``onnxruntime.quantization.quantize_static`` in QDQ form: weights int8 per output channel, activations uint8
+per tensor from MinMax ranges over the run's clip frames (the same frames that calibrate the TFLite int8
+file, DetectorJob.calibration). The graph's input and output stay float32, so every adapter feeds it and the
+runtime's numpy suppression reads its rows exactly as it reads the fp32 graph's; no anchors file is needed.
+
+The box decoding and score tail (every node after the last convolution: the predictors' reshapes and
+concatenations, the sigmoid, the box coder's Exp/Mul/Add and the final concatenation) stays float: it is a
+few thousand elementwise values per frame, so int8 saves nothing there, and rounding the decoded corners and
+scores to 8 bits would only add error to what the suppression compares with the score threshold.
+
+Before it is cached the int8 graph must match the fp32 graph: its whole output on person_detector's textured
+image within INT8_TOLERANCE (the TFLite int8 file's bound), and on the calibration frames the people the
+runtime would find (learned.people_boxes at the default score) within one per frame on nearly every frame.
+A graph that fails either is refused with DetectorUnavailable and never cached or shipped.
+"""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from sensorveil.export.detector_graph import INPUT
+from sensorveil.export.person_detector import (
+    TFLITE_TOLERANCE,
+    DetectorUnavailable,
+    check_matches,
+    detector_onnx,
+)
+from sensorveil.runtime.camera.learned import DEFAULT_SCORE, DETECTOR_OUTPUT, people_boxes
+
+INT8_FORM = "qdq-v1"        # in the cached file's name: a change of the recipe below is a new file
+INT8_TOLERANCE = TFLITE_TOLERANCE["int8"]
+# the people check on the calibration frames: counts within PEOPLE_SLACK of fp32's on at least
+# PEOPLE_AGREEMENT of the frames (a person at the score threshold may flip either way on one frame)
+PEOPLE_SLACK = 1
+PEOPLE_AGREEMENT = 0.9
+QUANTIZATION = "QDQ, U8S8, weights per channel; box decoding and scores float"
+
+
+class FrameReader:
+    """onnxruntime.quantization's data reader over the calibration frames, one frame per call (batch 1: the
+    shape the board runs), as float32 RGB 0-255 like the runtime feeds the graph."""
+
+    def __init__(self, frames: np.ndarray):
+        self.frames = iter(frames)
+
+    def get_next(self):
+        frame = next(self.frames, None)
+        return None if frame is None else {INPUT: frame[None].astype(np.float32)}
+
+
+def detector_onnx_int8(calibration: np.ndarray, progress=print) -> Path:
+    """The int8 ONNX detector calibrated on ``calibration`` (N, 300, 300, 3) uint8 RGB frames: quantized on
+    first use, checked against the fp32 graph, and cached beside it by the sha256 of the frames and the
+    onnxruntime version (its quantizer's output changes between versions)."""
+    source = detector_onnx(progress)
+    frames = np.ascontiguousarray(calibration, dtype=np.uint8)
+    cached = cached_path(source, frames)
+    if cached.is_file():
+        return cached
+    progress(f"quantizing the person detector to int8 ONNX once ({len(frames)} calibration frames)")
+    with tempfile.TemporaryDirectory() as scratch:
+        quantized = quantize_detector(source, frames, Path(scratch))
+        check_int8_detector(source, quantized, frames)
+        shutil.move(str(quantized), str(cached))
+    return cached
+
+
+def cached_path(source: Path, frames: np.ndarray) -> Path:
+    """Beside the fp32 graph (whose folder is keyed by the frozen graph and its converters)."""
+    import onnxruntime as ort
+    frames = np.ascontiguousarray(frames, dtype=np.uint8)
+    key = hashlib.sha256(frames.tobytes() + ort.__version__.encode()).hexdigest()[:12]
+    return source.parent / f"detector_int8-{INT8_FORM}-{key}.onnx"
+
+
+def quantize_detector(source: Path, frames: np.ndarray, scratch: Path) -> Path:
+    """quant_pre_process (shape inference, batch-norm folding) then quantize_static, the float tail left out."""
+    import onnx
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+    prepared, out = scratch / "prepared.onnx", scratch / "detector_int8.onnx"
+    quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
+    # U8S8 with full 8-bit weights: 7-bit weights (reduce_range, the model graph's choice for x86 CPUs
+    # without VNNI, where 8-bit products can saturate) lost people on walkway (counts within one of fp32's on
+    # 83% of the calibration frames, 97% with 8 bits); the boards that run this graph (Pi, Jetson) are ARM,
+    # whose int8 kernels do not saturate, and the export machine's check below runs the graph as it ships
+    quantize_static(str(prepared), str(out), FrameReader(frames), quant_format=QuantFormat.QDQ,
+                    per_channel=True, reduce_range=False, activation_type=QuantType.QUInt8,
+                    weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax,
+                    nodes_to_exclude=float_tail(onnx.load(str(prepared))))
+    onnx.checker.check_model(onnx.load(str(out)))
+    return out
+
+
+def float_tail(model) -> list:
+    """The names of the nodes no convolution follows: the reshapes, concatenations, sigmoid and box decoding
+    after the predictors' last convolutions (found by the graph's shape, not by tf2onnx's node names)."""
+    nodes = list(model.graph.node)
+    feeds_conv = set()      # tensors a Conv reads, directly or through other nodes
+    for node in reversed(nodes):                # a topologically sorted graph, read from its output back
+        if node.op_type == "Conv" or any(name in feeds_conv for name in node.output):
+            feeds_conv.update(node.input)
+    return [node.name for node in nodes
+            if node.op_type != "Conv" and not any(name in feeds_conv for name in node.output)]
+
+
+def check_int8_detector(fp32: Path, int8: Path, frames: np.ndarray) -> None:
+    """The int8 graph's whole output within INT8_TOLERANCE of the fp32 graph's (check_matches), and the
+    people it finds on ``frames`` those fp32 finds (people_agreement); either failing is DetectorUnavailable."""
+    import onnxruntime as ort
+    session = ort.InferenceSession(str(int8), providers=["CPUExecutionProvider"])
+    ports = [port.name for port in session.get_inputs()], [port.name for port in session.get_outputs()]
+    if ports != ([INPUT], [DETECTOR_OUTPUT]):
+        raise DetectorUnavailable(f"the int8 person detector has ports {ports}; expected "
+                                  f"{([INPUT], [DETECTOR_OUTPUT])} like the fp32 graph")
+    check_matches("int8 ONNX graph", fp32, lambda image: session.run(None, {INPUT: image})[0], INT8_TOLERANCE)
+    agreed, counts = people_agreement(fp32, int8, frames)
+    if agreed < PEOPLE_AGREEMENT:
+        raise DetectorUnavailable(f"the int8 person detector finds other people than the fp32 graph on the "
+                                  f"calibration frames: counts within {PEOPLE_SLACK} on {agreed:.0%} of them "
+                                  f"(at least {PEOPLE_AGREEMENT:.0%} needed); fp32, int8 per frame: {counts}")
+
+
+def people_counts(path: Path, frames, threads: int | None = None) -> list:
+    """People per frame as the runtime counts them (learned.people_boxes at the default score, overlaps
+    suppressed) on 300x300 RGB ``frames``."""
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
+    session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+    return [len(people_boxes(session.run(None, {INPUT: frame[None].astype(np.float32)})[0], frame.shape,
+                             DEFAULT_SCORE)) for frame in frames]
+
+
+def people_agreement(fp32: Path, int8: Path, frames) -> tuple:
+    """(the share of ``frames`` where int8 counts within PEOPLE_SLACK of fp32, [(fp32, int8)] per frame)."""
+    counts = list(zip(people_counts(fp32, frames), people_counts(int8, frames)))
+    agreed = sum(abs(a - b) <= PEOPLE_SLACK for a, b in counts) / max(len(counts), 1)
+    return agreed, counts

@@ -1,0 +1,144 @@
+"""The int8 ONNX person detector of int8 ONNX bundles (sensorveil.export.detector_onnx_int8): really quantized
+with onnxruntime on walkway's frames, compared with the fp32 graph on frames it was not calibrated on,
+refused when it does not match, and shipped in an exported int8 bundle that the runtime loads."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import WALKWAY
+from tests.test_person_detector import converter_or_skip
+
+cv2 = pytest.importorskip("cv2")
+
+
+@pytest.fixture(scope="module")
+def graphs():
+    """(fp32 path, int8 path, calibration frames): quantized once (seconds), then read from the cache."""
+    from sensorveil.export.detector_onnx_int8 import detector_onnx_int8
+    from sensorveil.export.person_detector import CALIBRATION_FRAMES, clip_frames
+    fp32 = converter_or_skip()
+    frames = clip_frames(str(WALKWAY), CALIBRATION_FRAMES)
+    return fp32, detector_onnx_int8(frames, progress=lambda line: None), frames
+
+
+def held_out_frames(start=0.65, count=16):
+    """300x300 RGB walkway frames from the clip's last part, which calibration (its first 60%) never reads."""
+    capture = cv2.VideoCapture(str(WALKWAY))
+    total = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
+    wanted, frames = set(np.linspace(int(total * start), total - 1, count).astype(int).tolist()), []
+    for index in range(total):
+        ok, frame = capture.read()
+        if not ok:
+            break
+        if index in wanted:
+            rgb = np.ascontiguousarray(frame[..., ::-1])
+            frames.append(cv2.resize(rgb, (300, 300), interpolation=cv2.INTER_AREA))
+    capture.release()
+    assert len(frames) == count
+    return np.stack(frames)
+
+
+def test_the_int8_graph_finds_the_people_fp32_finds_on_frames_it_was_not_calibrated_on(graphs):
+    from sensorveil.export.detector_onnx_int8 import people_counts
+    fp32, int8, _ = graphs
+    frames = held_out_frames()
+    counts = list(zip(people_counts(fp32, frames), people_counts(int8, frames)))
+    print("people per held-out walkway frame (fp32, int8):", counts)
+    within = sum(abs(a - b) <= 1 for a, b in counts)
+    assert within >= 0.85 * len(counts), counts
+    total_fp32, total_int8 = sum(a for a, _ in counts), sum(b for _, b in counts)
+    assert total_fp32 >= len(counts) and total_int8 >= 0.8 * total_fp32, counts     # people there, and found
+
+
+def test_the_int8_graph_is_quantized_smaller_and_keeps_the_float_ports_and_tail(graphs):
+    """Weights int8 (a third of the file), float32 image in and detections out like fp32 (so the runtime reads
+    it unchanged), and the box decoding's Exp and the scores' Sigmoid left in float."""
+    import onnx
+    import onnxruntime as ort
+    fp32, int8, _ = graphs
+    assert int8.stat().st_size < 0.4 * fp32.stat().st_size
+    model = onnx.load(str(int8))
+    dequantized = {out for node in model.graph.node if node.op_type == "DequantizeLinear" for out in node.output}
+    convs = [node for node in model.graph.node if node.op_type == "Conv"]
+    assert convs and all(node.input[1] in dequantized for node in convs)            # int8 weights everywhere
+    tail = [node for node in model.graph.node if node.op_type in ("Exp", "Sigmoid")]
+    assert len(tail) == 3 and not any(name in dequantized for node in tail for name in node.input)
+    session = ort.InferenceSession(str(int8), providers=["CPUExecutionProvider"])
+    (port,), (output,) = session.get_inputs(), session.get_outputs()
+    assert (port.name, port.type, port.shape) == ("image", "tensor(float)", [1, 300, 300, 3])
+    assert (output.name, output.type) == ("detections", "tensor(float)")
+    rows = session.run(None, {"image": np.zeros((1, 300, 300, 3), np.float32)})[0]
+    assert rows.shape == (1, 1917, 6) and np.isfinite(rows).all()
+
+
+def corrupted(int8, out, factor):
+    """The int8 graph with every weight's dequantization scale multiplied by ``factor``: a wrongly quantized graph."""
+    import onnx
+    from onnx import numpy_helper
+    model = onnx.load(str(int8))
+    weights = {init.name for init in model.graph.initializer if init.data_type == onnx.TensorProto.INT8}
+    scales = {node.input[1] for node in model.graph.node if node.op_type == "DequantizeLinear"
+              and node.input[0] in weights}
+    for init in model.graph.initializer:
+        if init.name in scales:
+            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init) * np.float32(factor), init.name))
+    onnx.save(model, str(out))
+    return out
+
+
+def test_an_int8_graph_that_does_not_match_fp32_is_refused(graphs, tmp_path, monkeypatch):
+    """The real int8 graph passes its check; with its weights' scales off it fails the output bound, and with
+    the bound lifted it still fails on the people it finds."""
+    from sensorveil.export import detector_onnx_int8 as int8_module
+    from sensorveil.export.person_detector import DetectorUnavailable
+    fp32, int8, frames = graphs
+    int8_module.check_int8_detector(fp32, int8, frames[::4])
+    bad = corrupted(int8, tmp_path / "bad.onnx", 1.5)
+    with pytest.raises(DetectorUnavailable, match="int8 ONNX graph does not match onnxruntime"):
+        int8_module.check_int8_detector(fp32, bad, frames[::4])
+    monkeypatch.setattr(int8_module, "INT8_TOLERANCE", float("inf"))
+    with pytest.raises(DetectorUnavailable, match="finds other people than the fp32 graph"):
+        int8_module.check_int8_detector(fp32, bad, frames[::4])
+
+
+def test_a_refused_int8_graph_is_never_cached(graphs, tmp_path, monkeypatch):
+    """A quantization that comes out wrong raises one DetectorUnavailable and leaves no cached file for the next
+    export to pick up."""
+    from sensorveil.export import detector_onnx_int8 as int8_module
+    from sensorveil.export.person_detector import DetectorUnavailable
+    fp32, int8, frames = graphs
+    fresh = frames[1::8]                                   # frames no earlier test cached a graph for
+    monkeypatch.setattr(int8_module, "quantize_detector",
+                        lambda source, frames, scratch: corrupted(int8, scratch / "bad.onnx", 1.5))
+    with pytest.raises(DetectorUnavailable, match="does not match"):
+        int8_module.detector_onnx_int8(fresh, progress=lambda line: None)
+    assert not int8_module.cached_path(fp32, fresh).exists()
+
+
+def test_an_int8_onnx_bundle_ships_the_int8_detector_and_the_runtime_loads_it(graphs, tmp_path):
+    """onnx_detector: int8 jobs get the int8 file (precision int8, no anchors), others the fp32 one. An int8
+    ONNX camera bundle carries it, and the runtime loads it and finds walkway's people with it."""
+    from sensorveil.export import export_run
+    from sensorveil.export.person_detector import DetectorJob, onnx_detector
+    from sensorveil.runtime import Privatizer
+    from sensorveil.runtime.camera import learned
+    from sensorveil.sdk.runs import train_run
+    fp32, int8, _ = graphs
+    entry = onnx_detector(DetectorJob(tmp_path, "fp32", str(WALKWAY), progress=lambda line: None))
+    assert entry == {"file": "person-detector.onnx", "precision": "fp32"}
+    run = train_run("pass", "walkway", data_path=str(WALKWAY), out=tmp_path / "run", epochs=1, attacker_epochs=1,
+                    dataset_options={"stride": 8}, settings={"substitutes": 32, "embedding_dim": 32,
+                                                             "progress": False, "condition": "direction"})
+    bundle = export_run(run, "onnx", tmp_path / "bundle-int8", precision="int8", int8_check=False, calibration=32)
+    privatizer = Privatizer.load(bundle)
+    entry = privatizer.bundle.graph_artifact("onnxruntime", learned.DETECTOR_GRAPH)
+    assert entry["precision"] == "int8" and learned.ANCHORS_KEY not in entry
+    assert (bundle / entry["file"]).read_bytes() == int8.read_bytes()
+    detector = learned.LearnedPeopleDetector(privatizer.run_graph)
+    assert detector.box_coder is None
+    capture = cv2.VideoCapture(str(WALKWAY))
+    for _ in range(101):
+        ok, frame = capture.read()
+    capture.release()
+    assert ok and len(detector.find(frame)) >= 2
