@@ -443,6 +443,71 @@ def test_the_quiet_scene_shows_the_camera_only_where_nobody_was_for_the_horizon(
         QuietScene((120, 160), still=np.zeros((10, 10), np.uint8))
 
 
+
+def quiet_camera(rng, level=100.0, shape=(64, 96, 3)):
+    """A still colour camera at ``level`` with a little sensor noise (sd 1.5 grey levels)."""
+    return np.clip(level + rng.normal(0, 1.5, shape), 0, 255).astype(np.uint8)
+
+
+def test_the_quiet_scene_never_learns_a_person_nobody_detected_who_walks_into_a_quiet_block():
+    """A person no detector finds (busy stays False) who appears in a block that already shows the camera is
+    not copied into the released scene, that frame or after standing there for twice the horizon: the block
+    stays as it was (stale, failing closed) while the rest of the scene keeps following the camera."""
+    from sensorveil.runtime.camera.scene import QuietScene
+    rng, horizon = np.random.default_rng(2), 10
+    scene, nobody = QuietScene((64, 96, 3), horizon=horizon), np.zeros((64, 96), bool)
+    for _ in range(2 * horizon):
+        scene.update(quiet_camera(rng), nobody)
+    assert np.abs(scene.image.astype(float) - 100).max() < 8          # the quiet camera shows
+    before = scene.image
+    person = (slice(20, 44), slice(30, 42))                             # not on the 8 px block grid
+    for _ in range(2 * horizon + 1):
+        frame = quiet_camera(rng)
+        frame[person] = (40, 160, 90)                                   # another colour than the place
+        released = scene.update(frame, nobody)
+        assert (released[person] == before[person]).all()               # no pixel of them, ever
+    assert before is not released and np.abs(before.astype(float) - 100).max() < 8   # never edited in place
+    far = (slice(0, 8), slice(80, 96))
+    for k in range(2 * horizon + 10):
+        frame = quiet_camera(rng, 100 + k)                              # the light slowly gets brighter ...
+        frame[person] = (40, 160, 90)
+        released = scene.update(frame, nobody)
+    assert (released[person] == before[person]).all()
+    assert released[far].mean() > before[far].mean() + 20               # ... and the scene follows it away from them
+
+
+def test_the_quiet_scene_never_learns_a_low_contrast_person_who_edges_in_a_pixel_a_frame():
+    """Someone who walks in slowly, a pixel a frame and only 30 grey levels off the place, changes each block
+    a little at a time; the scene moves at most SCENE_STEP a frame, so they cannot be learnt column by column."""
+    from sensorveil.runtime.camera.scene import QuietScene
+    rng, horizon = np.random.default_rng(3), 10
+    scene, nobody = QuietScene((64, 96, 3), horizon=horizon), np.zeros((64, 96), bool)
+    for _ in range(2 * horizon):
+        scene.update(quiet_camera(rng), nobody)
+    trail = np.zeros((64, 96), bool)
+    for x in range(60):
+        frame = quiet_camera(rng)
+        frame[16:48, x:x + 12] = 130
+        trail[16:48, x:x + 12] = True
+        released = scene.update(frame, nobody)
+    assert released[trail].astype(float).max() < 110                    # at most a step or two of them
+
+
+def test_the_quiet_scene_follows_a_slow_lighting_drift_and_starts_neutral():
+    """Light that changes a grey level a frame is followed (the scene drifts with it); before a block has been
+    quiet for the horizon it shows the neutral grey, whatever the camera sees."""
+    from sensorveil.runtime.camera.scene import NEUTRAL_GREY, QuietScene
+    rng, horizon = np.random.default_rng(4), 10
+    scene, nobody = QuietScene((64, 96, 3), horizon=horizon), np.zeros((64, 96), bool)
+    for _ in range(horizon - 1):
+        assert (scene.update(quiet_camera(rng, 60), nobody) == NEUTRAL_GREY).all()
+    scene.update(quiet_camera(rng, 60), nobody)                        # the horizon: the camera shows
+    assert np.abs(scene.image.astype(float) - 60).max() < 8
+    for k in range(80):
+        frame = quiet_camera(rng, 60 + k)                               # +1 grey level a frame
+        released = scene.update(frame, nobody)
+    assert abs(released.mean() - frame.mean()) < 2 and released.mean() > 130
+
 def check_colour_substitutes(bundle, clip):
     """A camera bundle from colour crops ships its bank people in colour too (issue 29 part 3): the same
     cut-outs as the grey ones; a stream pastes them in colour; a colour bank whose people are not where the

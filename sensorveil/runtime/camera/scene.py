@@ -7,35 +7,92 @@ detected box and no tracked person (each grown by a block). Until then a region 
 grey, or a still the operator gives), never the first raw frames. A person nobody ever detects and who never
 moves is the case this cannot see: only a learned detector finds them (issue 29); the leak meter in
 scripts/camera_results.py measures what gets through.
+
+Once a block shows the camera it may only drift, never jump: it follows the new frame only while that block
+of the frame is close to what the scene holds (SCENE_CHANGE), and then by at most SCENE_STEP grey levels a
+pixel a frame. A block that differs more is busy like a detected person (its neighbours too): its scene
+stays as it was. So a person nobody detects who walks into a quiet block, or stands in it for good, is never
+learnt; that block stays stale for as long as it differs (a lighting jump larger than SCENE_CHANGE does the
+same), which fails closed: an old picture of the empty place, never a new one with someone in it.
 """
 import numpy as np
 
 SCENE_BLOCK = 8          # px: the scene is judged quiet or busy per block of this size
 SCENE_HORIZON = 100      # frames a block must stay quiet before the camera may show it (10 s at 10 FPS)
 NEUTRAL_GREY = 128       # the scene before any block is quiet: nothing of any frame
+# grey levels: a camera block whose mean absolute difference from the scene (the largest of its colour
+# channels) is above this has changed (someone is there), not been lit differently. Measured on walkway.avi
+# (docs/decisions/0006-scene-change-gate.md): blocks the scene follows differ from it by 2.7 at the 99th
+# percentile and 4.6 at the 99.9th; blocks inside a person differ from the empty place by 82 at the median and
+# by under 6 for 4% of them (mostly background inside the person's box, next to a block that has changed)
+SCENE_CHANGE = 6.0
+# grey levels a camera pixel may move a frame: lighting drifts slower; a person who walks in slowly enough
+# to stay under SCENE_CHANGE each frame would have to stay in step with this to be learnt, and does not
+SCENE_STEP = 2
 
 
 class QuietScene(object):
-    """``update(frame, busy)`` after each frame; ``image`` is the scene to release around the people."""
+    """``update(frame, busy)`` after each frame; ``image`` is the scene to release around the people.
 
-    def __init__(self, shape, horizon=SCENE_HORIZON, block=SCENE_BLOCK, still=None):
-        self.horizon, self.block = int(horizon), int(block)
+    A block shows the neutral scene until it has been quiet for ``horizon`` frames, then the camera. A camera
+    block follows the frame only while it stays within ``change`` grey levels of the scene (mean absolute
+    difference); one that differs more counts as busy, so a person nobody detects is never learnt, moving or
+    standing still: the block stays stale, the place as it was, for as long as they are there."""
+
+    def __init__(self, shape, horizon=SCENE_HORIZON, block=SCENE_BLOCK, still=None, change=SCENE_CHANGE):
+        self.horizon, self.block, self.change = int(horizon), int(block), float(change)
         self.image = starting_scene(shape, still)
         blocks = (-(-shape[0] // self.block), -(-shape[1] // self.block))
         self.quiet = np.zeros(blocks, dtype=np.int32)     # frames in a row each block has been quiet
+        self.shown = np.zeros(blocks, dtype=bool)         # blocks that show the camera (else the neutral scene)
+        # pixels of each block (edge blocks are cut by the frame): the divisor of a block's mean
+        self.pixels = block_sums(np.ones(shape[:2], dtype=np.int32), self.block)
 
     def update(self, frame, busy):
         """``busy``: bool (H, W), True where a person is or may be in this frame. A new array each time, so a
         scene handed to an earlier frame's restore() is never changed under it."""
-        busy_blocks = dilate(block_any(busy, self.block))
+        changed = self.shown & (self.difference(frame) > self.change)
+        busy_blocks = dilate(block_any(busy, self.block) | changed)
         self.quiet = np.where(busy_blocks, 0, np.minimum(self.quiet + 1, self.horizon))
         ready = self.quiet >= self.horizon
         if ready.any():
-            mask = np.repeat(np.repeat(ready, self.block, 0), self.block, 1)[:frame.shape[0], :frame.shape[1]]
             image = self.image.copy()
-            image[mask] = frame[mask]
+            first, follow = self.pixels_of(ready & ~self.shown), self.pixels_of(ready & self.shown)
+            image[first] = frame[first]                   # neutral -> camera after ``horizon`` quiet frames
+            image[follow] = step_towards(image[follow], frame[follow], SCENE_STEP)
+            self.shown = self.shown | ready
             self.image = image
         return self.image
+
+    def difference(self, frame):
+        """Each block's mean absolute difference between ``frame`` and the scene: the largest over colour
+        channels, so a person of another hue but the same brightness still counts."""
+        diff = np.abs(frame.astype(np.int16) - self.image.astype(np.int16))
+        sums = block_sums(diff, self.block)
+        return (sums if sums.ndim == 2 else sums.max(axis=2)) / self.pixels
+
+    def pixels_of(self, blocks):
+        """(blocks) bool -> (H, W) bool: the frame's pixels of those blocks."""
+        h, w = self.image.shape[:2]
+        return np.repeat(np.repeat(blocks, self.block, 0), self.block, 1)[:h, :w]
+
+
+def step_towards(scene, frame, step):
+    """``scene`` moved towards ``frame`` by at most ``step`` grey levels a pixel: the scene drifts, never jumps."""
+    scene = scene.astype(np.int16)
+    return (scene + np.clip(frame.astype(np.int16) - scene, -step, step)).astype(np.uint8)
+
+
+def block_sums(values, block):
+    """(H, W[, C]) -> (ceil(H / block), ceil(W / block)[, C]) int32: each block's sum, the frame's edge
+    zero-padded (a camera's 360 x 480 needs none at 8 px, so no copy is made there)."""
+    h, w = values.shape[:2]
+    rows, cols = -(-h // block), -(-w // block)
+    if (rows * block, cols * block) != (h, w):
+        padded = np.zeros((rows * block, cols * block) + values.shape[2:], dtype=values.dtype)
+        padded[:h, :w] = values
+        values = padded
+    return values.reshape((rows, block, cols, block) + values.shape[2:]).sum(axis=(1, 3), dtype=np.int32)
 
 
 def starting_scene(shape, still=None):
