@@ -132,7 +132,9 @@ def test_a_person_who_walks_in_and_stands_still_stays_found_and_out_of_the_relea
     assert len(crops) == 1 and abs(int(context[1][0][0]) - 70) <= 3                                # still found
     scene = pipeline.empty_scene(frames[-1])
     assert np.abs(scene[60:96, 70:82].astype(float) - 20.0).min() > 90      # not in the released scene, nowhere
-    assert np.abs(scene[:40].astype(float) - frames[-1][:40]).max() == 0    # where nobody was: the camera's scene
+    # where nobody was: the camera's scene, which follows the frame by at most SCENE_STEP a frame (a smoothed
+    # picture of the place within the noise's sd of 2, not the last frame itself), not the neutral 128
+    assert abs(scene[:40].mean() - 120.0) < 1 and np.abs(scene[:40].astype(float) - frames[-1][:40]).max() <= 10
     capped = PersonCrops(max_protect=50)
     for frame in frames:
         crops, _ = capped.prepare(frame)
