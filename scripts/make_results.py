@@ -596,6 +596,7 @@ def main() -> None:
     if not args.render_only:
         require_clean(args.allow_dirty)
         record = provenance(allow_dirty=args.allow_dirty)   # the commit and date the run starts from
+        code_version()   # read (and cached) before this run writes its own tracked JSON, which would read dirty
     docs.mkdir(parents=True, exist_ok=True)
     if args.render_only:  # re-draw the page from the figures an earlier run saved
         saved = json.loads((docs / "results.json").read_text())
