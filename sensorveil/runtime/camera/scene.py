@@ -21,10 +21,9 @@ SCENE_BLOCK = 8          # px: the scene is judged quiet or busy per block of th
 SCENE_HORIZON = 100      # frames a block must stay quiet before the camera may show it (10 s at 10 FPS)
 NEUTRAL_GREY = 128       # the scene before any block is quiet: nothing of any frame
 # grey levels: a camera block whose mean absolute difference from the scene (the largest of its colour
-# channels) is above this has changed (someone is there), not been lit differently. Measured on walkway.avi
-# (docs/decisions/0006-scene-change-gate.md): blocks the scene follows differ from it by 2.7 at the 99th
-# percentile and 4.6 at the 99.9th; blocks inside a person differ from the empty place by 82 at the median and
-# by under 6 for 4% of them (mostly background inside the person's box, next to a block that has changed)
+# channels) is above this has changed (someone is there), not been lit differently: above the noise and light
+# of the blocks the scene follows, below what a person adds to a block (both measured by
+# scripts/scene_gate_threshold.py; figures in docs/decisions/0006-scene-change-gate.md)
 SCENE_CHANGE = 6.0
 # grey levels a camera pixel may move a frame: lighting drifts slower; a person who walks in slowly enough
 # to stay under SCENE_CHANGE each frame would have to stay in step with this to be learnt, and does not
