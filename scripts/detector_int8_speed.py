@@ -24,26 +24,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sensorveil.export.detector_onnx_int8 import detector_onnx_int8, people_counts  # noqa: E402
+from sensorveil.export.detector_onnx_int8 import detector_onnx_int8, frames_at, people_counts  # noqa: E402
 from sensorveil.export.person_detector import CALIBRATION_FRAMES, clip_frames, detector_onnx  # noqa: E402
 from sensorveil.runtime.backends.onnxruntime_backend import make_session  # noqa: E402
 
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-
-
-def frames_at(clip: Path, indices) -> np.ndarray:
-    """300x300 RGB frames of ``clip`` at ``indices``, resized as the runtime's detector resizes them."""
-    import cv2
-    capture, frames, wanted = cv2.VideoCapture(str(clip)), [], set(indices)
-    for index in range(max(indices) + 1):
-        ok, frame = capture.read()
-        if not ok:
-            break
-        if index in wanted:
-            rgb = np.ascontiguousarray(frame[..., ::-1])
-            frames.append(cv2.resize(rgb, (300, 300), interpolation=cv2.INTER_AREA))
-    capture.release()
-    return np.stack(frames)
 
 
 def interleaved_ms(paths: dict, image: np.ndarray, threads: int, runs: int) -> dict:

@@ -24,19 +24,14 @@ def graphs():
 
 def held_out_frames(start=0.65, count=16):
     """300x300 RGB walkway frames from the clip's last part, which calibration (its first 60%) never reads."""
+    from sensorveil.export.detector_onnx_int8 import frames_at
+
     capture = cv2.VideoCapture(str(WALKWAY))
     total = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
-    wanted, frames = set(np.linspace(int(total * start), total - 1, count).astype(int).tolist()), []
-    for index in range(total):
-        ok, frame = capture.read()
-        if not ok:
-            break
-        if index in wanted:
-            rgb = np.ascontiguousarray(frame[..., ::-1])
-            frames.append(cv2.resize(rgb, (300, 300), interpolation=cv2.INTER_AREA))
     capture.release()
+    frames = frames_at(WALKWAY, np.linspace(int(total * start), total - 1, count).astype(int).tolist())
     assert len(frames) == count
-    return np.stack(frames)
+    return frames
 
 
 def test_the_int8_graph_finds_the_people_fp32_finds_on_frames_it_was_not_calibrated_on(graphs):

@@ -147,3 +147,18 @@ def people_agreement(fp32: Path, int8: Path, frames) -> tuple:
     counts = list(zip(people_counts(fp32, frames), people_counts(int8, frames)))
     agreed = sum(abs(a - b) <= PEOPLE_SLACK for a, b in counts) / max(len(counts), 1)
     return agreed, counts
+
+
+def frames_at(clip: Path, indices) -> np.ndarray:
+    """300x300 RGB frames of ``clip`` at ``indices``, resized as the runtime's detector resizes them."""
+    import cv2
+    capture, frames, wanted = cv2.VideoCapture(str(clip)), [], set(indices)
+    for index in range(max(indices) + 1):
+        ok, frame = capture.read()
+        if not ok:
+            break
+        if index in wanted:
+            rgb = np.ascontiguousarray(frame[..., ::-1])
+            frames.append(cv2.resize(rgb, (300, 300), interpolation=cv2.INTER_AREA))
+    capture.release()
+    return np.stack(frames)
