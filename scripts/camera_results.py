@@ -322,19 +322,32 @@ def leak_lines(result: dict) -> list:
             f"detector found ({leak['not_privatized_boxes']:,} not covered by a box of the pipeline's, "
             f"{leak['measured_boxes']:,} of those with enough person pixels to judge); "
             + (f"worst frame {worst['frame']} with {worst['leaking']}." if worst["frame"] is not None else
-               "no frame leaks.")
+               "no frame leaks.") + power_text(leak)
         )
     if lines:
         lines = ["## Leak meter: does the release show a person the pipeline missed?", "",
                  "Offline detectors (sensorveil/benchmarks/leak_meter.py) find the people in every raw frame: "
                  "person-sized blobs that differ from the empty scene (the clip's median, or a made scene's own "
                  "empty scene), the bundle's learned graph on 2x2 overlapping tiles at score 0.15 (bundles that "
-                 "carry it), and a made scene's recorded people. A person no box of the pipeline's covers leaks "
-                 "when the released pixels around them, pasted substitutes left out, correlate with the raw frame "
-                 "more than with the empty scene (and by at least 0.3). A box with too few pixels that differ from "
-                 "the empty scene cannot be judged (a person standing through a whole camera clip is in its "
-                 "median). Goal: 0 leaking boxes.", ""] + lines + [""]
+                 "carry it), and a made scene's recorded people. For a person no box of the pipeline's covers, "
+                 "the meter fits the released pixels of the person (pasted substitutes left out) as share x raw "
+                 "+ b x empty scene + c: a ghost blended at 0.3 reads 0.3, the empty scene or a neutral grey 0, "
+                 "the raw frame 1. A box leaks when its share is 0.1 or more (docs/decisions/0007). A box with too "
+                 "few pixels that differ from the empty scene, or with no pattern beyond it, cannot be judged (a "
+                 "person standing through a whole camera clip is in its median). Its power on the clip's own "
+                 "boxes: a control ghost (0.2 of the raw frame blended into the release) in each judged box. "
+                 "Goal: 0 leaking boxes.", ""] + lines + [""]
     return lines
+
+
+def power_text(leak: dict) -> str:
+    """The meter's own power and the largest share it read (results written before the share rule have none)."""
+    if "control_caught_boxes" not in leak:
+        return ""
+    largest = "none judged" if leak["largest_share"] is None else f"{leak['largest_share']:.3f}"
+    return (f" Largest share read: {largest} (rule {leak['rule']['ghost_share']}); the control ghost "
+            f"({leak['rule']['control_ghost']}) is caught in {leak['control_caught_boxes']:,} of "
+            f"{leak['measured_boxes']:,} judged boxes.")
 
 
 def count_floor(clip: Path) -> dict:

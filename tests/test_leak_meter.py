@@ -1,5 +1,5 @@
 """The leak meter of the camera results (issue 29 part 2): it calls a missed person leaking when the release
-shows them, and not when the release shows the empty scene or a neutral one."""
+shows them, and not when the release shows the empty scene, a neutral one or the pipeline's quiet scene."""
 import numpy as np
 
 from sensorveil.benchmarks.leak_meter import LeakMeter, empty_scene
@@ -12,6 +12,7 @@ def walking_clip(frames=60):
         frame = np.clip(120 + rng.normal(0, 2, (120, 160, 3)), 0, 255).astype(np.uint8)
         x = 10 + 2 * k
         frame[50:86, x:x + 12] = 30
+        frame[50:86:4, x:x + 12] = 70      # stripes: a person has a pattern of their own, not one flat colour
         clip.append(frame)
     return clip
 
@@ -39,6 +40,30 @@ def test_the_empty_scene_or_a_neutral_one_does_not_leak_a_ghost_does():
     assert meter_over(clip, ghost)["leaking_boxes"] == len(clip)          # the person's silhouette: a leak
     strong = lambda k, raw: (0.7 * raw + 0.3 * empty).astype(np.uint8)    # noqa: E731
     assert meter_over(clip, strong)["leaking_boxes"] == len(clip)
+
+
+def test_a_scene_unlike_the_clip_s_median_is_not_the_person_a_ghost_on_it_is():
+    """The quiet scene is darker than the median and neutral grey in blocks (walkway frame 660 tied the old
+    correlation rule that way): it keeps none of the person; a ghost of 0.15 on that scene is caught."""
+    clip = walking_clip()
+    blocks = np.kron(np.indices((8, 10)).sum(0) % 2, np.ones((16, 16), np.uint8)).astype(bool)[:120, :, None]
+    scene = np.where(blocks, 128, 0.8 * np.median(clip, axis=0) + 10)
+    figures = meter_over(clip, lambda k, raw: scene.astype(np.uint8))
+    assert figures["measured_boxes"] == len(clip) and figures["leaking_boxes"] == 0
+    assert figures["largest_share"] < 0.05
+    assert figures["control_caught_boxes"] == len(clip)        # the meter had the power to see a ghost there
+    faint = lambda k, raw: (0.15 * raw + 0.85 * scene).astype(np.uint8)  # noqa: E731
+    assert meter_over(clip, faint)["leaking_boxes"] == len(clip)
+
+
+def test_a_person_of_one_flat_colour_is_judged_by_their_outline():
+    clip = walking_clip()
+    for frame in clip:
+        frame[frame[..., 0] == 70] = 30
+    figures = meter_over(clip, lambda k, raw: raw)
+    assert figures["measured_boxes"] == len(clip) and figures["leaking_boxes"] == len(clip)
+    empty = np.median(clip, axis=0).astype(np.uint8)
+    assert meter_over(clip, lambda k, raw: empty)["leaking_boxes"] == 0
 
 
 def test_people_the_pipeline_privatized_are_left_to_the_audit():

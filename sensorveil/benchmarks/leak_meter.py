@@ -4,16 +4,18 @@ An offline detector finds the people in each RAW frame, independently of the pip
 on than it has: the clip's temporal median as the empty scene (people who pass are not in it), the pixels
 that differ from it, person-sized blobs of them. For each such box the pipeline did not cover with one of its
 own (its substitute is the mechanism's output, which the audit measures), the meter looks at the person's own
-pixels (raw differs from the empty scene by more than PERSON_DIFF) and calls the box leaking when the
-released pixels there correlate with the raw frame's more than with the empty scene's: a translucent ghost
-leaks, a neutral grey or the empty scene does not. Pixels the pipeline pasted a
-substitute or a perturbed crop on (its windows) are left out of that judgment: they are the mechanism's
-output, which the audit measures, not the camera's frame. ``offline`` adds a second offline detector's boxes
-(scripts/camera_results.py passes the bundle's learned detector run on overlapping tiles at a low score,
-``TiledPeople``), so people the pipeline's own detectors miss are looked for at a higher resolution than the
-pipeline runs. A person who stands through the whole clip is in the median too: their pixels do not differ
-from the empty scene, so such a box is counted as found but cannot be judged (``measured_boxes`` says how
-many could).
+pixels (raw differs from the empty scene by more than PERSON_DIFF) and their outline, and asks how much of the
+raw person's detail the release keeps (``person_share``): fitted as share x raw + b x empty scene + c, a ghost
+blended at 0.3 reads 0.3, the empty scene or a neutral grey 0, a scene brighter, darker or blockier than the
+clip's median about 0, the raw frame 1. A box leaks when it keeps GHOST_SHARE or more (docs/decisions/0007).
+The meter states its power on every run: how many judged boxes a control ghost (CONTROL_GHOST of the raw
+frame blended into the release) is caught in. Pixels the pipeline pasted a substitute or a perturbed crop on
+(its windows) are left out of that judgment: they are the mechanism's output, which the audit measures, not
+the camera's frame. ``offline`` adds a second offline detector's boxes (scripts/camera_results.py passes the
+bundle's learned detector run on overlapping tiles at a low score, ``TiledPeople``), so people the pipeline's
+own detectors miss are looked for at a higher resolution than the pipeline runs. A person who stands through
+the whole clip is in the median too: their pixels do not differ from the empty scene, so such a box is
+counted as found but cannot be judged (``measured_boxes`` says how many could).
 """
 import numpy as np
 
@@ -29,32 +31,62 @@ from sensorveil.benchmarks.reference_people import (  # noqa: F401
 )
 
 MIN_PERSON_PIXELS = 20    # a box with fewer person pixels says nothing either way
-MIN_CORRELATION = 0.3     # below it the released pixels show no pattern of the person's
-CONTEXT = 0.25            # share of a box's size judged around it: a flat person shows as a silhouette
+MIN_PATTERN = 2.0         # grey levels (std) of detail the person must have beyond the empty scene's
+GHOST_SHARE = 0.1         # a release keeping a tenth of the person leaks; the pages print the largest share read
+CONTROL_GHOST = 0.2       # the ghost blended in to measure the meter's power on the clip's own boxes
+CONTEXT = 0.25            # share of a box's size searched around it for the person's pixels
+DETAIL_SIGMA = 1.5        # px, the blur ``detail`` takes away: what is left is the person's texture and outline
+RING = 2                  # px around the person's pixels judged too: a flat-coloured person shows as an outline
+BLUR_REACH = 4            # px a pasted pixel's detail spreads under the blur (about 2.5 DETAIL_SIGMA)
 
 
-def correlation(a, b) -> float:
-    """Pearson's correlation of two pixel sets; 0 where either is flat (a flat patch shows nobody)."""
-    a, b = a - a.mean(), b - b.mean()
-    scale = np.sqrt((a * a).sum() * (b * b).sum())
-    return float((a * b).sum() / scale) if scale > 1e-6 else 0.0
+def detail(grey):
+    """The image less its blur: a person's texture and outline stay, light levels and block edges mostly go."""
+    import cv2
+    grey = np.asarray(grey, np.float32)
+    return grey - cv2.GaussianBlur(grey, (0, 0), DETAIL_SIGMA)
+
+
+def near(mask, reach: int):
+    """The mask grown by ``reach`` pixels each way."""
+    import cv2
+    kernel = np.ones((2 * reach + 1, 2 * reach + 1), np.uint8)
+    return cv2.dilate(mask.astype(np.uint8), kernel).astype(bool)
+
+
+def person_share(raw_grey, released_grey, empty, box, pasted=None) -> "float | None":
+    """How much of the raw person the released pixels keep: the raw frame's coefficient when the release's
+    detail is fitted as share x raw + b x empty + c, in ``detail`` (least squares over the person's pixels, where
+    raw differs from the empty scene by more than PERSON_DIFF in the box grown by CONTEXT, and a RING around
+    them; pasted pixels left out). Fitting b and c and fitting detail mean a scene that differs from the clip's
+    median by a gain, an offset or neutral blocks reads about 0 instead of tying with the raw frame. Pixels
+    within BLUR_REACH of a pasted one are left out too: the blur carries the paste's detail that far. None: too
+    few person pixels to judge, or a person with no detail beyond an affine copy of the empty scene's."""
+    x, y, w, h = (int(v) for v in box)
+    grow_x, grow_y = max(int(CONTEXT * w), 2), max(int(CONTEXT * h), 2)     # a box cuts limbs off
+    rows = slice(max(y - grow_y, 0), y + h + grow_y)
+    cols = slice(max(x - grow_x, 0), x + w + grow_x)
+    judged = np.ones(raw_grey[rows, cols].shape, bool) if pasted is None else ~near(pasted[rows, cols], BLUR_REACH)
+    person = (np.abs(np.asarray(raw_grey[rows, cols], np.float64) - empty[rows, cols]) > PERSON_DIFF) & judged
+    if person.sum() < MIN_PERSON_PIXELS:
+        return None
+    person = near(person, RING) & judged
+    r, x_raw, e = (detail(a[rows, cols])[person].astype(np.float64) for a in (released_grey, raw_grey, empty))
+    basis = np.stack([e, np.ones(e.size)], 1)
+    # Frisch-Waugh: the raw person's own pattern is what the empty scene and a constant cannot explain. Only the
+    # person and their outline: further out the quiet scene follows the camera (a shadow, a lighting change)
+    # and would read as the person's pattern.
+    pattern = x_raw - basis @ np.linalg.lstsq(basis, x_raw, rcond=None)[0]
+    if pattern.std() < MIN_PATTERN:
+        return None
+    return float(pattern @ r / (pattern @ pattern))
 
 
 def box_leaks(raw_grey, released_grey, empty, box, pasted=None) -> "bool | None":
-    """True: the released pixels of the box correlate with the raw frame's more than with the empty scene's
-    (the person's pattern, a silhouette included, is still there) and by at least MIN_CORRELATION; None: the
-    box has too few person pixels (raw differs from the empty scene) to judge. ``pasted``: a boolean mask of
-    the frame's pixels the pipeline pasted its output on, left out of the judgment."""
-    x, y, w, h = (int(v) for v in box)
-    grow_x, grow_y = max(int(CONTEXT * w), 2), max(int(CONTEXT * h), 2)     # the silhouette's edge is a pattern too
-    rows = slice(max(y - grow_y, 0), y + h + grow_y)
-    cols = slice(max(x - grow_x, 0), x + w + grow_x)
-    r, x_raw, e = (a[rows, cols] for a in (released_grey, raw_grey, empty))
-    judged = np.ones(r.shape, bool) if pasted is None else ~pasted[rows, cols]
-    if (judged & (np.abs(x_raw - e) > PERSON_DIFF)).sum() < MIN_PERSON_PIXELS:
-        return None
-    with_raw, with_empty = correlation(r[judged], x_raw[judged]), correlation(r[judged], e[judged])
-    return bool(with_raw > with_empty and with_raw >= MIN_CORRELATION)
+    """True: the released pixels keep GHOST_SHARE or more of the raw person (``person_share``); None: the box
+    cannot be judged. ``pasted``: a boolean mask of the pixels the pipeline pasted its output on, left out."""
+    share = person_share(raw_grey, released_grey, empty, box, pasted)
+    return None if share is None else share >= GHOST_SHARE
 
 
 def pasted_mask(shape, windows):
@@ -72,7 +104,8 @@ class LeakMeter(object):
         """``empty``: the grey empty scene; ``offline(index, raw)``: more boxes of people (a made scene's truth,
         or ``TiledPeople`` on the raw frame)."""
         self.empty, self.offline = empty, offline
-        self.boxes = self.unprivatized = self.leaking = self.measured = 0
+        self.boxes = self.unprivatized = self.leaking = self.measured = self.control_caught = 0
+        self.largest_share = None
         self.worst = {"frame": None, "leaking": 0, "boxes": []}
 
     def people(self, index, raw):
@@ -89,9 +122,18 @@ class LeakMeter(object):
         self.unprivatized += len(found)
         raw_grey, released_grey = to_grey(raw), to_grey(released)
         pasted = None if pipeline_windows is None else pasted_mask(raw.shape, pipeline_windows)
-        verdicts = [(box, box_leaks(raw_grey, released_grey, self.empty, box, pasted)) for box in found]
-        leaking = [box.tolist() for box, leak in verdicts if leak]
-        self.measured += sum(leak is not None for _, leak in verdicts)
+        # the control: the same release with CONTROL_GHOST of the raw frame blended in, which must read as a leak
+        control = CONTROL_GHOST * raw_grey + (1 - CONTROL_GHOST) * released_grey
+        leaking = []
+        for box in found:
+            share = person_share(raw_grey, released_grey, self.empty, box, pasted)
+            if share is None:
+                continue
+            self.measured += 1
+            self.largest_share = share if self.largest_share is None else max(self.largest_share, share)
+            self.control_caught += person_share(raw_grey, control, self.empty, box, pasted) >= GHOST_SHARE
+            if share >= GHOST_SHARE:
+                leaking.append(box.tolist())
         self.leaking += len(leaking)
         if len(leaking) > self.worst["leaking"]:
             self.worst = {"frame": int(index), "leaking": len(leaking), "boxes": leaking}
@@ -100,5 +142,8 @@ class LeakMeter(object):
         return {"offline_boxes": self.boxes, "not_privatized_boxes": self.unprivatized,
                 "measured_boxes": self.measured, "leaking_boxes": self.leaking,
                 "leaking_share": self.leaking / self.boxes if self.boxes else 0.0, "worst_frame": self.worst,
+                "rule": {"ghost_share": GHOST_SHARE, "control_ghost": CONTROL_GHOST},
+                "largest_share": self.largest_share,
+                "control_caught_boxes": int(self.control_caught),
                 "offline_detectors": "difference from the empty scene" + (
                     "" if self.offline is None else " + " + getattr(self.offline, "label", "more boxes"))}
