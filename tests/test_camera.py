@@ -106,6 +106,19 @@ def test_detector_on_opencvs_other_background_model_finds_the_same_people():
         MotionPeopleDetector(background="gmm")
 
 
+def test_motion_at_half_size_finds_the_same_people_in_frame_pixels():
+    """The learned pipeline's motion source sees the frame at half size (MOTION_SCALE): its mask is frame-sized
+    and its boxes are frame pixels, on the people the full-size model finds; a scale outside 0.25-1 is refused."""
+    frames = read_frames(walkway(), 101)
+    full, half = MotionPeopleDetector(), MotionPeopleDetector(scale=0.5)
+    for frame in frames:
+        a, b = full.detect(frame), half.detect(frame)
+    assert half.foreground.shape == half.raw_foreground.shape == frames[0].shape[:2]
+    assert len(b) >= 3 and (iou(b, a).max(1) > 0.5).mean() >= 0.75
+    with pytest.raises(Exception, match="motion detector scale 2"):
+        MotionPeopleDetector(scale=2)
+
+
 def walk_in_and_stand(stand_frames):
     """Grey frames of a still scene: empty for 25 frames, then a dark 12x36 person walks in from the left
     (2 px a frame for 30 frames) and stands still for ``stand_frames`` frames."""

@@ -48,13 +48,15 @@ class MotionPeopleDetector(object):
     ``detect(frame)`` -> int array (N, 4) of boxes (x, y, w, h) in frame pixels, left to right.
     The background model learns from every frame it sees; the first ``warmup`` frames only teach it.
     ``background``: "mog2" (the pipeline's) or "knn" (OpenCV's other model, e.g. for a downstream
-    counter that is not the pipeline's own kind).
+    counter that is not the pipeline's own kind). ``scale``: the background model sees the frame shrunk by
+    this factor (a quarter of the pixels at 0.5: the model costs per pixel); its masks and boxes come back in
+    frame pixels, and the size and shape rules judge them there.
     """
 
     BACKGROUNDS = ("mog2", "knn")
 
     def __init__(self, min_height=24, max_height=200, min_aspect=1.2, max_aspect=5.0, min_fill=0.25,
-                 history=300, var_threshold=25.0, warmup=20, background="mog2"):
+                 history=300, var_threshold=25.0, warmup=20, background="mog2", scale=1.0):
         self.min_height, self.max_height = int(min_height), int(max_height)
         self.min_aspect, self.max_aspect = float(min_aspect), float(max_aspect)
         self.min_fill = float(min_fill)
@@ -62,6 +64,9 @@ class MotionPeopleDetector(object):
         if background not in self.BACKGROUNDS:
             raise InputError("background model {!r}; expected one of {}".format(background, list(self.BACKGROUNDS)))
         self.background_kind = background
+        self.scale = float(scale)
+        if not 0.25 <= self.scale <= 1.0:
+            raise InputError("motion detector scale {!r}; expected 0.25 to 1".format(scale))
         self.cv2 = opencv()
         self.reset()
 
@@ -83,16 +88,19 @@ class MotionPeopleDetector(object):
         self.protected = np.asarray(boxes, dtype=np.int64).reshape(-1, 4)
 
     def mask(self, frame):
-        """The foreground mask (uint8 0/255), shadows (MOG2's 127) dropped, cleaned."""
+        """The foreground mask (uint8 0/255, frame-sized), shadows (MOG2's 127) dropped, cleaned."""
         cv2 = self.cv2
+        small = self.shrink(frame)
         if len(self.protected) and self.seen >= self.warmup:
-            fg = self.model.apply(frame, learningRate=0)     # found against the scene as it was ...
-            self.model.apply(self.without_protected(frame))  # ... which then learns all but the people
+            fg = self.model.apply(small, learningRate=0)     # found against the scene as it was ...
+            self.model.apply(self.without_protected(small))  # ... which then learns all but the people
         else:
-            fg = self.model.apply(frame)
+            fg = self.model.apply(small)
         self.scene = None                                    # the model has learnt: its scene is new
         self.seen += 1
         fg = np.where(fg > 200, 255, 0).astype(np.uint8)
+        if fg.shape != frame.shape[:2]:
+            fg = cv2.resize(fg, (frame.shape[1], frame.shape[0]), interpolation=cv2.INTER_NEAREST)
         # before cleaning: the quiet scene treats every moving pixel as busy, so a person too small or thin
         # to survive the opening below (a distant walker) never gets into the released scene
         self.raw_foreground = fg
@@ -100,19 +108,27 @@ class MotionPeopleDetector(object):
         self.foreground = cv2.morphologyEx(fg, cv2.MORPH_CLOSE, self.kernel_close)
         return self.foreground
 
+    def shrink(self, frame):
+        """The frame as the background model sees it (``scale``)."""
+        if self.scale == 1.0:
+            return frame
+        return self.cv2.resize(frame, None, fx=self.scale, fy=self.scale, interpolation=self.cv2.INTER_AREA)
+
     def background(self):
-        """The background model's picture of the empty scene (what is behind the people), drawn once per
-        frame learnt (it costs as much as learning a frame)."""
+        """The background model's picture of the empty scene (what is behind the people), at the model's
+        scale, drawn once per frame learnt (it costs as much as learning a frame)."""
         if self.scene is None:
             self.scene = self.model.getBackgroundImage()
         return self.scene
 
     def without_protected(self, frame):
-        """A copy of ``frame`` with the protected boxes (grown by ``PROTECT_MARGIN``) taken from the scene."""
+        """A copy of the model-scale ``frame`` with the protected boxes (frame pixels, grown by
+        ``PROTECT_MARGIN``) taken from the scene."""
         scene, out = channels_like(self.background(), frame), frame.copy()
-        m = PROTECT_MARGIN
+        m, k = PROTECT_MARGIN, self.scale
         for x, y, w, h in self.protected:
-            rows, cols = slice(max(y - m, 0), max(y + h + m, 0)), slice(max(x - m, 0), max(x + w + m, 0))
+            rows = slice(max(int((y - m) * k), 0), max(int(np.ceil((y + h + m) * k)), 0))
+            cols = slice(max(int((x - m) * k), 0), max(int(np.ceil((x + w + m) * k)), 0))
             out[rows, cols] = scene[rows, cols]
         return out
 

@@ -37,6 +37,9 @@ COCO_PERSON = 1                     # the COCO class id of a person
 DEFAULT_SCORE = 0.3                 # the score from which a learned box counts as a person
 DEFAULT_EVERY = 1                   # run the graph on every frame unless the manifest says otherwise
 SCORE_RANGE = (0.05, 0.7)           # the thresholds a manifest may set; a higher one would all but blind the graph
+# motion beside the graph sees the frame at half size: a quarter of its background model's pixels, the same
+# people found (docs/decisions/0008-motion-half-size.md, scripts/motion_scale.py)
+MOTION_SCALE = 0.5
 EVERY_RANGE = (1, 10)
 OVERLAP_IOU = 0.6                   # boxes overlapping more are one person (the SSD config's own NMS threshold)
 MIN_HEIGHT = 12                     # px: a learned box shorter than this is not a person at this frame's scale
@@ -61,7 +64,7 @@ class LearnedPeopleDetector(object):
         self.run_graph, self.graph = run_graph, graph
         self.score, self.every, self.person_class = float(score), int(every), int(person_class)
         self.input_size = tuple(int(v) for v in input_size)
-        self.motion = motion if motion is not None else MotionPeopleDetector()
+        self.motion = motion if motion is not None else MotionPeopleDetector(scale=MOTION_SCALE)
         self.cv2 = opencv()
         self.seen = 0
         self.learned = np.zeros((0, 4), dtype=np.int64)   # the last run's people
