@@ -3,6 +3,8 @@ with onnxruntime on walkway's frames, compared with the fp32 graph on frames it 
 refused when it does not match, and shipped in an exported int8 bundle that the runtime loads."""
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -111,29 +113,80 @@ def test_a_refused_int8_graph_is_never_cached(graphs, tmp_path, monkeypatch):
     assert not int8_module.cached_path(fp32, fresh).exists()
 
 
-def test_an_int8_onnx_bundle_ships_the_int8_detector_and_the_runtime_loads_it(graphs, tmp_path):
+@pytest.fixture(scope="module")
+def int8_bundle(graphs, tmp_path_factory):
+    """An int8 ONNX camera bundle of a short PASS run on walkway (its detector: the cached int8 graph)."""
+    from sensorveil.export import export_run
+    from sensorveil.sdk.runs import train_run
+    where = tmp_path_factory.mktemp("int8-bundle")
+    run = train_run("pass", "walkway", data_path=str(WALKWAY), out=where / "run", epochs=1, attacker_epochs=1,
+                    dataset_options={"stride": 8}, settings={"substitutes": 32, "embedding_dim": 32,
+                                                             "progress": False, "condition": "direction"})
+    return export_run(run, "onnx", where / "bundle-int8", precision="int8", int8_check=False, calibration=32)
+
+
+def walkway_frames(indices):
+    capture, frames = cv2.VideoCapture(str(WALKWAY)), []
+    for index in range(max(indices) + 1):
+        ok, frame = capture.read()
+        assert ok
+        if index in indices:
+            frames.append(frame)
+    capture.release()
+    return np.stack(frames)
+
+
+def test_an_int8_onnx_bundle_ships_the_int8_detector_and_the_runtime_loads_it(graphs, int8_bundle, tmp_path):
     """onnx_detector: int8 jobs get the int8 file (precision int8, no anchors), others the fp32 one. An int8
     ONNX camera bundle carries it, and the runtime loads it and finds walkway's people with it."""
-    from sensorveil.export import export_run
     from sensorveil.export.person_detector import DetectorJob, onnx_detector
     from sensorveil.runtime import Privatizer
     from sensorveil.runtime.camera import learned
-    from sensorveil.sdk.runs import train_run
     fp32, int8, _ = graphs
     entry = onnx_detector(DetectorJob(tmp_path, "fp32", str(WALKWAY), progress=lambda line: None))
     assert entry == {"file": "person-detector.onnx", "precision": "fp32"}
-    run = train_run("pass", "walkway", data_path=str(WALKWAY), out=tmp_path / "run", epochs=1, attacker_epochs=1,
-                    dataset_options={"stride": 8}, settings={"substitutes": 32, "embedding_dim": 32,
-                                                             "progress": False, "condition": "direction"})
-    bundle = export_run(run, "onnx", tmp_path / "bundle-int8", precision="int8", int8_check=False, calibration=32)
-    privatizer = Privatizer.load(bundle)
+    privatizer = Privatizer.load(int8_bundle)
     entry = privatizer.bundle.graph_artifact("onnxruntime", learned.DETECTOR_GRAPH)
     assert entry["precision"] == "int8" and learned.ANCHORS_KEY not in entry
-    assert (bundle / entry["file"]).read_bytes() == int8.read_bytes()
+    assert (int8_bundle / entry["file"]).read_bytes() == int8.read_bytes()
     detector = learned.LearnedPeopleDetector(privatizer.run_graph)
     assert detector.box_coder is None
-    capture = cv2.VideoCapture(str(WALKWAY))
-    for _ in range(101):
-        ok, frame = capture.read()
-    capture.release()
-    assert ok and len(detector.find(frame)) >= 2
+    assert len(detector.find(walkway_frames([100])[0])) >= 2
+
+
+# run by the Jetson's Python: the runtime loads the bundle and its learned detector finds each frame's people
+ON_THE_BOARD = """
+import sys
+import numpy as np
+from sensorveil.runtime import Privatizer
+from sensorveil.runtime.camera import learned
+privatizer = Privatizer.load(sys.argv[1])
+detector = learned.LearnedPeopleDetector(privatizer.run_graph)
+frames = np.load(sys.argv[2])
+np.savez(sys.argv[3], **{"f%d" % k: detector.find(frame) for k, frame in enumerate(frames)})
+print("onnxruntime", privatizer.describe()["library_version"])
+"""
+
+
+def test_the_int8_bundle_finds_the_same_people_on_jetsons_python_3_6_and_onnxruntime_1_10(
+        int8_bundle, tmp_path_factory, tmp_path):
+    """JetPack 4.6's floor (Python 3.6, numpy 1.19, onnxruntime 1.10; OpenCV 4.6 from PyPI, the last wheel for
+    3.6, stands in for the board's python3-opencv): the int8 QDQ graph loads and runs there, and finds the
+    people this machine's onnxruntime finds (each box within IoU 0.8 of one here)."""
+    from sensorveil.runtime import Privatizer
+    from sensorveil.runtime.camera import iou, learned
+    from tests.test_old_pythons import board_venv
+    venv = board_venv(tmp_path_factory, "3.6", ["numpy==1.19.5", "onnxruntime==1.10.0", "opencv-python-headless==4.6.0.66"])
+    frames = walkway_frames([100, 300, 500])
+    np.save(tmp_path / "frames.npy", frames)
+    (tmp_path / "board.py").write_text(ON_THE_BOARD)
+    result = subprocess.run([str(venv / "bin" / "python"), str(tmp_path / "board.py"), str(int8_bundle),
+                             str(tmp_path / "frames.npy"), str(tmp_path / "boxes.npz")], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
+    assert result.returncode == 0 and "onnxruntime 1.10" in result.stdout, result.stdout[-3000:]
+    board = np.load(tmp_path / "boxes.npz")
+    detector = learned.LearnedPeopleDetector(Privatizer.load(int8_bundle).run_graph)
+    for k, frame in enumerate(frames):
+        here, there = detector.find(frame), board["f%d" % k]
+        assert len(here) >= 2 and len(there) == len(here), (k, here, there)
+        assert (iou(there, here).max(1) >= 0.8).all(), (k, here, there)

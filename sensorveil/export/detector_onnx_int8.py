@@ -36,7 +36,7 @@ from sensorveil.export.person_detector import (
 )
 from sensorveil.runtime.camera.learned import DEFAULT_SCORE, DETECTOR_OUTPUT, people_boxes
 
-INT8_FORM = "qdq-v1"        # in the cached file's name: a change of the recipe below is a new file
+INT8_FORM = "qdq-v2"        # in the cached file's name: a change of the recipe below is a new file
 INT8_TOLERANCE = TFLITE_TOLERANCE["int8"]
 # the people check on the calibration frames: counts within PEOPLE_SLACK of fp32's on at least
 # PEOPLE_AGREEMENT of the frames (a person at the score threshold may flip either way on one frame)
@@ -87,6 +87,8 @@ def quantize_detector(source: Path, frames: np.ndarray, scratch: Path) -> Path:
     import onnx
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    from sensorveil.export.onnx_opsets import drop_unused_opsets
     prepared, out = scratch / "prepared.onnx", scratch / "detector_int8.onnx"
     quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
     # U8S8 with full 8-bit weights: 7-bit weights (reduce_range, the model graph's choice for x86 CPUs
@@ -97,6 +99,7 @@ def quantize_detector(source: Path, frames: np.ndarray, scratch: Path) -> Path:
                     per_channel=True, reduce_range=False, activation_type=QuantType.QUInt8,
                     weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax,
                     nodes_to_exclude=float_tail(onnx.load(str(prepared))))
+    drop_unused_opsets(out)         # the boards' old onnxruntime refuses the quantizer's unused imports
     onnx.checker.check_model(onnx.load(str(out)))
     return out
 

@@ -9,6 +9,8 @@ from pathlib import Path
 import onnx
 import torch
 
+from sensorveil.export.onnx_opsets import drop_unused_opsets
+
 # Opset 13 is the newest that every board's own runtime reads: TensorRT 8.2 on JetPack 4.6 parses up to
 # 13, and onnxruntime 1.10 (the last for Python 3.6) refuses opset 16 and later. Every operator our
 # graphs use exists there.
@@ -65,5 +67,6 @@ def quantize_onnx_int8(float_path: Path, calibration, path: Path) -> Path:
                         weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax)
     finally:
         prepared.unlink(missing_ok=True)
+    drop_unused_opsets(path)        # the boards' old onnxruntime refuses the quantizer's unused imports
     onnx.checker.check_model(onnx.load(str(path)), full_check=True)
     return path
