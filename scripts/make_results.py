@@ -62,7 +62,9 @@ def run_dataset(name: str, data_path, out: Path, quick: bool, margins=None, base
                                  config=config)
     run = runs.read_run(run_dir)
     bundle = export_run(run_dir, "onnx", out / "bundles" / f"prgan-{name}")
-    device = audit_path(bundle, seeds=AUDIT_SEEDS)   # every attacker family, 95% intervals
+    print(f"[{name}] auditing the bundle over {AUDIT_SEEDS} seeds", flush=True)
+    device = audit_path(bundle, seeds=AUDIT_SEEDS,   # every attacker family, 95% intervals
+                        log=lambda line: print(f"[{name}] {line}", flush=True))
     methods = {"prgan": {**run["metrics"], "selection": summary_of(run["selection"])}}
     exp = prgan.reload_experiment(run_dir, run)
     for variant in [b for b in ("ngp", "ap") if b in baselines]:

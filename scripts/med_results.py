@@ -75,7 +75,9 @@ def one_mechanism(mechanism: str, dataset: str, data_path, out: Path, config, se
     trained = time.time()
     run = runs.read_run(run_dir)
     bundle = export_run(run_dir, "onnx", out / "bundles" / f"{mechanism}-{dataset}")
-    audit = audit_path(bundle, seeds=seeds, attacker_epochs=attacker_epochs)
+    print(f"[{mechanism}-{dataset}] auditing the bundle over {seeds} seeds", flush=True)
+    audit = audit_path(bundle, seeds=seeds, attacker_epochs=attacker_epochs,
+                       log=lambda line: print(f"[{mechanism}-{dataset}] {line}", flush=True))
     chosen = run["selection"]["sweep"][run["selection"]["chosen"]]
     record = {"mechanism": mechanism, "run": str(run_dir), "bundle": str(bundle), "audit": audit,
               "reference": run["reference"], "selection": {"margin_c": run["selection"]["margin_c"],

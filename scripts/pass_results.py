@@ -152,8 +152,12 @@ def one_dataset(
     if data_path is not None and not Path(data_path).is_file():
         return {"skipped": f"{data_path} not found (set SENSORVEIL_SHARED)"}
     started = time.time()
+
+    def say(line: str) -> None:     # each step takes minutes (the audit up to an hour): say where the run is
+        print(f"[{dataset}] {line} ({time.time() - started:.0f} s in)", flush=True)
     run_dir = out / "runs" / f"pass-{dataset}"
     if not (reuse_run and (run_dir / "run.json").is_file()):
+        say("1/4 train PASS, then its probing attackers")
         run_dir = train_run(
             "pass",
             dataset,
@@ -165,13 +169,17 @@ def one_dataset(
             epochs=epochs,
         )
     run = read_run(run_dir)
+    say("2/4 export the ONNX bundle")
     bundle = export_run(run_dir, "onnx", out / "bundles" / f"pass-{dataset}")
     manifest = json.loads((bundle / "manifest.json").read_text())
     plot = docs / f"pass_confusion_{dataset}.png"
     shutil.copyfile(run_dir / "substitution_confusion.png", plot)
     prgan_bundle, prgan_source = prgan_timing_bundle(dataset, data_path, out, prgan_bundles)
     metrics = {k: v for k, v in run["metrics"].items() if k != "confusion"}
-    audited = {"bundle_evaluation": audit_path(bundle, seeds=audit_seeds)} if audit_seeds else {}
+    say(f"3/4 audit the bundle over {audit_seeds} seed(s)")
+    audited = {"bundle_evaluation": audit_path(bundle, seeds=audit_seeds, log=lambda line: say(line))} \
+        if audit_seeds else {}
+    say("4/4 time the PASS and PR-GAN bundles")
     return {
         "task": {"useful": useful, "private": private, "hidden": hidden},
         "config": run["config"],

@@ -118,7 +118,8 @@ def one_dataset(name: str, out: Path, args) -> dict:
     manifest = json.loads((bundle / "manifest.json").read_text())
     print(f"[{name}] 3/5 audit the bundle: every attacker family, {args.audit_seeds} seeds, "
           f"{args.attacker_epochs} epochs ({time.time() - started:.0f} s in)", flush=True)
-    device = audit_path(bundle, seeds=args.audit_seeds, attacker_epochs=args.attacker_epochs)
+    device = audit_path(bundle, seeds=args.audit_seeds, attacker_epochs=args.attacker_epochs,
+                        log=lambda line: print(f"[{name}] {line}", flush=True))
     print(f"[{name}] 4/5 Table 5's training utility: D_y trained on the bundle's output, tested on clean data "
           f"({time.time() - started:.0f} s in)", flush=True)
     trained = training_utility(run_dir, run, bundle, config.classifier_epochs)
