@@ -82,13 +82,6 @@ def person_share(raw_grey, released_grey, empty, box, pasted=None) -> "float | N
     return float(pattern @ r / (pattern @ pattern))
 
 
-def box_leaks(raw_grey, released_grey, empty, box, pasted=None) -> "bool | None":
-    """True: the released pixels keep GHOST_SHARE or more of the raw person (``person_share``); None: the box
-    cannot be judged. ``pasted``: a boolean mask of the pixels the pipeline pasted its output on, left out."""
-    share = person_share(raw_grey, released_grey, empty, box, pasted)
-    return None if share is None else share >= GHOST_SHARE
-
-
 def pasted_mask(shape, windows):
     """The pixels inside the pipeline's crop windows (x0, y0, x1, y1), clipped to the frame."""
     mask = np.zeros(shape[:2], bool)
