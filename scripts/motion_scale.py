@@ -13,18 +13,15 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 from camera_results import clip_frames, scene_truth  # noqa: E402
 
-from sensorveil.benchmarks.detector_recall import found, wilson  # noqa: E402
-from sensorveil.benchmarks.reference_people import TiledPeople, empty_scene, merge_boxes, offline_boxes  # noqa: E402
+from sensorveil.benchmarks.detector_recall import detector_recall  # noqa: E402
+from sensorveil.benchmarks.reference_people import empty_scene  # noqa: E402
 
 SCALES = (1.0, 0.5)
-START, SAMPLE_EVERY = 30, 10     # as detector_recall scores: past motion's warm-up, every 10th frame
 
 
 def compared(run_graph, every: int) -> dict:
@@ -38,6 +35,16 @@ def compared(run_graph, every: int) -> dict:
     return detectors
 
 
+def timed(detect, spent: dict, name: str):
+    """``detect`` that adds its CPU time to ``spent[name]``."""
+    def run(frame):
+        start = time.process_time()
+        boxes = detect(frame)
+        spent[name] += time.process_time() - start
+        return boxes
+    return run
+
+
 def main() -> None:
     from sensorveil.runtime import Privatizer
 
@@ -48,27 +55,16 @@ def main() -> None:
     args = parser.parse_args()
     run_graph = Privatizer.load(Path(args.bundle)).run_graph
     frames, (truth, _) = clip_frames(Path(args.clip)), scene_truth(Path(args.clip))
-    empty, tiles = empty_scene(frames), TiledPeople(run_graph)
     detectors = compared(run_graph, args.every)
-    cpu, hits, total = dict.fromkeys(detectors, 0.0), dict.fromkeys(detectors, 0), 0
-    for index, frame in enumerate(frames):
-        boxes = {}
-        for name, detect in detectors.items():
-            start = time.process_time()
-            boxes[name] = detect(frame)
-            cpu[name] += time.process_time() - start
-        if index < START or (index - START) % SAMPLE_EVERY:
-            continue
-        people = np.asarray(truth[index], np.int64).reshape(-1, 4) if truth is not None else \
-            merge_boxes(offline_boxes(frame, empty), tiles(index, frame))
-        total += len(people)
-        for name in detectors:
-            hits[name] += found(people, boxes[name])
+    cpu = dict.fromkeys(detectors, 0.0)
+    recall = detector_recall(frames, run_graph, empty_scene(frames), args.every, truth=truth,
+                             compared={name: timed(detect, cpu, name) for name, detect in detectors.items()})
+    total = recall["reference_boxes"]
     print(f"{Path(args.clip).name}: {len(frames)} frames, {total} reference people on the scored frames")
     print("| detector | found | recall [95%] | CPU ms a frame |\n|---|---|---|---|")
-    for name in detectors:
-        low, high = wilson(hits[name], total)
-        print(f"| {name} | {hits[name]} of {total} | {hits[name] / total:.1%} [{low:.1%}, {high:.1%}] | "
+    for name, row in recall["recall"].items():
+        low, high = row["interval"]
+        print(f"| {name} | {row['found']} of {total} | {row['share']:.1%} [{low:.1%}, {high:.1%}] | "
               f"{1e3 * cpu[name] / len(frames):.1f} |")
 
 

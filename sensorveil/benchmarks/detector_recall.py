@@ -39,12 +39,13 @@ def detectors(run_graph, every: int) -> dict:
 
 
 def detector_recall(frames, run_graph, empty, every: int, sample_every: int = 10, start: int = 30,
-                    truth=None) -> dict:
+                    truth=None, compared=None) -> dict:
     """Every detector sees every frame (their models learn as on the device); every ``sample_every``-th frame
     from ``start`` (past motion's warm-up) is scored, against ``truth`` (per-frame boxes of a made scene,
-    sensorveil.benchmarks.crowd_scene) where given, else against the offline detectors."""
+    sensorveil.benchmarks.crowd_scene) where given, else against the offline detectors. ``compared``: other
+    detectors by name (frame -> boxes) than ``detectors``' three."""
     tiles = TiledPeople(run_graph)
-    compared = detectors(run_graph, every)
+    compared = detectors(run_graph, every) if compared is None else compared
     hits, total, scored = {name: 0 for name in compared}, 0, 0
     for index, frame in enumerate(frames):
         boxes = {name: detect(frame) for name, detect in compared.items()}
