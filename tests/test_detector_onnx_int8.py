@@ -176,7 +176,8 @@ def test_the_int8_bundle_finds_the_same_people_on_jetsons_python_3_6_and_onnxrun
     from sensorveil.runtime import Privatizer
     from sensorveil.runtime.camera import iou, learned
     from tests.test_old_pythons import board_venv
-    venv = board_venv(tmp_path_factory, "3.6", ["numpy==1.19.5", "onnxruntime==1.10.0", "opencv-python-headless==4.6.0.66"])
+    venv = board_venv(tmp_path_factory, "3.6",
+                      ["numpy==1.19.5", "onnxruntime==1.10.0", "opencv-python-headless==4.6.0.66"])
     frames = walkway_frames([100, 300, 500])
     np.save(tmp_path / "frames.npy", frames)
     (tmp_path / "board.py").write_text(ON_THE_BOARD)
