@@ -1,0 +1,125 @@
+"""Where the camera pipeline's CPU time goes, step by step, against the speed goal (10x deface's frames per
+CPU-second).
+
+A camera bundle runs over a clip as `sensorveil run` runs it (Stream, the bundle's backend), but one frame at a
+time with nothing reading ahead, so each step's CPU time (time.process_time: every thread of the process,
+onnxruntime's pool included) lands on that step alone. The steps are the pipeline's own methods, timed where
+the pipeline calls them; "the rest" is what the loop spends between them (validation, crop geometry, the
+tracker's bookkeeping). deface's CPU time per frame is read from docs/peers.json (scripts/compare_peers.py, the
+same clip and machine kind). Read the figures as shares: CPU time moves with the machine's load.
+
+    python scripts/pipeline_cost.py --bundle bundles/camera/pass-walkway --clip ../shared/media/walkway.avi \\
+        --out docs/pipeline_cost.md
+"""
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sensorveil.benchmarks.provenance import page_header, provenance, require_clean  # noqa: E402
+
+GOAL_TIMES_DEFACE = 10
+
+
+def timed(function, spent: dict, step: str):
+    """``function`` that adds its CPU time to ``spent[step]``."""
+    def run(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[step] += time.process_time() - start
+    return run
+
+
+def instrument(stream, spent: dict) -> None:
+    """Time the pipeline's steps on this stream's camera pre-processor (made by its first frame)."""
+    crops = stream.preprocessor
+    detector = crops.detector
+    steps = {"decode the frame": (stream, "_read"),
+             "motion detector (MOG2 blobs)": (getattr(detector, "motion", detector), "detect"),
+             "tracker and walking direction": (crops.tracker, "update"),
+             "quiet scene (what is released around people)": (crops, "update_scene"),
+             "paste substitutes into the scene": (crops, "restore")}
+    if hasattr(detector, "find"):
+        steps["learned person graph (amortized)"] = (detector, "find")
+    for step, (owner, name) in steps.items():
+        spent[step] = 0.0
+        setattr(owner, name, timed(getattr(owner, name), spent, step))
+    # the model and its draw: _privatize less the paste inside it (timed above)
+    spent["privatize the crops (model + draw)"] = 0.0
+    stream._privatize = timed(stream._privatize, spent, "privatize the crops (model + draw)")
+
+
+def measure(bundle: Path, clip: Path, warmup: int) -> dict:
+    from sensorveil.runtime.sources import open_source
+    from sensorveil.runtime.stream import Stream, load_for_stream
+
+    privatizer = load_for_stream(bundle)
+    spent = {}
+    with open_source(str(clip), prefetch=False) as source:
+        stream = Stream(privatizer, source, prepare_ahead=False)
+        frames = iter(stream)
+        for _ in range(warmup):   # the first frames build the pre-processor and warm the backend
+            next(frames)
+        instrument(stream, spent)
+        counted, start = 0, time.process_time()
+        for _ in frames:
+            counted += 1
+        total = time.process_time() - start
+    spent["privatize the crops (model + draw)"] -= spent["paste substitutes into the scene"]
+    spent["the rest of the loop"] = total - sum(spent.values())
+    return {"frames": counted, "cpu_ms": {step: 1e3 * s / counted for step, s in spent.items()},
+            "total_cpu_ms": 1e3 * total / counted, "backend": privatizer.backend_name}
+
+
+def deface_cpu_ms(peers: Path) -> "float | None":
+    """deface's CPU ms per frame on docs/peers.json's clip, or None without that page."""
+    if not peers.is_file():
+        return None
+    rows = json.loads(peers.read_text()).get("rows", [])
+    return next((1e3 * row["cpu_s_per_frame"] for row in rows if row.get("tool") == "deface"), None)
+
+
+def page(result: dict, record: dict, deface_ms: "float | None") -> str:
+    total = result["total_cpu_ms"]
+    lines = ["# Where the camera pipeline's CPU time goes", "", page_header(record), "",
+             f"{result['frames']} frames of `{result['clip']}` through `{result['bundle']}` "
+             f"({result['backend']}), one frame at a time; CPU ms per frame, every thread of the process.", "",
+             "| step | CPU ms per frame | share |", "|---|---|---|"]
+    for step, ms in sorted(result["cpu_ms"].items(), key=lambda item: -item[1]):
+        lines.append(f"| {step} | {ms:.1f} | {100 * ms / total:.0f}% |")
+    lines.append(f"| **whole pipeline** | **{total:.1f}** | {1000 / total:.1f} frames per CPU-second |")
+    if deface_ms:
+        goal = deface_ms / GOAL_TIMES_DEFACE
+        lines += ["", f"Goal: {GOAL_TIMES_DEFACE}x deface's frames per CPU-second. deface spends {deface_ms:.1f} "
+                  f"CPU ms a frame on this clip (docs/peers.json), so the goal is {goal:.1f} CPU ms a frame; the "
+                  f"pipeline spends {total:.1f} ({deface_ms / total:.1f}x deface's frames per CPU-second)."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bundle", required=True, help="a camera bundle (cut-out paste)")
+    parser.add_argument("--clip", required=True)
+    parser.add_argument("--warmup", type=int, default=10, help="frames run before timing starts")
+    parser.add_argument("--out", help="write the page here (markdown)")
+    parser.add_argument("--allow-dirty", action="store_true")
+    args = parser.parse_args()
+    if args.out:
+        require_clean(args.allow_dirty)
+    record = provenance(allow_dirty=args.allow_dirty)
+    result = measure(Path(args.bundle), Path(args.clip), args.warmup)
+    result.update(bundle=args.bundle, clip=args.clip)
+    text = page(result, record, deface_cpu_ms(ROOT / "docs" / "peers.json"))
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
