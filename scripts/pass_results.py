@@ -4,6 +4,7 @@
                                    [--prgan-bundles DIR] [--datasets digits ujiindoorloc synthetic-depth]
                                    [--reuse-run]   # keep a finished run in --out/runs, redo export and timing
                                    [--audit-seeds 3]  # the exported bundle's audit; 0 leaves it out
+    # every audit attacker is kept in --out/audit-cache: run again with --reuse-run, a stopped audit resumes
     python scripts/pass_results.py --render-only   # rewrite docs/pass_results.md from the JSON, train nothing
 
 Per dataset: `train_run("pass", ...)` (training + probing attack with the neural and the tree
@@ -177,8 +178,9 @@ def one_dataset(
     prgan_bundle, prgan_source = prgan_timing_bundle(dataset, data_path, out, prgan_bundles)
     metrics = {k: v for k, v in run["metrics"].items() if k != "confusion"}
     say(f"3/4 audit the bundle over {audit_seeds} seed(s)")
-    audited = {"bundle_evaluation": audit_path(bundle, seeds=audit_seeds, log=lambda line: say(line))} \
-        if audit_seeds else {}
+    # each attacker kept under --out: an audit stopped part-way (an hour and more on depth frames) resumes
+    audited = {"bundle_evaluation": audit_path(bundle, seeds=audit_seeds, log=lambda line: say(line),
+                                               cache_dir=out / "audit-cache")} if audit_seeds else {}
     say("4/4 time the PASS and PR-GAN bundles")
     return {
         "task": {"useful": useful, "private": private, "hidden": hidden},

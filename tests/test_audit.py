@@ -178,3 +178,38 @@ def test_the_omni_scale_reid_network_reads_camera_crops_and_learns_who_is_who():
             net(x)
     net.eval()
     assert (net(x).argmax(1) == y).all()
+
+
+def test_an_audit_run_again_with_its_cache_reads_every_attacker_and_gives_the_same_figures(tmp_path):
+    """A stopped audit resumes: the second run trains no attacker (each is read from the cache) and scores
+    exactly what the first did; another identity (here other attacker epochs) shares nothing."""
+    from sensorveil.sdk.audit import Release, audit
+    from sensorveil.sdk.audit_cache import AttackerCache
+    task = shifted_task(np.random.default_rng(5))
+    release = Release(task=task, train=task.x[task.attacker_train], test=task.x[task.test])
+    lines = []
+
+    def run(epochs):
+        cache = AttackerCache(tmp_path, {"release": "shifted", "attacker_epochs": epochs})
+        return cache, audit(release, seeds=2, attacker_epochs=epochs, families=("trees", "logistic"),
+                            log=lines.append, cache=cache)
+    first_cache, first = run(2)
+    assert first_cache.hits == 0 and not any("audit cache" in line for line in lines)
+    lines.clear()
+    second_cache, second = run(2)
+    assert second_cache.hits == len(lines) > 0 and all("read from the audit cache" in line for line in lines)
+    assert second["private"] == first["private"] and second["raw_private"] == first["raw_private"]
+    other, _ = run(3)
+    assert other.hits == 0 and other.directory != first_cache.directory
+
+
+def test_the_audit_cache_keeps_tuples_and_leaves_no_half_written_entry(tmp_path):
+    from sensorveil.sdk.audit_cache import AttackerCache
+    cache = AttackerCache(tmp_path, {"k": 1})
+    assert cache.get("raw-data neural (and re-id)", 0) is None
+    cache.put("raw-data neural (and re-id)", 0, (np.arange(3), np.array([2, 1])))
+    cache.put("trees", 1, np.array([0, 1, 1]))
+    got = cache.get("raw-data neural (and re-id)", 0)
+    assert isinstance(got, tuple) and [list(a) for a in got] == [[0, 1, 2], [2, 1]]
+    assert list(cache.get("trees", 1)) == [0, 1, 1] and cache.get("trees", 0) is None
+    assert not list(cache.directory.glob("*.partial*"))

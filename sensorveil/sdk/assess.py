@@ -54,11 +54,13 @@ def evaluate_path(path, backend: str = "auto", attacker_epochs: int = 20) -> dic
                             f"(with {MANIFEST_NAME}), got {path}")
 
 
-def audit_path(path, backend: str = "auto", seeds: int = 3, attacker_epochs: int = 20, log=None) -> dict:
+def audit_path(path, backend: str = "auto", seeds: int = 3, attacker_epochs: int = 20, log=None,
+               cache_dir=None) -> dict:
     """The audit (sensorveil.sdk.audit) of a run, or of a bundle exactly as the device runs it: every
     attacker family over ``seeds`` seeds with 95% intervals, the utility probe, Random*; plus the
     paper-protocol figures of the fixed classifiers when the mechanism has them. The flat keys
-    (probing_acc_private, tree_acc_private, ...) are the family means, as `evaluate` always wrote."""
+    (probing_acc_private, tree_acc_private, ...) are the family means, as `evaluate` always wrote.
+    ``cache_dir``: keep each attacker's guesses there (sdk/audit_cache.py), so a stopped audit resumes."""
     from sensorveil.sdk.audit import audit, label_shift_weights
     from sensorveil.sdk.datasets import SPLIT_BY_TIME
     from sensorveil.sdk.training import accuracy
@@ -79,7 +81,9 @@ def audit_path(path, backend: str = "auto", seeds: int = 3, attacker_epochs: int
     release = mechanism.release(run_dir, run, privatizer)
     if run.get("dataset", {}).get("name") in SPLIT_BY_TIME:     # class shares move with time: Random* needs it
         release.test_weights = label_shift_weights(release.task)
-    result = {**heading, **audit(release, seeds=seeds, attacker_epochs=attacker_epochs, log=log)}
+    cache = None if cache_dir is None else attacker_cache(cache_dir, path, run_dir, heading.get("backend"),
+                                                         attacker_epochs)
+    result = {**heading, **audit(release, seeds=seeds, attacker_epochs=attacker_epochs, log=log, cache=cache)}
     if release.fixed:
         task, fixed = release.task, release.fixed
         result["protocol_acc_useful"] = accuracy(fixed["D_y"], release.test, task.useful[task.test])
@@ -88,3 +92,21 @@ def audit_path(path, backend: str = "auto", seeds: int = 3, attacker_epochs: int
     result.update(probing_acc_private=families["neural"]["mean"], tree_acc_private=families["trees"]["mean"],
                   probing_acc_useful=result["useful"]["mean"])
     return result
+
+
+def attacker_cache(cache_dir, path: Path, run_dir: Path, backend, attacker_epochs: int):
+    """The audit cache of this run or bundle: keyed by what its manifest says the device runs (every file by
+    hash, the pipeline, input and output; not the export's date, so the same bundle exported again still finds
+    its attackers), every file of its run (weights, the split), the backend and the epochs
+    (sdk/audit_cache.py adds the code)."""
+    import hashlib
+
+    from sensorveil.sdk.audit_cache import AttackerCache
+
+    def digest(file: Path) -> str:
+        return hashlib.sha256(file.read_bytes()).hexdigest()
+    manifest = read_manifest(path) if (path / MANIFEST_NAME).is_file() else {}
+    runs = ("files", "artifacts", "pipeline", "input", "output", "mechanism", "camera")
+    return AttackerCache(cache_dir, {"manifest": {key: manifest.get(key) for key in runs},
+                                     "run": {f.name: digest(f) for f in sorted(run_dir.iterdir()) if f.is_file()},
+                                     "backend": backend, "attacker_epochs": attacker_epochs})

@@ -133,32 +133,40 @@ def attack(family: str, release: Release, labels: np.ndarray, classes: int, epoc
 
 
 class AttackerProgress:
-    """Runs one attacker and says so: 'audit: 4/15 trees attacker, seed 1 (3 s)'."""
+    """Runs one attacker and says so: 'audit: 4/15 trees attacker, seed 1 (3 s)'; with a ``cache``
+    (sdk/audit_cache.AttackerCache), an attacker it already holds is read, not trained again."""
 
-    def __init__(self, total: int, log=None):
-        self.total, self.done, self.log = total, 0, log
+    def __init__(self, total: int, log=None, cache=None):
+        self.total, self.done, self.log, self.cache = total, 0, log, cache
 
     def __call__(self, name: str, seed: int, run):
         started = time.perf_counter()
-        result = run()
+        result = None if self.cache is None else self.cache.get(name, seed)
+        resumed = result is not None
+        if not resumed:
+            result = run()
+            if self.cache is not None:
+                self.cache.put(name, seed, result)
         self.done += 1
         if self.log is not None:
-            self.log(f"audit: {self.done}/{self.total} {name} attacker, seed {seed} "
-                     f"({time.perf_counter() - started:.0f} s)")
+            how = "read from the audit cache" if resumed else f"{time.perf_counter() - started:.0f} s"
+            self.log(f"audit: {self.done}/{self.total} {name} attacker, seed {seed} ({how})")
         return result
 
 
-def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=FAMILIES, log=None) -> dict:
+def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=FAMILIES, log=None,
+          cache=None) -> dict:
     """Every family against the private attribute, the neural probe on the useful one, each over
     ``seeds`` seeds with its interval, beside Random* and the goal's verdict. ``log``: called with one
-    line per attacker trained (an audit takes minutes; a silent one looks hung)."""
+    line per attacker trained (an audit takes minutes; a silent one looks hung). ``cache``: an
+    AttackerCache for this release, so a stopped audit resumes."""
     if seeds < 1:
         raise ValueError(f"the audit needs at least 1 seed, got {seeds}")
     task = release.task
     private_test, useful_test = task.private[task.test], task.useful[task.test]
     omni = wants_omni_scale(release)
     progress = AttackerProgress((len(families) + len(release.extra_attackers) + 1) * seeds + len(families) + omni,
-                                log)
+                                log, cache)
     guesses = {family: [progress(family, seed, lambda: attack(family, release, task.private, task.n_private,
                                                                attacker_epochs, seed))
                         for seed in range(seeds)] for family in families}
