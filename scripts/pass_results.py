@@ -178,7 +178,7 @@ def one_dataset(
     prgan_bundle, prgan_source = prgan_timing_bundle(dataset, data_path, out, prgan_bundles)
     metrics = {k: v for k, v in run["metrics"].items() if k != "confusion"}
     say(f"3/4 audit the bundle over {audit_seeds} seed(s)")
-    # each attacker kept under --out: an audit stopped part-way (an hour and more on depth frames) resumes
+    # each attacker kept under --out: an audit stopped part-way (its progress lines time each attacker) resumes
     audited = {"bundle_evaluation": audit_path(bundle, seeds=audit_seeds, log=lambda line: say(line),
                                                cache_dir=out / "audit-cache")} if audit_seeds else {}
     say("4/4 time the PASS and PR-GAN bundles")
