@@ -33,8 +33,11 @@ def crop_windows(boxes, frame_shape, crop_shape=CROP_SHAPE, margin=CROP_MARGIN):
 
 
 def cut(gray, window):
-    """The window's pixels, edge-replicated where it runs past the frame."""
+    """The window's pixels, edge-replicated where it runs past the frame (a view of ``gray`` where it does not:
+    callers only read it)."""
     x0, y0, x1, y1 = (int(v) for v in window)
+    if 0 <= x0 < x1 <= gray.shape[1] and 0 <= y0 < y1 <= gray.shape[0]:
+        return gray[y0:y1, x0:x1]
     rows = np.clip(np.arange(y0, y1), 0, gray.shape[0] - 1)
     cols = np.clip(np.arange(x0, x1), 0, gray.shape[1] - 1)
     return gray[rows[:, None], cols[None, :]]
@@ -91,7 +94,8 @@ def stand_out(person, scene, margin=PERSON_CONTRAST):
     lighter = np.where(scene + margin > 255, False, np.where(scene - margin < 0, True, lighter))
     darkest = np.minimum(scene - margin, np.floor(SHADOW_RATIO * scene)).astype(np.int16)
     moved = np.where(lighter, np.maximum(person, scene + margin), np.minimum(person, darkest))
-    return np.clip(moved, 1, 255).astype(np.uint8)
+    # 0..255 already (lighter only where scene + margin <= 255, darkest >= 0): only 0 is taken, "not the person"
+    return np.maximum(moved, 1).astype(np.uint8)
 
 
 def coarse(image, block):
@@ -196,9 +200,13 @@ def keep_apart(placed, gap=PERSON_GAP):
     height = max(p[1] + p[3].shape[0] for p in placed) + gap[1] - top
     owners = np.zeros((height, width), dtype=np.int32)       # how many people's near zone covers a pixel
     for x, y, _, person in placed:
-        near = np.zeros((height, width), dtype=np.uint8)
-        near[y - top:y - top + person.shape[0], x - left:x - left + person.shape[1]] = person
-        owners += cv2.dilate(near, ring) > 0
+        # the person's own rectangle grown by the gap: their near zone reaches no further (and stays on the
+        # canvas, which runs a gap past every person), so the dilation needs no more of the canvas
+        rows, cols = person.shape[0] + 2 * gap[1], person.shape[1] + 2 * gap[0]
+        near = np.zeros((rows, cols), dtype=np.uint8)
+        near[gap[1]:gap[1] + person.shape[0], gap[0]:gap[0] + person.shape[1]] = person
+        top0, left0 = y - top - gap[1], x - left - gap[0]
+        owners[top0:top0 + rows, left0:left0 + cols] += cv2.dilate(near, ring) > 0
     apart = []
     for x, y, patch, person in placed:
         shared = owners[y - top:y - top + person.shape[0], x - left:x - left + person.shape[1]] > 1

@@ -17,6 +17,8 @@ same), which fails closed: an old picture of the empty place, never a new one wi
 """
 import numpy as np
 
+from sensorveil.runtime.camera.detect import opencv
+
 SCENE_BLOCK = 8          # px: the scene is judged quiet or busy per block of this size
 SCENE_HORIZON = 100      # frames a block must stay quiet before the camera may show it (10 s at 10 FPS)
 NEUTRAL_GREY = 128       # the scene before any block is quiet: nothing of any frame
@@ -55,10 +57,12 @@ class QuietScene(object):
         self.quiet = np.where(busy_blocks, 0, np.minimum(self.quiet + 1, self.horizon))
         ready = self.quiet >= self.horizon
         if ready.any():
+            cv2 = opencv()
             image = self.image.copy()
-            # copyto with a mask: a boolean gather and scatter of the pixels costs twice as much on a board
-            np.copyto(image, frame, where=self.pixels_of(ready & ~self.shown))   # neutral -> camera
-            np.copyto(image, step_towards(self.image, frame, SCENE_STEP), where=self.pixels_of(ready & self.shown))
+            # OpenCV's masked copy, many times faster than numpy's copyto(where=) with a broadcast mask; the
+            # step's CPU time: python scripts/pipeline_cost.py
+            cv2.copyTo(frame, self.pixels_of(ready & ~self.shown), image)       # neutral -> camera
+            cv2.copyTo(step_towards(self.image, frame, SCENE_STEP), self.pixels_of(ready & self.shown), image)
             self.shown = self.shown | ready
             self.image = image
         return self.image
@@ -66,22 +70,28 @@ class QuietScene(object):
     def difference(self, frame):
         """Each block's mean absolute difference between ``frame`` and the scene: the largest over colour
         channels, so a person of another hue but the same brightness still counts."""
-        sums = block_sums(np.maximum(frame, self.image) - np.minimum(frame, self.image), self.block)
+        sums = block_sums(opencv().absdiff(frame, self.image), self.block)
         return (sums if sums.ndim == 2 else sums.max(axis=2)) / self.pixels
 
     def pixels_of(self, blocks):
-        """(blocks) bool -> the frame's pixels of those blocks, (H, W) or (H, W, 1) as the scene's shape needs."""
+        """(blocks) bool -> (H, W) uint8, 1 on the frame's pixels of those blocks: an OpenCV mask."""
         h, w = self.image.shape[:2]
-        pixels = np.repeat(np.repeat(blocks, self.block, 0), self.block, 1)[:h, :w]
-        return pixels if self.image.ndim == 2 else pixels[..., None]
+        rows, cols = blocks.shape
+        size = (rows, self.block, cols, self.block)
+        pixels = np.broadcast_to(blocks.astype(np.uint8)[:, None, :, None], size).reshape(rows * self.block, -1)
+        return np.ascontiguousarray(pixels[:h, :w])
 
 
 def step_towards(scene, frame, step):
     """``scene`` moved towards ``frame`` by at most ``step`` grey levels a pixel: the scene drifts, never jumps.
-    In uint8 throughout (no overflow: up is at most frame - scene, down at most scene - frame)."""
-    up = np.minimum(np.maximum(frame, scene) - scene, step).astype(np.uint8)
-    down = np.minimum(scene - np.minimum(frame, scene), step).astype(np.uint8)
-    return scene + up - down
+    In uint8 throughout: OpenCV's saturating subtraction gives max(frame - scene, 0) and max(scene - frame, 0),
+    and neither sum nor difference leaves 0..255 (up is at most frame - scene, down at most scene - frame)."""
+    cv2 = opencv()
+    up = cv2.subtract(frame, scene)
+    np.minimum(up, step, out=up)
+    down = cv2.subtract(scene, frame)
+    np.minimum(down, step, out=down)
+    return cv2.subtract(cv2.add(scene, up), down)
 
 
 def block_sums(values, block):

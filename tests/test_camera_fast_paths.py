@@ -1,0 +1,103 @@
+"""The camera pipeline's fast paths (OpenCV's masked copy and saturating arithmetic, views instead of gathers,
+dilation of each person's own rectangle) against the plain numpy definitions they replace: the same bytes out."""
+import numpy as np
+import pytest
+
+pytest.importorskip("cv2")
+
+from sensorveil.runtime.camera import composite, scene  # noqa: E402
+
+
+def reference_step(still, frame, step):
+    moved = np.clip(frame.astype(np.int16) - still.astype(np.int16), -step, step)
+    return (still.astype(np.int16) + moved).astype(np.uint8)
+
+
+def reference_update(state, frame, busy):
+    """QuietScene.update as numpy alone: per-pixel masks, numpy's masked copy, int16 arithmetic."""
+    diff = np.abs(frame.astype(np.int16) - state.image.astype(np.int16)).astype(np.uint8)
+    sums = scene.block_sums(diff, state.block)
+    changed = state.shown & ((sums if sums.ndim == 2 else sums.max(axis=2)) / state.pixels > state.change)
+    busy_blocks = scene.dilate(scene.block_any(busy, state.block) | changed)
+    state.quiet = np.where(busy_blocks, 0, np.minimum(state.quiet + 1, state.horizon))
+    ready = state.quiet >= state.horizon
+    h, w = state.image.shape[:2]
+
+    def pixels(blocks):
+        mask = np.repeat(np.repeat(blocks, state.block, 0), state.block, 1)[:h, :w]
+        return mask if state.image.ndim == 2 else mask[..., None]
+    image = state.image.copy()
+    np.copyto(image, frame, where=pixels(ready & ~state.shown))
+    np.copyto(image, reference_step(state.image, frame, scene.SCENE_STEP), where=pixels(ready & state.shown))
+    state.shown, state.image = state.shown | ready, image
+    return image
+
+
+@pytest.mark.parametrize("shape", [(64, 96, 3), (61, 90), (37, 50, 3)])
+def test_quiet_scene_update_gives_the_numpy_definitions_bytes(shape):
+    rng = np.random.default_rng(sum(shape))
+    fast, plain = scene.QuietScene(shape, horizon=3), scene.QuietScene(shape, horizon=3)
+    base = rng.integers(0, 256, shape).astype(np.int16)
+    for k in range(12):
+        # small noise (followed), a jump in one corner (refused as changed) and a moving busy box
+        frame = np.clip(base + rng.integers(-4, 5, shape), 0, 255).astype(np.uint8)
+        if k > 6:
+            frame[:16, :16] = 255 - frame[:16, :16]
+        busy = np.zeros(shape[:2], bool)
+        busy[5 + 2 * k:25 + 2 * k, 10:30] = True
+        out = fast.update(frame, busy)
+        assert np.array_equal(out, reference_update(plain, frame, busy))
+        assert np.array_equal(fast.shown, plain.shown) and np.array_equal(fast.quiet, plain.quiet)
+    assert fast.shown.any() and not fast.shown.all()
+
+
+def test_step_towards_is_a_clipped_difference():
+    rng = np.random.default_rng(3)
+    still, frame = (rng.integers(0, 256, (40, 50, 3), dtype=np.uint8) for _ in range(2))
+    frame[0, :3, 0], still[0, :3, 0] = (0, 255, 7), (255, 0, 7)      # the extremes and no change
+    assert np.array_equal(scene.step_towards(still, frame, 2), reference_step(still, frame, 2))
+
+
+def reference_keep_apart(placed, gap=composite.PERSON_GAP):
+    """keep_apart with each person's near zone dilated over the whole canvas."""
+    import cv2
+    ring = cv2.getStructuringElement(cv2.MORPH_RECT, (2 * gap[0] + 1, 2 * gap[1] + 1))
+    left, top = min(p[0] for p in placed) - gap[0], min(p[1] for p in placed) - gap[1]
+    width = max(p[0] + p[3].shape[1] for p in placed) + gap[0] - left
+    height = max(p[1] + p[3].shape[0] for p in placed) + gap[1] - top
+    owners = np.zeros((height, width), dtype=np.int32)
+    for x, y, _, person in placed:
+        near = np.zeros((height, width), dtype=np.uint8)
+        near[y - top:y - top + person.shape[0], x - left:x - left + person.shape[1]] = person
+        owners += cv2.dilate(near, ring) > 0
+    return [(x, y, patch, person & ~(owners[y - top:y - top + person.shape[0],
+                                            x - left:x - left + person.shape[1]] > 1))
+            for x, y, patch, person in placed]
+
+
+def test_keep_apart_matches_dilation_over_the_whole_canvas():
+    rng = np.random.default_rng(5)
+    placed = []
+    for _ in range(9):
+        h, w = (int(v) for v in rng.integers(8, 60, 2))
+        person = rng.random((h, w)) > 0.3
+        placed.append((int(rng.integers(-20, 120)), int(rng.integers(-20, 80)), None, person))
+    for fast, plain in zip(composite.keep_apart(placed), reference_keep_apart(placed)):
+        assert fast[:2] == plain[:2] and np.array_equal(fast[3], plain[3])
+
+
+def test_cut_inside_and_past_the_frame_and_stand_out_give_the_plain_definitions():
+    rng = np.random.default_rng(7)
+    gray = rng.integers(0, 256, (30, 40), dtype=np.uint8)
+    for window in [(3, 4, 20, 25), (0, 0, 40, 30), (-5, -2, 10, 12), (30, 20, 45, 36)]:
+        x0, y0, x1, y1 = window
+        rows, cols = np.clip(np.arange(y0, y1), 0, 29), np.clip(np.arange(x0, x1), 0, 39)
+        assert np.array_equal(composite.cut(gray, window), gray[rows[:, None], cols[None, :]])
+    person, behind = (rng.integers(0, 256, (50, 50), dtype=np.uint8) for _ in range(2))
+    behind[0, :4], person[0, :4] = (0, 99, 100, 255), (0, 0, 0, 255)
+    p, s = person.astype(np.int16), behind.astype(np.int16)
+    lighter = np.where(p != s, p > s, s < 128)
+    lighter = np.where(s + 100 > 255, False, np.where(s - 100 < 0, True, lighter))
+    darkest = np.minimum(s - 100, np.floor(composite.SHADOW_RATIO * s)).astype(np.int16)
+    plain = np.clip(np.where(lighter, np.maximum(p, s + 100), np.minimum(p, darkest)), 1, 255).astype(np.uint8)
+    assert np.array_equal(composite.stand_out(person, behind, 100), plain)
