@@ -1,7 +1,8 @@
 """Each audit attacker's guesses kept on disk, so an audit that is stopped part-way resumes where it stopped.
 
-An audit of depth frames trains 22 attackers, seven of them networks of about ten minutes each on a 2-core
-machine: longer than a working session leaves beside the training. With a cache, an audit run again on the same
+An audit of depth frames trains 22 attackers, seven of them networks, each of which takes minutes on a 2-core
+machine (the audit's progress lines in `python scripts/pass_results.py --datasets synthetic-depth` time each one):
+together longer than a working session leaves beside the training. With a cache, an audit run again on the same
 release with the same code reads the attackers it already trained instead of training them again. An entry is
 found only under the same identity: the bundle's manifest and its run (weights are in the manifest by hash, the
 split in the run), the backend, the attacker epochs and the source of the code that trains and scores the
