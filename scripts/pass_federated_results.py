@@ -4,6 +4,7 @@
                                              [--rounds R] [--local-epochs E] [--aggregation fedavg]
                                              [--audit-seeds 3] [--quick] [--allow-dirty]
     python scripts/pass_federated_results.py --render-only   # the page again from its JSON, train nothing
+    python scripts/pass_federated_results.py --refresh-beside   # the comparison rows re-read, train nothing
 
 Per dataset (the tasks of scripts/pass_results.py: digits private lt5 / useful parity, UJIIndoorLoc private
 region / useful floor): `train_run("pass-federated", ...)` on Flower's simulation runtime, digits IID over four
@@ -410,7 +411,7 @@ def markdown(results: dict) -> str:
                   "scripts/pass_results.py audits central PASS's. "
                   f"`{COMMAND} --render-only` rewrites this page from that JSON. Central PASS's and TAPPFL's rows are "
                   "copied from docs/pass_results.json and docs/tappfl_results.json when the script ran; each section "
-                  f"says which run made them.{quick}"),
+                  f"says which run made them.{refreshed_note(results)}{quick}"),
              "",
              para("*Bundle audit*: every attacker family (`sensorveil evaluate`) trains on the bundle's released "
                   "training split and is scored on its test split, over seeds, mean with its 95% interval. "
@@ -422,6 +423,24 @@ def markdown(results: dict) -> str:
     for name, entry in datasets.items():
         lines += dataset_section(name, entry)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def refreshed_note(results: dict) -> str:
+    """The sentence naming the last re-reading of the comparison rows (--refresh-beside), if any."""
+    record = results.get("beside_refreshed")
+    if not isinstance(record, dict):
+        return ""
+    return (f" Those rows were last re-read by `{record['command']}` on {record['date']}, from commit "
+            f"{record['commit']}" + (" with uncommitted changes" if record.get("dirty") else "") + ".")
+
+
+def refresh_beside(results: dict, allow_dirty: bool) -> dict:
+    """The comparison rows copied again from their pages as they are now (central PASS and TAPPFL rerun on their
+    own commits); the federated runs' own figures are left as their run made them."""
+    for dataset, entry in results["datasets"].items():
+        entry["beside"] = {"pass": beside_pass(dataset), "tappfl": beside_tappfl(dataset)}
+    results["beside_refreshed"] = provenance(allow_dirty=allow_dirty)
+    return portable(results, shared=SHARED)
 
 
 # ------------------------------------------------------------------ main
@@ -439,11 +458,18 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny settings (a test's run); the figures mean nothing")
     parser.add_argument("--allow-dirty", action="store_true", help="run from uncommitted code (the page says so)")
     parser.add_argument("--render-only", action="store_true", help="rewrite the page from its JSON; train nothing")
+    parser.add_argument("--refresh-beside", action="store_true",
+                        help="copy central PASS's and TAPPFL's rows again from their pages, then render; train nothing")
     args = parser.parse_args()
     docs = Path(args.docs)
     json_path, page = docs / "pass_federated_results.json", docs / "pass_federated_results.md"
-    if args.render_only:
-        page.write_text(markdown(json.loads(json_path.read_text())))
+    if args.render_only or args.refresh_beside:
+        results = json.loads(json_path.read_text())
+        if args.refresh_beside:
+            require_clean(args.allow_dirty)
+            results = refresh_beside(results, args.allow_dirty)
+            json_path.write_text(json.dumps(results, indent=2, default=float) + "\n")
+        page.write_text(markdown(results))
         print(f"wrote {page}")
         return
     require_clean(args.allow_dirty)

@@ -123,3 +123,20 @@ def test_ujiindoorloc_devices_are_the_training_users(script):
     """18 users took trainingData.csv; validationData.csv's rows (USERID 0) are scored, never a device."""
     data_path = script.TASKS["ujiindoorloc"][3]
     assert script.devices_by("ujiindoorloc", data_path, script.dataset_options("ujiindoorloc", False), "user") == 18
+
+
+def test_refresh_beside_copies_the_comparison_rows_again_and_names_the_refresh(script, tmp_path):
+    """The committed page's JSON with a stale central row: refreshed, the row is docs/pass_results.json's
+    entry as it is now, the federated figures are untouched, and the page says which run re-read them."""
+    results = json.loads((REPO / "docs" / "pass_federated_results.json").read_text())
+    own = json.dumps({name: {k: v for k, v in entry.items() if k != "beside"}
+                      for name, entry in results["datasets"].items()}, sort_keys=True)
+    results["datasets"]["digits"]["beside"]["pass"] = {"missing": "stale"}
+    fresh = script.refresh_beside(results, allow_dirty=True)
+    central = json.loads((REPO / "docs" / "pass_results.json").read_text())["datasets"]["digits"]
+    row = fresh["datasets"]["digits"]["beside"]["pass"]
+    assert row["bundle_evaluation"] == central["bundle_evaluation"] and row["mnag"] == central["metrics"]["mnag"]
+    assert json.dumps({name: {k: v for k, v in entry.items() if k != "beside"}
+                       for name, entry in fresh["datasets"].items()}, sort_keys=True) == own
+    page = script.markdown(fresh)
+    assert "last re-read by `python " in page and f"from commit {fresh['beside_refreshed']['commit']}" in page
