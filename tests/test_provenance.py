@@ -24,6 +24,7 @@ def repo(tmp_path, monkeypatch):
     subprocess.run(["git", "add", "figures.py"], cwd=root, check=True)
     subprocess.run(["git", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "first"], cwd=root, check=True)
     monkeypatch.setattr(prov, "REPO", root)
+    monkeypatch.setattr(prov, "running_checkout", lambda: root)   # pytest's own folder may sit in a checkout
     return root
 
 
@@ -74,3 +75,21 @@ def test_portable_rewrites_machine_paths(monkeypatch, tmp_path):
     made = prov.portable({"command": "camera_results.py --clip /data/clips/crowd.avi"},
                          folders={"/data/clips": "<clip folder>"})
     assert made == {"command": "camera_results.py --clip <clip folder>/crowd.avi"}
+
+
+def test_a_script_run_from_a_clone_records_that_clone_with_the_package_installed_elsewhere(repo, tmp_path):
+    """pip install . puts the package outside any checkout (a venv's site-packages): the commit, the clean
+    check and the command still come from the checkout of the script that runs (it said "commit unknown")."""
+    import sys
+    installed = tmp_path / "site-packages"
+    shutil.copytree(Path(prov.__file__).resolve().parents[1], installed / "sensorveil")
+    (repo / "scripts").mkdir()
+    (repo / "scripts" / "page.py").write_text(
+        "from sensorveil.benchmarks.provenance import provenance, tree_is_dirty\n"
+        "record = provenance()\nprint(record['commit'], record['command'], tree_is_dirty())\n")
+    done = subprocess.run([sys.executable, str(repo / "scripts" / "page.py"), "--x"], cwd=tempfile.gettempdir(),
+                          env={"PYTHONPATH": str(installed), "PATH": "/usr/bin:/bin"}, stdout=subprocess.PIPE,
+                          universal_newlines=True, check=True)
+    head = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=repo, stdout=subprocess.PIPE,
+                          universal_newlines=True, check=True).stdout.strip()
+    assert done.stdout.split() == [head, "python", "scripts/page.py", "--x", "False"]

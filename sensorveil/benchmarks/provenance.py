@@ -24,9 +24,9 @@ NOT_RECORDED = "not recorded"
 
 
 def git(*args: str, cwd=None) -> str:
-    """git in this package's checkout (or in ``cwd``); "" when that fails."""
+    """git in the checkout the running script is in (or in ``cwd``); "" when that fails."""
     try:
-        done = subprocess.run(["git"] + list(args), cwd=str(cwd or REPO), stdout=subprocess.PIPE,
+        done = subprocess.run(["git"] + list(args), cwd=str(cwd or running_checkout()), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return ""
@@ -42,9 +42,16 @@ def checkout(script: str) -> Path:
     return Path(top) if top else REPO
 
 
-def tree_is_dirty() -> bool:
+def running_checkout() -> Path:
+    """The checkout of the script this process runs (sys.argv[0]), else this package's: with the package
+    installed into a virtual environment, its own folder is no checkout, and a results page made from a clone
+    said "commit unknown"."""
+    return checkout(sys.argv[0]) if sys.argv and sys.argv[0] else REPO
+
+
+def tree_is_dirty(cwd=None) -> bool:
     """Tracked files changed or staged (untracked files do not change what a clone regenerates)."""
-    return bool(git("status", "--porcelain", "--untracked-files=no"))
+    return bool(git("status", "--porcelain", "--untracked-files=no", cwd=cwd))
 
 
 def require_clean(allow_dirty: bool) -> None:
@@ -57,12 +64,13 @@ def require_clean(allow_dirty: bool) -> None:
 def provenance(argv: "list | None" = None, allow_dirty: bool = False) -> dict:
     """Command, UTC date, host and commit of this run (the header's facts, also stored in the JSON)."""
     argv = list(sys.argv if argv is None else argv)
-    script = os.path.relpath(os.path.abspath(argv[0]), checkout(argv[0])) if argv else "?"
+    top = checkout(argv[0]) if argv else running_checkout()
+    script = os.path.relpath(os.path.abspath(argv[0]), top) if argv else "?"
     return {"command": "python " + " ".join([shlex.quote(script)] + [shlex.quote(a) for a in argv[1:]]),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "host": f"{cpu_text(cpu_description())}, {platform.system()} {platform.machine()}",
-            "commit": git("rev-parse", "--short=10", "HEAD") or "unknown",
-            "dirty": tree_is_dirty() if allow_dirty else False}
+            "commit": git("rev-parse", "--short=10", "HEAD", cwd=top) or "unknown",
+            "dirty": tree_is_dirty(top) if allow_dirty else False}
 
 
 def page_header(record: dict) -> str:
