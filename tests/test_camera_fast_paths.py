@@ -1,5 +1,6 @@
-"""The camera pipeline's fast paths (OpenCV's masked copy and saturating arithmetic, views instead of gathers,
-dilation of each person's own rectangle) against the plain numpy definitions they replace: the same bytes out."""
+"""The camera pipeline's fast paths (OpenCV's masked copy, saturating arithmetic, integral image and dilation,
+views instead of gathers, dilation of each person's own rectangle) against the plain numpy definitions they
+replace: the same bytes out."""
 import numpy as np
 import pytest
 
@@ -13,12 +14,37 @@ def reference_step(still, frame, step):
     return (still.astype(np.int16) + moved).astype(np.uint8)
 
 
+def reference_block_sums(values, block):
+    """Each block's sum by reshaping a zero-padded copy: the definition."""
+    h, w = values.shape[:2]
+    rows, cols = -(-h // block), -(-w // block)
+    padded = np.zeros((rows * block, cols * block) + values.shape[2:], dtype=np.int64)
+    padded[:h, :w] = values
+    return padded.reshape((rows, block, cols, block) + values.shape[2:]).sum(axis=(1, 3))
+
+
+def reference_block_any(mask, block):
+    return reference_block_sums(mask.astype(np.int64), block) > 0
+
+
+@pytest.mark.parametrize("shape", [(360, 480, 3), (61, 90), (37, 50, 3), (8, 8)])
+def test_block_sums_and_block_any_give_the_definitions_answers(shape):
+    rng = np.random.default_rng(len(shape) + shape[0])
+    values = rng.integers(0, 256, shape, dtype=np.uint8)
+    assert np.array_equal(scene.block_sums(values, 8), reference_block_sums(values, 8))
+    wide = rng.integers(-40000, 40000, shape[:2], dtype=np.int32)         # another dtype: summed exactly
+    assert np.array_equal(scene.block_sums(wide, 8), reference_block_sums(wide, 8))
+    sparse = rng.random(shape[:2]) > 0.995                                 # a pixel here and there
+    assert np.array_equal(scene.block_any(sparse, 8), reference_block_any(sparse, 8))
+
+
 def reference_update(state, frame, busy):
     """QuietScene.update as numpy alone: per-pixel masks, numpy's masked copy, int16 arithmetic."""
     diff = np.abs(frame.astype(np.int16) - state.image.astype(np.int16)).astype(np.uint8)
-    sums = scene.block_sums(diff, state.block)
-    changed = state.shown & ((sums if sums.ndim == 2 else sums.max(axis=2)) / state.pixels > state.change)
-    busy_blocks = scene.dilate(scene.block_any(busy, state.block) | changed)
+    sums = reference_block_sums(diff, state.block)
+    pixels = reference_block_sums(np.ones(frame.shape[:2], np.int64), state.block)
+    changed = state.shown & ((sums if sums.ndim == 2 else sums.max(axis=2)) / pixels > state.change)
+    busy_blocks = scene.dilate(reference_block_any(busy, state.block) | changed)
     state.quiet = np.where(busy_blocks, 0, np.minimum(state.quiet + 1, state.horizon))
     ready = state.quiet >= state.horizon
     h, w = state.image.shape[:2]

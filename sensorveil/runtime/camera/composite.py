@@ -158,7 +158,8 @@ def place_person(crop, window, box, background):
     cut-out holding nobody), the whole crop over its window."""
     cv2 = opencv()
     x0, y0, x1, y1 = window
-    shape = crop.any(axis=-1) if crop.ndim == 3 else crop > 0     # the person: any channel set
+    # the person: any channel set (an OR of the channels: numpy's any over the last axis costs ten times more)
+    shape = (crop[..., 0] | crop[..., 1] | crop[..., 2]) > 0 if crop.ndim == 3 else crop > 0
     bounds = person_bounds(shape) if box is not None else None
     if bounds is None:      # the person over the whole window, as the crop has it
         x, y, w, h = x0, y0, x1 - x0, y1 - y0
@@ -182,7 +183,7 @@ def stand_out_colour(patch, scene):
     grey = to_gray(patch).astype(np.float32)
     moved = stand_out(grey.astype(np.uint8), scene).astype(np.float32)
     scaled = patch.astype(np.float32) * ((moved + 1.0) / (grey + 1.0))[..., None]
-    return np.clip(np.rint(scaled), 1, 255).astype(np.uint8)
+    return np.minimum(np.maximum(np.rint(scaled), 1), 255).astype(np.uint8)
 
 
 def keep_apart(placed, gap=PERSON_GAP):

@@ -185,13 +185,13 @@ def suppress(rows, iou):
     """Greedy non-maximum suppression of (K, 6) rows (ymin, xmin, ymax, xmax, score, class), best score first:
     a row whose box overlaps a kept one by more than ``iou`` (intersection over union) is the same person."""
     rows = rows[np.argsort(-rows[:, 4], kind="stable")]
-    areas = np.clip(rows[:, 2] - rows[:, 0], 0, None) * np.clip(rows[:, 3] - rows[:, 1], 0, None)
+    areas = np.maximum(rows[:, 2] - rows[:, 0], 0) * np.maximum(rows[:, 3] - rows[:, 1], 0)
     kept, left = [], np.arange(len(rows))
     while left.size:
         best, left = left[0], left[1:]
         kept.append(best)
-        inter_h = np.clip(np.minimum(rows[best, 2], rows[left, 2]) - np.maximum(rows[best, 0], rows[left, 0]), 0, None)
-        inter_w = np.clip(np.minimum(rows[best, 3], rows[left, 3]) - np.maximum(rows[best, 1], rows[left, 1]), 0, None)
+        inter_h = np.maximum(np.minimum(rows[best, 2], rows[left, 2]) - np.maximum(rows[best, 0], rows[left, 0]), 0)
+        inter_w = np.maximum(np.minimum(rows[best, 3], rows[left, 3]) - np.maximum(rows[best, 1], rows[left, 1]), 0)
         inter = inter_h * inter_w
         left = left[inter <= iou * np.maximum(areas[best] + areas[left] - inter, 1e-12)]
     return rows[kept].reshape(-1, 6)

@@ -153,7 +153,7 @@ class PersonCrops(Preprocessor):
         scene = image if self.paste == "window" else channels_like(self.scene_of(context), image)
         if len(windows) == 0:
             return scene.copy()
-        crops = np.clip(np.rint(privatized), 0, 255).astype(np.uint8)
+        crops = np.minimum(np.maximum(np.rint(privatized), 0), 255).astype(np.uint8)
         if crops.ndim == 4 and image.ndim == 2:   # colour substitutes on a grey camera: released in grey
             crops = np.stack([to_gray(crop) for crop in crops])
         if self.paste == "window":

@@ -47,7 +47,7 @@ class QuietScene(object):
         self.quiet = np.zeros(blocks, dtype=np.int32)     # frames in a row each block has been quiet
         self.shown = np.zeros(blocks, dtype=bool)         # blocks that show the camera (else the neutral scene)
         # pixels of each block (edge blocks are cut by the frame): the divisor of a block's mean
-        self.pixels = block_sums(np.ones(shape[:2], dtype=np.int32), self.block)
+        self.pixels = block_sums(np.ones(shape[:2], dtype=np.uint8), self.block)
 
     def update(self, frame, busy):
         """``busy``: bool (H, W), True where a person is or may be in this frame. A new array each time, so a
@@ -85,28 +85,30 @@ class QuietScene(object):
 def step_towards(scene, frame, step):
     """``scene`` moved towards ``frame`` by at most ``step`` grey levels a pixel: the scene drifts, never jumps.
     In uint8 throughout: OpenCV's saturating subtraction gives max(frame - scene, 0) and max(scene - frame, 0),
-    and neither sum nor difference leaves 0..255 (up is at most frame - scene, down at most scene - frame)."""
+    and neither sum nor difference leaves 0..255 (up is at most frame - scene, down at most scene - frame). The
+    limit is an array, not a number: OpenCV applies a number to the first colour channel only."""
     cv2 = opencv()
-    up = cv2.subtract(frame, scene)
-    np.minimum(up, step, out=up)
-    down = cv2.subtract(scene, frame)
-    np.minimum(down, step, out=down)
-    return cv2.subtract(cv2.add(scene, up), down)
+    limit = np.full(scene.shape, step, dtype=np.uint8)
+    up, down = cv2.subtract(frame, scene), cv2.subtract(scene, frame)
+    cv2.min(up, limit, dst=up)
+    cv2.min(down, limit, dst=down)
+    cv2.add(scene, up, dst=up)
+    return cv2.subtract(up, down, dst=up)
 
 
 def block_sums(values, block):
-    """(H, W[, C]) -> (ceil(H / block), ceil(W / block)[, C]) int32: each block's sum, the frame's edge
-    zero-padded (a camera's 360 x 480 needs none at 8 px, so no copy is made there)."""
+    """(H, W[, C]) -> (ceil(H / block), ceil(W / block)[, C]): each block's sum (int32 for uint8 values), blocks
+    cut by the frame's edge summing what they hold. Read off the integral image at the block corners: one
+    pass of OpenCV's integral, then four corners a block, instead of a sum over every pixel. Values other than
+    uint8 are summed in float64, exact for integers below 2**53."""
+    cv2 = opencv()
+    small = values.dtype == np.uint8
+    table = cv2.integral(np.ascontiguousarray(values if small else values.astype(np.float64)),
+                         sdepth=cv2.CV_32S if small else cv2.CV_64F)      # (H + 1, W + 1[, C])
     h, w = values.shape[:2]
-    rows, cols = -(-h // block), -(-w // block)
-    if (rows * block, cols * block) != (h, w):
-        padded = np.zeros((rows * block, cols * block) + values.shape[2:], dtype=values.dtype)
-        padded[:h, :w] = values
-        values = padded
-    rest = values.shape[2:]
-    # rows of blocks first (contiguous runs), then columns: six times faster than one sum over both axes
-    by_rows = values.reshape((rows, block, cols * block) + rest).sum(axis=1, dtype=np.int32)
-    return by_rows.reshape((rows, cols, block) + rest).sum(axis=2)
+    corners = table[np.append(np.arange(0, h, block), h)][:, np.append(np.arange(0, w, block), w)]
+    sums = corners[1:, 1:] - corners[:-1, 1:] - corners[1:, :-1] + corners[:-1, :-1]
+    return sums if small else np.rint(sums).astype(np.int64)
 
 
 def starting_scene(shape, still=None):
@@ -119,11 +121,12 @@ def starting_scene(shape, still=None):
 
 
 def block_any(mask, block):
-    """(H, W) bool -> (ceil(H / block), ceil(W / block)) bool: whether any pixel of each block is set."""
-    h, w = mask.shape
-    padded = np.zeros((-(-h // block) * block, -(-w // block) * block), dtype=bool)
-    padded[:h, :w] = mask
-    return padded.reshape(padded.shape[0] // block, block, padded.shape[1] // block, block).any(axis=(1, 3))
+    """(H, W) bool -> (ceil(H / block), ceil(W / block)) bool: whether any pixel of each block is set. Each
+    pixel takes the largest of the block x block pixels right of and below it (OpenCV's dilation, nothing
+    beyond the frame), so every block's top-left pixel holds its block's answer."""
+    grown = opencv().dilate(np.ascontiguousarray(mask).view(np.uint8), np.ones((block, block), np.uint8),
+                            anchor=(0, 0))
+    return grown[::block, ::block] > 0
 
 
 def dilate(blocks):

@@ -12,7 +12,7 @@ def iou(a, b):
     y1 = np.maximum(a[:, None, 1], b[None, :, 1])
     x2 = np.minimum(a[:, None, 0] + a[:, None, 2], b[None, :, 0] + b[None, :, 2])
     y2 = np.minimum(a[:, None, 1] + a[:, None, 3], b[None, :, 1] + b[None, :, 3])
-    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
+    inter = np.maximum(x2 - x1, 0) * np.maximum(y2 - y1, 0)
     union = (a[:, 2] * a[:, 3])[:, None] + (b[:, 2] * b[:, 3])[None, :] - inter
     return np.where(union > 0, inter / np.maximum(union, 1e-9), 0.0)
 
