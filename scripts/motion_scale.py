@@ -24,14 +24,16 @@ from sensorveil.benchmarks.reference_people import empty_scene  # noqa: E402
 SCALES = (1.0, 0.5)
 
 
-def compared(run_graph, every: int) -> dict:
-    """name -> detect(frame), each with its own background model."""
+def compared(run_graph, everys, scales=SCALES) -> dict:
+    """name -> detect(frame), each with its own background model: motion alone at each scale, and the union
+    with the graph every k frames for each k of ``everys`` at each scale."""
     from sensorveil.runtime.camera import MotionPeopleDetector
     from sensorveil.runtime.camera.learned import LearnedPeopleDetector
-    detectors = {f"motion alone at {s}": MotionPeopleDetector(scale=s).detect for s in SCALES}
-    for s in SCALES:
-        union = LearnedPeopleDetector(run_graph, every=every, motion=MotionPeopleDetector(scale=s))
-        detectors[f"pipeline (graph every {every}) + motion at {s}"] = union.detect
+    detectors = {f"motion alone at {s}": MotionPeopleDetector(scale=s).detect for s in scales}
+    for every in everys:
+        for s in scales:
+            union = LearnedPeopleDetector(run_graph, every=every, motion=MotionPeopleDetector(scale=s))
+            detectors[f"pipeline (graph every {every}) + motion at {s}"] = union.detect
     return detectors
 
 
@@ -51,13 +53,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bundle", required=True, help="a camera bundle with the learned detector")
     parser.add_argument("--clip", required=True)
-    parser.add_argument("--every", type=int, default=3, help="the graph's frame step (the camera bundles' own)")
+    parser.add_argument("--every", type=int, nargs="+", default=[3],
+                        help="the graph's frame steps to compare (3: the camera bundles' own)")
+    parser.add_argument("--scales", type=float, nargs="+", default=list(SCALES), help="motion scales, 0.25 to 1")
     args = parser.parse_args()
     run_graph = Privatizer.load(Path(args.bundle)).run_graph
     frames, (truth, _) = clip_frames(Path(args.clip)), scene_truth(Path(args.clip))
-    detectors = compared(run_graph, args.every)
+    detectors = compared(run_graph, args.every, args.scales)
     cpu = dict.fromkeys(detectors, 0.0)
-    recall = detector_recall(frames, run_graph, empty_scene(frames), args.every, truth=truth,
+    recall = detector_recall(frames, run_graph, empty_scene(frames), args.every[0], truth=truth,
                              compared={name: timed(detect, cpu, name) for name, detect in detectors.items()})
     total = recall["reference_boxes"]
     print(f"{Path(args.clip).name}: {len(frames)} frames, {total} reference people on the scored frames")
