@@ -153,7 +153,9 @@ class PersonCrops(Preprocessor):
         scene = image if self.paste == "window" else channels_like(self.scene_of(context), image)
         if len(windows) == 0:
             return scene.copy()
-        crops = np.minimum(np.maximum(np.rint(privatized), 0), 255).astype(np.uint8)
+        # a substitute bank's crops come back uint8 already: np.rint would round them again in float16
+        crops = privatized if privatized.dtype == np.uint8 else \
+            np.minimum(np.maximum(np.rint(privatized), 0), 255).astype(np.uint8)
         if crops.ndim == 4 and image.ndim == 2:   # colour substitutes on a grey camera: released in grey
             crops = np.stack([to_gray(crop) for crop in crops])
         if self.paste == "window":
