@@ -158,7 +158,7 @@ def place_person(crop, window, box, background):
     cut-out holding nobody), the whole crop over its window."""
     cv2 = opencv()
     x0, y0, x1, y1 = window
-    # the person: any channel set (an OR of the channels: numpy's any over the last axis costs ten times more)
+    # the person: any channel set (an OR of the channels: numpy's any over the last axis is far slower)
     shape = (crop[..., 0] | crop[..., 1] | crop[..., 2]) > 0 if crop.ndim == 3 else crop > 0
     bounds = person_bounds(shape) if box is not None else None
     if bounds is None:      # the person over the whole window, as the crop has it
