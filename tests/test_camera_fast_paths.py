@@ -127,3 +127,21 @@ def test_cut_inside_and_past_the_frame_and_stand_out_give_the_plain_definitions(
     darkest = np.minimum(s - 100, np.floor(composite.SHADOW_RATIO * s)).astype(np.int16)
     plain = np.clip(np.where(lighter, np.maximum(p, s + 100), np.minimum(p, darkest)), 1, 255).astype(np.uint8)
     assert np.array_equal(composite.stand_out(person, behind, 100), plain)
+
+
+def test_masked_copy_without_cv2_copyto_gives_the_same_bytes(monkeypatch):
+    """OpenCV 3 (Debian buster's, the Coral's Mendel) has no cv2.copyTo: the numpy path copies the same pixels."""
+    import cv2
+    rng = np.random.default_rng(9)
+    for shape in [(40, 56, 3), (40, 56)]:
+        source, target = (rng.integers(0, 256, shape, dtype=np.uint8) for _ in range(2))
+        mask = (rng.random(shape[:2]) > 0.5).astype(np.uint8)
+        with_copyto = target.copy()
+        scene.masked_copy(source, mask, with_copyto)
+        without = type("OpenCV3", (), {name: getattr(cv2, name) for name in dir(cv2) if name != "copyTo"})
+        monkeypatch.setattr(scene, "opencv", lambda: without)
+        plain = target.copy()
+        scene.masked_copy(source, mask, plain)
+        monkeypatch.undo()
+        expected = np.where(mask.astype(bool) if len(shape) == 2 else mask.astype(bool)[..., None], source, target)
+        assert np.array_equal(with_copyto, expected) and np.array_equal(plain, expected)

@@ -57,12 +57,9 @@ class QuietScene(object):
         self.quiet = np.where(busy_blocks, 0, np.minimum(self.quiet + 1, self.horizon))
         ready = self.quiet >= self.horizon
         if ready.any():
-            cv2 = opencv()
             image = self.image.copy()
-            # OpenCV's masked copy, many times faster than numpy's copyto(where=) with a broadcast mask; the
-            # step's CPU time: python scripts/pipeline_cost.py
-            cv2.copyTo(frame, self.pixels_of(ready & ~self.shown), image)       # neutral -> camera
-            cv2.copyTo(step_towards(self.image, frame, SCENE_STEP), self.pixels_of(ready & self.shown), image)
+            masked_copy(frame, self.pixels_of(ready & ~self.shown), image)       # neutral -> camera
+            masked_copy(step_towards(self.image, frame, SCENE_STEP), self.pixels_of(ready & self.shown), image)
             self.shown = self.shown | ready
             self.image = image
         return self.image
@@ -80,6 +77,18 @@ class QuietScene(object):
         size = (rows, self.block, cols, self.block)
         pixels = np.broadcast_to(blocks.astype(np.uint8)[:, None, :, None], size).reshape(rows * self.block, -1)
         return np.ascontiguousarray(pixels[:h, :w])
+
+
+def masked_copy(source, mask, target):
+    """``target`` takes ``source``'s pixels where ``mask`` (uint8 H x W) is set, in place. OpenCV's masked copy,
+    many times faster than numpy's copyto(where=) with a broadcast mask (the step's CPU time: python
+    scripts/pipeline_cost.py); OpenCV 3 (Debian buster's, on the Coral's Mendel) has no cv2.copyTo: numpy there."""
+    cv2 = opencv()
+    if hasattr(cv2, "copyTo"):
+        cv2.copyTo(source, mask, target)
+        return
+    where = mask.astype(bool)
+    np.copyto(target, source, where=where if target.ndim == 2 else where[..., None])
 
 
 def step_towards(scene, frame, step):
