@@ -85,7 +85,9 @@ def masked_copy(source, mask, target):
     scripts/pipeline_cost.py); OpenCV 3 (Debian buster's, on the Coral's Mendel) has no cv2.copyTo: numpy there."""
     cv2 = opencv()
     if hasattr(cv2, "copyTo"):
-        cv2.copyTo(source, mask, target)
+        copied = cv2.copyTo(source, mask, target)
+        if copied is not target:      # a binding that allocated its own output rather than fill ours
+            np.copyto(target, copied)
         return
     where = mask.astype(bool)
     np.copyto(target, source, where=where if target.ndim == 2 else where[..., None])
