@@ -101,9 +101,9 @@ def step_towards(scene, frame, step):
     cv2 = opencv()
     limit = np.full(scene.shape, step, dtype=np.uint8)
     up, down = cv2.subtract(frame, scene), cv2.subtract(scene, frame)
-    cv2.min(up, limit, dst=up)
-    cv2.min(down, limit, dst=down)
-    cv2.add(scene, up, dst=up)
+    up = cv2.min(up, limit, dst=up)     # in place where the binding fills dst; its result either way
+    down = cv2.min(down, limit, dst=down)
+    up = cv2.add(scene, up, dst=up)
     return cv2.subtract(up, down, dst=up)
 
 
