@@ -45,7 +45,7 @@ def test_a_dirty_tree_is_refused_unless_allowed_and_then_said(repo):
     with pytest.raises(SystemExit, match="--allow-dirty"):
         prov.require_clean(False)
     prov.require_clean(True)
-    assert prov.provenance(["scripts/x.py"], allow_dirty=True)["dirty"] is True
+    assert prov.provenance([str(repo / "scripts" / "x.py")], allow_dirty=True)["dirty"] is True
 
 
 def test_page_header_wording_clean_dirty_and_unrecorded():
