@@ -92,9 +92,9 @@ def quantize_detector(source: Path, frames: np.ndarray, scratch: Path) -> Path:
     prepared, out = scratch / "prepared.onnx", scratch / "detector_int8.onnx"
     quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
     # U8S8 with full 8-bit weights: 7-bit weights (reduce_range, the model graph's choice for x86 CPUs
-    # without VNNI, where 8-bit products can saturate) lost people on walkway (counts within one of fp32's on
-    # 83% of the calibration frames, 97% with 8 bits); the boards that run this graph (Pi, Jetson) are ARM,
-    # whose int8 kernels do not saturate, and the export machine's check below runs the graph as it ships
+    # without VNNI, where 8-bit products can saturate) lost people on walkway, below check_int8_detector's
+    # PEOPLE_AGREEMENT (its refusal prints the share), where 8-bit weights pass; the boards that run this graph
+    # (Pi, Jetson) are ARM, whose int8 kernels do not saturate, and that check runs the graph as it ships
     quantize_static(str(prepared), str(out), FrameReader(frames), quant_format=QuantFormat.QDQ,
                     per_channel=True, reduce_range=False, activation_type=QuantType.QUInt8,
                     weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax,
