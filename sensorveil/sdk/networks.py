@@ -97,8 +97,9 @@ class DepthLevels(nn.Module):
     """Depth read as K levels, relu(slope * (level_k - x)): how far each pixel rises above each level.
 
     Who someone is shows in absolute heights (a head 2 cm higher, shoulders 3 cm lower), which a stack
-    of 3x3 convs on [0, 1] depth barely resolves: on synthetic depth it fits 20 people at 49% where
-    trees on a depth histogram reach 99.9%. Initialised as evenly spaced levels over the model-unit
+    of 3x3 convs on [0, 1] depth barely resolves: on synthetic depth it tells 20 people apart far less
+    well than trees on a depth histogram do (``python scripts/depth_raw_accuracy.py --trees`` prints the
+    trees' figure). Initialised as evenly spaced levels over the model-unit
     range a person occupies (learnable afterwards), this is the binned-depth encoding depth CNNs use.
     """
 
@@ -139,9 +140,9 @@ class DepthClassifier(nn.Module):
     and the share of valid pixels at full resolution (dark hair loses part of the head), into an MLP
     head and, for the profile, straight into the logits as well. The conv features are averaged over the
     frame: where a shape lies moves with pose and the tracker's jitter, and 4x4 cells of it let the
-    network memorise the training frames (99.7% on them, 94.6% held out; averaged: 96.4% and 94.7%).
-    The classifier before this one (levels at full resolution, 4x4 cells, no histogram) read identity at
-    93.8%: scripts/depth_raw_accuracy.py prints the figure."""
+    network memorise the training frames rather than learn the people. The classifier before this one
+    (levels at full resolution, 4x4 cells, no histogram) read identity less well held out;
+    ``python scripts/depth_raw_accuracy.py --curve`` prints this one's held-out accuracy epoch by epoch."""
 
     def __init__(self, classes: int, levels: int = 16, steps: int = 40):
         super().__init__()

@@ -73,7 +73,7 @@ class Prefetching(Source):
 
     The thread starts at the first ``read()``, not at ``open()``: a caller that is itself a reader
     thread (the stream reading ahead) calls ``read_direct()`` instead, and each frame then changes
-    threads once, not twice (the second hop cost about 9% of the stream's frame rate)."""
+    threads once, not twice (a second hop costs the stream frame rate for nothing)."""
 
     def __init__(self, inner: Source, depth: int = 2):
         super().__init__(inner.uri)

@@ -22,11 +22,11 @@ def load_synthetic_depth(n_identities: int = 20, samples_per_class: int = 160, s
                          size: int = 180) -> SensorDataset:
     """Synthetic ``size`` x ``size`` depth patches centred (with a tracker's jitter) on a person
     walking under one Kinect v2 installation; ``samples_per_class`` frames per (identity,
-    facing), each rendered afresh (pose, stride, noise): 6,400 frames for 20 people in about 15 s. The
-    size is what the protocol's D_z needs: trained on slice 1 (a third), the depth classifier told the 20
-    people apart at 75% from 2,400 frames, 88% from 4,000 and 94% from 6,400 (facing: 100% from 2,400);
-    ``python scripts/depth_raw_accuracy.py`` prints today's raw figures on slice 3. The frames allow more:
-    trees on each frame's depth histogram reach 99.6% (``--trees``)."""
+    facing), each rendered afresh (pose, stride, noise): 6,400 frames for 20 people. The size is what the
+    protocol's D_z needs: trained on slice 1 (a third), the depth classifier tells the 20 people apart less
+    well from fewer frames (``python scripts/depth_raw_accuracy.py --samples-per-class N`` prints its raw
+    figures on slice 3 for N; docs/depth_raw_accuracy.md holds them at the default). The frames allow more
+    than it reads: ``--trees`` prints what trees on each frame's depth histogram reach."""
     identities, mount = make_identities(n_identities, seed), installation(seed)
     rng = np.random.default_rng([seed, 2])
     ident = np.repeat(np.arange(n_identities), 2 * samples_per_class)

@@ -193,7 +193,7 @@ def load_ujiindoorloc(path: str | None = None, split: str = "both", max_rows: in
     are assigned with them), just as validationData rows play no part in
     the edges of the other splits: every region then has rows to learn from
     and the prior's equal regions hold for them.  Its regions therefore
-    differ a little from the other splits' (about 18% of rows move).
+    differ a little from the other splits' (some rows move to a neighbouring region).
     ``space``, ``user``, ``phone`` re-index
     SPACEID, USERID, PHONEID over both CSVs (validation rows have SPACEID and
     USERID 0, which becomes class 0).
