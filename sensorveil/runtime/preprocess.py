@@ -126,8 +126,8 @@ def find_person(depth: np.ndarray, min_height_mm: float, stride: int, patch: "tu
 
 
 def _find_with_opencv(cv2, coarse: np.ndarray, nearest_allowed: int, stride: int, patch: "tuple[int, int]"):
-    """find_person's steps as four OpenCV calls (about 10x fewer per-frame microseconds than numpy's
-    masks and index arrays on a 2-core board): the mask of valid pixels in [1, nearest_allowed], the
+    """find_person's steps as four OpenCV calls (far fewer per-frame microseconds than numpy's masks and
+    index arrays on a 2-core board): the mask of valid pixels in [1, nearest_allowed], the
     nearest of them (minMaxLoc scans in row order, as argmin does), and the centroid of the mask
     within half a patch of it (binary moments: the mean of those pixels' positions)."""
     coarse = np.ascontiguousarray(coarse)
@@ -212,11 +212,10 @@ def _fit_with_numpy(crop: np.ndarray, height: int, width: int) -> np.ndarray:
 
 def _fit_with_opencv(cv2, crop: np.ndarray, height: int, width: int) -> np.ndarray:
     """The same area resampling by OpenCV's SIMD INTER_AREA on the 8-bit frame, then OpenCV's BT.601 grey
-    on the small image, all in 8 bits (the range map is then one table lookup, FitToBundle.levels):
-    about 2.4x less time per walkway frame than resizing in 8 bits and mapping grey and range in float
-    (median 358 against 865 us on this loaded 2-core machine, 480x360 -> 180x180). Each 8-bit step
-    rounds, so values differ from the float numpy path by at most one source level (0.51 measured),
-    the camera's own quantization."""
+    on the small image, all in 8 bits (the range map is then one table lookup, FitToBundle.levels): less
+    time per walkway frame than resizing in 8 bits and mapping grey and range in float. Each 8-bit step
+    rounds, so values differ from the float numpy path by at most one source level, the camera's own
+    quantization (tests/test_streams.py bounds the difference from OpenCV's float resize)."""
     small = cv2.resize(crop, (width, height), interpolation=cv2.INTER_AREA)   # a ROI view: no copy needed
     if small.ndim == 2:
         return small
