@@ -135,7 +135,7 @@ def block_any(mask, block):
     """(H, W) bool -> (ceil(H / block), ceil(W / block)) bool: whether any pixel of each block is set. Each
     pixel takes the largest of the block x block pixels right of and below it (OpenCV's dilation, nothing
     beyond the frame), so every block's top-left pixel holds its block's answer."""
-    grown = opencv().dilate(np.ascontiguousarray(mask).view(np.uint8), np.ones((block, block), np.uint8),
+    grown = opencv().dilate(np.ascontiguousarray(mask, dtype=bool).view(np.uint8), np.ones((block, block), np.uint8),
                             anchor=(0, 0))
     return grown[::block, ::block] > 0
 
