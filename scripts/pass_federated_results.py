@@ -434,11 +434,16 @@ def refreshed_note(results: dict) -> str:
             f"{record['commit']}" + (" with uncommitted changes" if record.get("dirty") else "") + ".")
 
 
+def beside_rows(dataset: str) -> dict:
+    """Central PASS's and TAPPFL's rows for ``dataset``, copied from their pages as they are now."""
+    return {"pass": beside_pass(dataset), "tappfl": beside_tappfl(dataset)}
+
+
 def refresh_beside(results: dict, allow_dirty: bool) -> dict:
     """The comparison rows copied again from their pages as they are now (central PASS and TAPPFL rerun on their
     own commits); the federated runs' own figures are left as their run made them."""
     for dataset, entry in results["datasets"].items():
-        entry["beside"] = {"pass": beside_pass(dataset), "tappfl": beside_tappfl(dataset)}
+        entry["beside"] = beside_rows(dataset)
     results["beside_refreshed"] = provenance(allow_dirty=allow_dirty)
     return portable(results, shared=SHARED)
 
@@ -486,7 +491,7 @@ def main() -> None:
     log(f"goal: {GOAL}")
     for dataset in args.datasets:
         entry = one_dataset(dataset, args, out)
-        entry["beside"] = {"pass": beside_pass(dataset), "tappfl": beside_tappfl(dataset)}
+        entry["beside"] = beside_rows(dataset)
         results["datasets"][dataset] = {**entry, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         results = portable(results, shared=SHARED)
         json_path.write_text(json.dumps(results, indent=2, default=float) + "\n")   # partial results survive
