@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("cv2")
 
-from sensorveil.runtime.camera import composite, scene  # noqa: E402
+from sensorveil.runtime.camera import composite, detect, scene  # noqa: E402
 
 
 def reference_step(still, frame, step):
@@ -145,3 +145,41 @@ def test_masked_copy_without_cv2_copyto_gives_the_same_bytes(monkeypatch):
         monkeypatch.undo()
         expected = np.where(mask.astype(bool) if len(shape) == 2 else mask.astype(bool)[..., None], source, target)
         assert np.array_equal(with_copyto, expected) and np.array_equal(plain, expected)
+
+
+def blobs_of(count, stats):
+    """The blobs as a sorted list of (x, y, w, h, area) rows, whatever order the labels came in."""
+    return sorted(tuple(int(v) for v in row) for row in stats[1:count])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_blob_stats_in_16_bits_finds_the_32_bit_labellings_blobs(seed):
+    """16-bit labels give the blobs 32-bit labels give (the boxes detect keeps cannot change), also on a
+    mask holding the most blobs a 480x360 frame can: a checkerboard of single pixels."""
+    import cv2
+    rng = np.random.default_rng(seed)
+    mask = np.zeros((360, 480), dtype=np.uint8)
+    for _ in range(12):        # people-sized blocks, some touching, plus speckle
+        x, y = rng.integers(0, 460), rng.integers(0, 320)
+        mask[y:y + rng.integers(5, 60), x:x + rng.integers(3, 25)] = 255
+    mask[rng.random(mask.shape) > 0.995] = 255
+    dots = np.zeros((360, 480), dtype=np.uint8)
+    dots[::2, ::2] = 255
+    for image in (mask, dots):
+        count, _, stats, _ = cv2.connectedComponentsWithStats(image, connectivity=8, ltype=cv2.CV_32S)
+        assert blobs_of(*detect.blob_stats(cv2, image)) == blobs_of(count, stats)
+    assert detect.blob_stats(cv2, dots)[0] == 180 * 240 + 1
+
+
+def test_blob_stats_labels_a_frame_too_big_for_16_bits_in_32():
+    import cv2
+    dots = np.zeros((720, 1280), dtype=np.uint8)
+    dots[::2, ::2] = 255
+    assert detect.blob_stats(cv2, dots)[0] == 360 * 640 + 1
+
+
+def test_the_foreground_threshold_drops_shadows_as_the_plain_comparison_does():
+    import cv2
+    fg = np.array([[0, 127, 200, 201, 255]], dtype=np.uint8)
+    _, out = cv2.threshold(fg, 200, 255, cv2.THRESH_BINARY)
+    assert np.array_equal(out, np.where(fg > 200, 255, 0).astype(np.uint8))
