@@ -183,3 +183,37 @@ def test_the_foreground_threshold_drops_shadows_as_the_plain_comparison_does():
     fg = np.array([[0, 127, 200, 201, 255]], dtype=np.uint8)
     _, out = cv2.threshold(fg, 200, 255, cv2.THRESH_BINARY)
     assert np.array_equal(out, np.where(fg > 200, 255, 0).astype(np.uint8))
+
+
+def test_walking_speed_is_polyfits_slope():
+    from sensorveil.runtime.camera import track
+    rng = np.random.default_rng(4)
+    for n in (3, 7, 10):
+        t = np.arange(100, 100 + n, dtype=np.float64)
+        x = 200 + rng.normal(0, 1, n).cumsum() + 0.4 * t
+        assert track.slope(np.stack([t, x], axis=1)) == pytest.approx(np.polyfit(t, x, 1)[0], abs=1e-9)
+
+
+def test_walking_direction_labels_are_polyfits_also_on_exact_ties_with_the_threshold():
+    """Box centres are half pixels, so a slope can equal min_speed exactly; there polyfit's rounding decides,
+    as it did before the closed-form slope. Random walks of half-pixel steps hit such ties."""
+    from sensorveil.runtime.camera import track
+
+    def polyfit_labels(history):
+        t, x = np.asarray(history).T
+        speed = np.polyfit(t, x, 1)[0]
+        return int(speed > 0) if abs(speed) >= 0.3 else -1
+
+    rng = np.random.default_rng(5)
+    ties = 0
+    for _ in range(300):
+        direction, history = track.WalkingDirection(window=10, min_speed=0.3), []
+        x = 2 * rng.integers(50, 400)
+        for frame in range(14):
+            x += rng.integers(-1, 3)
+            label = direction.update([0], [[x, 10, 1, 40]])[0]     # centre x + 0.5
+            history = (history + [(frame, x + 0.5)])[-10:]
+            if len(history) >= 3:
+                ties += abs(abs(track.slope(np.asarray(history))) - 0.3) < 1e-6
+                assert label == polyfit_labels(history)
+    assert ties > 0
