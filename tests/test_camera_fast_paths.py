@@ -217,3 +217,25 @@ def test_walking_direction_labels_are_polyfits_also_on_exact_ties_with_the_thres
                 ties += abs(abs(track.slope(np.asarray(history))) - 0.3) < 1e-6
                 assert label == polyfit_labels(history)
     assert ties > 0
+
+
+@pytest.mark.parametrize("channels", [0, 3, 4])
+def test_the_learned_graph_sees_the_rgb_frame_shrunk_as_before(channels):
+    """find shrinks the frame and then orders its channels RGB: the same pixels as shrinking the RGB frame
+    (the reversed-channel copy it replaced), for BGR, BGRA and grey frames."""
+    import cv2
+
+    from sensorveil.runtime.camera import learned
+    rng = np.random.default_rng(channels)
+    frame = rng.integers(0, 256, (361, 479, channels) if channels else (361, 479), dtype=np.uint8)
+    seen = []
+
+    def run_graph(graph, batch):
+        seen.append(batch)
+        return np.zeros((1, 0, 6), dtype=np.float32)
+
+    learned.LearnedPeopleDetector(run_graph).find(frame)
+    rgb = frame[..., 2::-1] if channels else np.repeat(frame[..., None], 3, 2)
+    height, width = learned.DETECTOR_INPUT
+    before = cv2.resize(np.ascontiguousarray(rgb), (width, height), interpolation=cv2.INTER_AREA)
+    assert seen[0].shape == (1, height, width, 3) and np.array_equal(seen[0][0], before)

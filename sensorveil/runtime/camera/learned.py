@@ -91,9 +91,12 @@ class LearnedPeopleDetector(object):
 
     def find(self, frame):
         """The learned graph's people in this frame."""
-        rgb = frame[..., 2::-1] if frame.ndim == 3 else np.repeat(frame[..., None], 3, 2)
         height, width = self.input_size
-        image = self.cv2.resize(np.ascontiguousarray(rgb), (width, height), interpolation=self.cv2.INTER_AREA)
+        # shrunk first, then made RGB: the area average is per channel, so the pixels are those of shrinking the
+        # RGB frame, without first copying a full frame through a reversed-channel view
+        small = self.cv2.resize(frame if frame.ndim == 2 else np.ascontiguousarray(frame[..., :3]), (width, height),
+                                interpolation=self.cv2.INTER_AREA)
+        image = self.cv2.cvtColor(small, self.cv2.COLOR_GRAY2RGB if frame.ndim == 2 else self.cv2.COLOR_BGR2RGB)
         rows = np.asarray(self.run_graph(self.graph, image[None]))
         return people_boxes(rows, frame.shape, self.score, self.person_class, self.box_coder)
 
