@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from sensorveil.benchmarks.leak_meter import LeakMeter, TiledPeople, empty_scene  # noqa: E402
 from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean  # noqa: E402
+from sensorveil.benchmarks.scene_reveals import REVEAL_RECENT, RevealClock  # noqa: E402
 from sensorveil.runtime.camera.learned import DETECTOR_GRAPH  # noqa: E402
 
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))
@@ -185,6 +186,7 @@ def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | N
     pairs = counters()
     counted = {name: ([], []) for name in pairs}
     detected, unprivatized, undetected, kept = [], [], {name: 0 for name in pairs}, {}
+    reveals, over_reveals = RevealClock(), []
     pipeline_cpu = pipeline_wall = 0.0
     frames = 0
     iterator = iter(stream)
@@ -197,6 +199,7 @@ def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | N
             break
         frames += 1
         detected.append(len(result.sample))
+        reveals.note(getattr(stream.preprocessor, "scene", None), result.frame.index)
         if meter is not None:
             meter.add(result.frame.index, result.frame.data, result.output, stream.preprocessor.last_boxes,
                       stream.preprocessor.last_windows)
@@ -212,7 +215,9 @@ def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | N
                     int((iou(raw_boxes, pipeline_boxes).max(1) < 0.3).sum()) if len(pipeline_boxes) else len(raw_boxes)
                 )
             if name == "pipeline":
-                unprivatized.append(outside_windows(found, stream.preprocessor.last_windows, result.output.shape[:2]))
+                outside = outside_windows(found, stream.preprocessor.last_windows, result.output.shape[:2])
+                unprivatized.append(len(outside))
+                over_reveals.append(reveals.over_recent(outside, result.frame.index))
         if result.frame.index in sheet_frames:
             kept[result.frame.index] = (result.frame.data.copy(), result.output.copy())
     detected = np.asarray(detected)
@@ -232,6 +237,8 @@ def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | N
         "unprivatized_people": int(sum(unprivatized)),
         "counted_private_people": counts["pipeline"]["private_people"],
         "frames_with_unprivatized": int(sum(n > 0 for n in unprivatized)),
+        # of those, over a block the quiet scene began showing in the last REVEAL_RECENT frames (None: no quiet scene)
+        "unprivatized_over_reveals": None if None in over_reveals else int(sum(over_reveals)),
         "leak_meter": meter.figures() if meter is not None else None,
         "_sheet": kept,
     }
@@ -394,14 +401,15 @@ def count_over_draws(bundle: Path, clip: Path, seeds: int) -> dict:
     return {"seeds": seeds, "frames": runs[0]["frames"], "counts": figures}
 
 
-def outside_windows(boxes, windows, shape) -> int:
-    """How many of a downstream counter's people in the released frame lie mostly (over half their box)
-    outside every window the pipeline privatized: people the detector missed, released as the camera
-    saw them unless the release leaves them out."""
+def outside_windows(boxes, windows, shape) -> list:
+    """The boxes of a downstream counter's people in the released frame that lie mostly (over half their
+    box) outside every window the pipeline privatized: in a window release, people the detector missed,
+    released as the camera saw them; in a cut-out release (nothing of the camera but the quiet scene) changes
+    of that scene, which RevealClock tells apart."""
     privatized = np.zeros(shape, dtype=bool)
     for x0, y0, x1, y1 in windows:
         privatized[max(y0, 0) : max(y1, 0), max(x0, 0) : max(x1, 0)] = True
-    return sum(int(privatized[y : y + h, x : x + w].mean() < 0.5) for x, y, w, h in boxes)
+    return [(x, y, w, h) for x, y, w, h in boxes if privatized[y : y + h, x : x + w].mean() < 0.5]
 
 
 def contact_sheet(sheets: dict, path: Path) -> Path:
@@ -422,6 +430,22 @@ def contact_sheet(sheets: dict, path: Path) -> Path:
         rows.append(np.concatenate(row, axis=1))
     cv2.imwrite(str(path), np.concatenate(rows, axis=0))
     return path
+
+
+def outside_windows_line(name: str, c: dict) -> str:
+    """What the pipeline's own counter finds outside every privatized window, and what it is."""
+    found = (f"- {name}: of the {c['counted_private_people']:,} people the pipeline's own counter finds in the "
+             f"privatized video, {c['unprivatized_people']:,} lie outside every window the pipeline privatized")
+    frames = f"in {c['frames_with_unprivatized']} of {c['frames']} frames"
+    reveals = c.get("unprivatized_over_reveals")
+    if reveals is None:   # a window release (the camera's frame around the windows), or results from before
+        return f"{found} (people its detector missed), {frames}."
+    return f"{found}, {frames}; " + (
+        f"{reveals:,} of them lie over a block the quiet scene began showing the camera in the {REVEAL_RECENT} "
+        "frames before. The release shows no pixel of the camera where anyone was seen lately, so what the "
+        "counter finds out there are the scene's own changes (the neutral grey giving way to the place, which a "
+        "background model reads as something new), not people released as the camera saw them: the leak meter "
+        "below measures those.")
 
 
 def pct(value: float) -> str:
@@ -665,12 +689,7 @@ def render(result: dict, command: str) -> str:
     for name, m in result["mechanisms"].items():
         c = m["pipeline"]
         if "unprivatized_people" in c:  # results written before this figure existed lack it
-            lines.append(
-                f"- {name}: of the {c['counted_private_people']:,} people the pipeline's own counter finds in the "
-                f"privatized video, {c['unprivatized_people']:,} lie outside every window the pipeline "
-                f"privatized (people its detector missed), in {c['frames_with_unprivatized']} of "
-                f"{c['frames']} frames."
-            )
+            lines.append(outside_windows_line(name, c))
     lines += ["", *recall_lines(result), *leak_lines(result)]
     lines += [
         "",
