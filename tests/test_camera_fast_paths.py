@@ -179,10 +179,12 @@ def test_blob_stats_labels_a_frame_too_big_for_16_bits_in_32():
 
 
 def test_the_foreground_threshold_drops_shadows_as_the_plain_comparison_does():
-    import cv2
-    fg = np.array([[0, 127, 200, 201, 255]], dtype=np.uint8)
-    _, out = cv2.threshold(fg, 200, 255, cv2.THRESH_BINARY)
-    assert np.array_equal(out, np.where(fg > 200, 255, 0).astype(np.uint8))
+    """The motion detector's mask keeps MOG2's foreground (255) and drops its shadows (127), as fg > 200 did."""
+    fg = np.tile(np.array([0, 127, 200, 201, 255], dtype=np.uint8), (8, 4))
+    detector = detect.MotionPeopleDetector()
+    detector.model = type("FixedModel", (), {"apply": lambda self, frame, learningRate=-1: fg.copy()})()
+    detector.mask(np.zeros(fg.shape, dtype=np.uint8))
+    assert np.array_equal(detector.raw_foreground, np.where(fg > 200, 255, 0).astype(np.uint8))
 
 
 def test_walking_speed_is_polyfits_slope():
