@@ -264,6 +264,22 @@ def test_stand_out_moves_the_person_away_from_the_scene_on_its_own_side():
     assert (out[darker] <= 0.45 * scene[darker]).all()
 
 
+def test_a_colour_person_stands_out_as_far_as_a_grey_one():
+    from sensorveil.runtime.camera.composite import stand_out_colour
+    from sensorveil.runtime.camera.detect import to_gray
+    rng = np.random.default_rng(0)
+    person = rng.integers(1, 256, (64, 32, 3)).astype(np.uint8)
+    person[0, :3] = [(255, 0, 0), (0, 0, 255), (0, 40, 0)]     # saturated: lifting them clips a channel
+    for level in (20, 128, 230):
+        scene = np.full((64, 32), level, np.uint8)
+        out = stand_out_colour(person, scene)
+        # a counter on grey sees what stand_out gives the grey person, to a grey level: clipped
+        # channels included (a blue scaled up alone would stay far darker than the margin asks)
+        wanted = stand_out(to_gray(person), scene).astype(int)
+        assert np.abs(to_gray(out).astype(int) - wanted).max() <= 1
+        assert (out.max(-1).astype(int) - out.min(-1)).mean() > 30   # and it still has colour
+
+
 def test_clean_cut_out_keeps_one_solid_person():
     cut_out = np.zeros(CROP_SHAPE, np.uint8)
     cut_out[20:110, 20:44] = 120                              # the person

@@ -2,7 +2,7 @@
 the crop windows, the cut-out people made to stand out from the scene and kept apart."""
 import numpy as np
 
-from sensorveil.runtime.camera.detect import opencv, to_gray
+from sensorveil.runtime.camera.detect import BGR_TO_GRAY, opencv, to_gray
 
 CROP_SHAPE = (128, 64)          # (height, width) of a person crop: the bundle's sample shape
 CROP_MARGIN = 0.15              # each side of a person's box grows by this share before cropping
@@ -182,7 +182,13 @@ def stand_out_colour(patch, scene):
     stand_out gives, so a counter on grey sees the same person the grey paste gives it."""
     grey = to_gray(patch).astype(np.float32)
     moved = stand_out(grey.astype(np.uint8), scene).astype(np.float32)
-    scaled = patch.astype(np.float32) * ((moved + 1.0) / (grey + 1.0))[..., None]
+    scaled = np.minimum(patch.astype(np.float32) * ((moved + 1.0) / (grey + 1.0))[..., None], 255.0)
+    # a saturated colour scaled up clips its brightest channel at 255 and falls short of its grey level
+    # (a pure blue lifted to 228 would read 75): lift what clipping left toward white, which raises the grey
+    # level linearly, by just the share that reaches it. Scaling down never clips: those pixels are exact.
+    reached = scaled @ BGR_TO_GRAY
+    lift = np.clip((moved - reached) / np.maximum(255.0 - reached, 1.0), 0.0, 1.0)
+    scaled += lift[..., None] * (255.0 - scaled)
     return np.minimum(np.maximum(np.rint(scaled), 1), 255).astype(np.uint8)
 
 
