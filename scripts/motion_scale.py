@@ -7,6 +7,10 @@ offline detectors), and each detector's CPU time per frame is read with time.pro
 ratio: it moves with the machine's load). The figures of docs/decisions/0008-motion-half-size.md:
 
     python scripts/motion_scale.py --bundle bundles/camera/pass-walkway --clip ../shared/media/walkway.avi
+
+``--int8`` adds the same unions run on the int8 ONNX detector an ``--precision int8`` bundle ships
+(sensorveil.export.detector_onnx_int8, calibrated on the clip's first part as the exporter does); the
+reference people stay the fp32 graph's, so both precisions are scored against the same people.
 """
 import argparse
 import sys
@@ -24,17 +28,39 @@ from sensorveil.benchmarks.reference_people import empty_scene  # noqa: E402
 SCALES = (1.0, 0.5)
 
 
-def compared(run_graph, everys, scales=SCALES) -> dict:
+def compared(run_graph, everys, scales=SCALES, int8=None) -> dict:
     """name -> detect(frame), each with its own background model: motion alone at each scale, and the union
-    with the graph every k frames for each k of ``everys`` at each scale."""
+    with the graph every k frames for each k of ``everys`` at each scale (and with ``int8``'s (run_graph,
+    threshold) too)."""
     from sensorveil.runtime.camera import MotionPeopleDetector
-    from sensorveil.runtime.camera.learned import LearnedPeopleDetector
+    from sensorveil.runtime.camera.learned import DEFAULT_SCORE, LearnedPeopleDetector
     detectors = {f"motion alone at {s}": MotionPeopleDetector(scale=s).detect for s in scales}
-    for every in everys:
-        for s in scales:
-            union = LearnedPeopleDetector(run_graph, every=every, motion=MotionPeopleDetector(scale=s))
-            detectors[f"pipeline (graph every {every}) + motion at {s}"] = union.detect
+    graphs = {"": (run_graph, DEFAULT_SCORE)}
+    if int8 is not None:
+        graphs[f"int8 at {int8[1]}, "] = int8
+    for precision, (graph, score) in graphs.items():
+        for every in everys:
+            for s in scales:
+                union = LearnedPeopleDetector(graph, score=score, every=every, motion=MotionPeopleDetector(scale=s))
+                detectors[f"pipeline ({precision}graph every {every}) + motion at {s}"] = union.detect
     return detectors
+
+
+def int8_run_graph(clip: Path):
+    """(run_graph(graph, batch), threshold) of the int8 ONNX detector an int8 bundle exported on ``clip`` ships,
+    at the threshold the export matches to the fp32 graph's people."""
+    import numpy as np
+
+    from sensorveil.export.detector_onnx_int8 import detector_onnx_int8, matched_score
+    from sensorveil.export.person_detector import CALIBRATION_FRAMES, detector_onnx
+    from sensorveil.export.person_detector import clip_frames as calibration_frames
+    from sensorveil.runtime.backends.onnxruntime_backend import make_session
+    frames = calibration_frames(str(clip), CALIBRATION_FRAMES)
+    quantized = detector_onnx_int8(frames)
+    session = make_session(quantized)
+    name = session.get_inputs()[0].name
+    return (lambda graph, batch: session.run(None, {name: np.asarray(batch, np.float32)})[0],
+            matched_score(detector_onnx(), quantized, frames))
 
 
 def timed(detect, spent: dict, name: str):
@@ -59,10 +85,11 @@ def main() -> None:
     # a step that divides it puts every scored frame on a frame the graph ran on, which flatters that step:
     # pick one prime to every --every compared (7 for 3 and 5)
     parser.add_argument("--sample-every", type=int, default=10, help="score every N-th frame after the warm-up")
+    parser.add_argument("--int8", action="store_true", help="also the unions on the int8 ONNX detector")
     args = parser.parse_args()
     run_graph = Privatizer.load(Path(args.bundle)).run_graph
     frames, (truth, _) = clip_frames(Path(args.clip)), scene_truth(Path(args.clip))
-    detectors = compared(run_graph, args.every, args.scales)
+    detectors = compared(run_graph, args.every, args.scales, int8_run_graph(Path(args.clip)) if args.int8 else None)
     cpu = dict.fromkeys(detectors, 0.0)
     recall = detector_recall(frames, run_graph, empty_scene(frames), args.every[0], args.sample_every, truth=truth,
                              compared={name: timed(detect, cpu, name) for name, detect in detectors.items()})

@@ -13,6 +13,8 @@ from tests.test_person_detector import converter_or_skip
 
 cv2 = pytest.importorskip("cv2")
 
+from sensorveil.runtime.camera import learned  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def graphs():
@@ -37,15 +39,21 @@ def held_out_frames(start=0.65, count=16):
 
 
 def test_the_int8_graph_finds_the_people_fp32_finds_on_frames_it_was_not_calibrated_on(graphs):
-    from sensorveil.export.detector_onnx_int8 import people_counts
-    fp32, int8, _ = graphs
+    """At the threshold the export matches on the calibration frames, the int8 graph's boxes cover nearly
+    every person the fp32 graph finds on the clip's last part, without many more boxes."""
+    from sensorveil.export.detector_onnx_int8 import detections, matched_score
+    from sensorveil.runtime.camera import iou
+    fp32, int8, calibration = graphs
+    score = matched_score(fp32, int8, calibration)
+    assert learned.SCORE_RANGE[0] <= score <= learned.DEFAULT_SCORE
     frames = held_out_frames()
-    counts = list(zip(people_counts(fp32, frames), people_counts(int8, frames)))
-    print("people per held-out walkway frame (fp32, int8):", counts)
-    within = sum(abs(a - b) <= 1 for a, b in counts)
-    assert within >= 0.85 * len(counts), counts
-    total_fp32, total_int8 = sum(a for a, _ in counts), sum(b for _, b in counts)
-    assert total_fp32 >= len(counts) and total_int8 >= 0.8 * total_fp32, counts     # people there, and found
+    wanted = [learned.people_boxes(rows, frames.shape[1:3], learned.DEFAULT_SCORE) for rows in detections(fp32, frames)]
+    found = [learned.people_boxes(rows, frames.shape[1:3], score) for rows in detections(int8, frames)]
+    covered = sum(int((iou(a, b).max(1) >= 0.5).sum()) if len(b) else 0 for a, b in zip(wanted, found))
+    total = sum(len(a) for a in wanted)
+    print(f"int8 at {score}: covers {covered} of fp32's {total} people, {sum(len(b) for b in found)} boxes")
+    assert total >= len(frames) and covered >= 0.95 * total                         # people there, and found
+    assert sum(len(b) for b in found) <= 1.5 * total
 
 
 def test_the_int8_graph_is_quantized_smaller_and_keeps_the_float_ports_and_tail(graphs):
@@ -141,7 +149,6 @@ def test_an_int8_onnx_bundle_ships_the_int8_detector_and_the_runtime_loads_it(gr
     ONNX camera bundle carries it, and the runtime loads it and finds walkway's people with it."""
     from sensorveil.export.person_detector import DetectorJob, onnx_detector
     from sensorveil.runtime import Privatizer
-    from sensorveil.runtime.camera import learned
     fp32, int8, _ = graphs
     entry = onnx_detector(DetectorJob(tmp_path, "fp32", str(WALKWAY), progress=lambda line: None))
     assert entry == {"file": "person-detector.onnx", "precision": "fp32"}
@@ -149,6 +156,8 @@ def test_an_int8_onnx_bundle_ships_the_int8_detector_and_the_runtime_loads_it(gr
     entry = privatizer.bundle.graph_artifact("onnxruntime", learned.DETECTOR_GRAPH)
     assert entry["precision"] == "int8" and learned.ANCHORS_KEY not in entry
     assert (int8_bundle / entry["file"]).read_bytes() == int8.read_bytes()
+    # its own threshold, matched to fp32's people, is the one the bundle's pipeline runs with
+    assert entry["score"] <= learned.DEFAULT_SCORE and privatizer.camera["detector_score"] == entry["score"]
     detector = learned.LearnedPeopleDetector(privatizer.run_graph)
     assert detector.box_coder is None
     assert len(detector.find(walkway_frames([100])[0])) >= 2
@@ -174,7 +183,7 @@ def test_the_int8_bundle_finds_the_same_people_on_jetsons_python_3_6_and_onnxrun
     3.6, stands in for the board's python3-opencv): the int8 QDQ graph loads and runs there, and finds the
     people this machine's onnxruntime finds (each box within IoU 0.8 of one here)."""
     from sensorveil.runtime import Privatizer
-    from sensorveil.runtime.camera import iou, learned
+    from sensorveil.runtime.camera import iou
     from tests.test_old_pythons import board_venv
     venv = board_venv(tmp_path_factory, "3.6",
                       ["numpy==1.19.5", "onnxruntime==1.10.0", "opencv-python-headless==4.6.0.66"])

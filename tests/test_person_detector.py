@@ -152,6 +152,24 @@ def test_manifest_values_that_would_blind_the_detector_are_refused(field, value)
         validate_camera("bundle", manifest)
 
 
+@pytest.mark.parametrize("score", [0.31, 0.01, "0.2", True, None])
+def test_a_detector_entry_score_above_the_cameras_or_out_of_range_is_refused(score):
+    """A graph entry's own threshold may only lower camera.detector_score (a quantized graph scores people
+    lower), within SCORE_RANGE; and where accepted it is the one the pipeline runs with."""
+    from sensorveil.runtime.schema import validate_camera
+    entry = {"file": "d.onnx", "score": 0.22}
+    manifest = {"input": {"sample_shape": [64, 32]},
+                "artifacts": {"onnxruntime": {"graphs": {"model": {"file": "m.onnx"}, "person-detector": entry}}},
+                "camera": {"frame": "person-crops", "detector": learned.DETECTOR_KIND, "detector_score": 0.3,
+                           "detector_graph": "person-detector", "crop_shape": [64, 32]}}
+    validate_camera("bundle", manifest)              # as exported: accepted
+    assert learned.camera_for_graph(manifest["camera"], entry)["detector_score"] == 0.22
+    assert learned.camera_for_graph(manifest["camera"], {"file": "d.onnx"}) is manifest["camera"]
+    entry["score"] = score
+    with pytest.raises(ManifestError, match="artifacts.onnxruntime.graphs.person-detector.score"):
+        validate_camera("bundle", manifest)
+
+
 @pytest.mark.parametrize("anchors", ["unlisted.npy", "d.onnx", 3])
 def test_a_detector_entry_naming_anchors_that_are_not_a_listed_npy_is_refused(anchors):
     from sensorveil.runtime.schema import validate_camera

@@ -44,6 +44,7 @@ from sensorveil.runtime.camera.learned import (
     DETECTOR_INPUT,
     DETECTOR_KIND,
     DETECTOR_OUTPUT,
+    GRAPH_SCORE_KEY,
     decode,
 )
 
@@ -266,10 +267,17 @@ def onnx_detector(job: DetectorJob) -> dict:
     """fp32, or for int8 bundles (CPU boards) the int8 QDQ graph calibrated on the clip's frames and checked
     against fp32 (sensorveil.export.detector_onnx_int8); float in and out either way, so no anchors."""
     if job.precision == "int8":
-        from sensorveil.export.detector_onnx_int8 import QUANTIZATION, detector_onnx_int8  # it imports this module
+        from sensorveil.export.detector_onnx_int8 import (  # it imports this module
+            QUANTIZATION,
+            detector_onnx_int8,
+            matched_score,
+        )
         file = f"{DETECTOR_GRAPH}_int8.onnx"
-        shutil.copyfile(detector_onnx_int8(job.calibration(), job.progress), job.out_dir / file)
-        return {"file": file, "precision": "int8", "quantization": QUANTIZATION}
+        quantized = detector_onnx_int8(job.calibration(), job.progress)
+        score = matched_score(detector_onnx(job.progress), quantized, job.calibration())
+        job.progress(f"the int8 person detector's threshold: {score} (finds fp32's people at {DEFAULT_SCORE})")
+        shutil.copyfile(quantized, job.out_dir / file)
+        return {"file": file, "precision": "int8", "quantization": QUANTIZATION, GRAPH_SCORE_KEY: score}
     file = f"{DETECTOR_GRAPH}.onnx"
     shutil.copyfile(detector_onnx(job.progress), job.out_dir / file)
     return {"file": file, "precision": "fp32"}

@@ -80,6 +80,16 @@ class Privatizer:
         return self.bundle.manifest
 
     @property
+    def camera(self) -> "dict | None":
+        """The manifest's ``camera`` entry as this backend runs it: where the loaded detector graph's entry
+        carries its own ``score`` (a quantized graph's, matched at export to the fp32 graph's people), that."""
+        camera = self.manifest.get("camera")
+        if not camera or camera.get("detector_graph") not in self.graphs:
+            return camera
+        from sensorveil.runtime.camera import learned  # here: only camera bundles need the camera package
+        return learned.camera_for_graph(camera, self.bundle.graph_artifact(self.backend_name, camera["detector_graph"]))
+
+    @property
     def signature(self) -> dict:
         """{"status": "trusted" | "signed" | "unsigned" | "not checked", "key_id", "detail"}: only "trusted"
         means a key this device was given vouches for the manifest (sensorveil.runtime.trust)."""

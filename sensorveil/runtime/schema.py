@@ -250,7 +250,8 @@ def validate_camera(where, manifest):
                      "a {!r} graph (camera.detector is {!r})".format(learned.DETECTOR_GRAPH, learned.DETECTOR_KIND))
             learned.check_graph_entry(graphs_of(artifact)[learned.DETECTOR_GRAPH], manifest.get("files", {}),
                                       "artifacts.{}.graphs.{}".format(backend, learned.DETECTOR_GRAPH),
-                                      lambda field, value, expected: fail(where, field, value, expected))
+                                      lambda field, value, expected: fail(where, field, value, expected),
+                                      camera.get("detector_score", learned.DEFAULT_SCORE))
     if camera["crop_shape"] != manifest["input"]["sample_shape"]:
         fail(
             where,

@@ -282,7 +282,7 @@ class Stream:
             kind = (frame.data.shape, frame.data.dtype.str, frame.modality)
             if kind not in self.preprocessors:
                 self.preprocessors[kind] = make_preprocessor(frame, self.privatizer.input_spec, self.depth_output,
-                                                             self.privatizer.manifest.get("camera"),
+                                                             self.privatizer.camera,
                                                              self.privatizer.run_graph)
             self.preprocessor = self.preprocessors[kind]
         return self.preprocessor

@@ -45,6 +45,9 @@ OVERLAP_IOU = 0.6                   # boxes overlapping more are one person (the
 MIN_HEIGHT = 12                     # px: a learned box shorter than this is not a person at this frame's scale
 COVERED = 0.5                       # a motion box whose area is this much inside a learned box is that person
 ANCHORS_KEY = "anchors"             # the detector graph entry's field naming its anchors file (the third form)
+# the detector graph entry's own threshold: a quantized graph scores people lower than fp32, so its export
+# matches it to the fp32 graph's people at camera.detector_score (sensorveil.export.detector_onnx_int8)
+GRAPH_SCORE_KEY = "score"
 ANCHORS_SUFFIX = ".npy"
 DECODED_WIDTH = 6                   # ymin, xmin, ymax, xmax, score, class
 ENCODED_WIDTH = 5                   # ty, tx, th, tw, person logit
@@ -236,11 +239,27 @@ def check_fields(camera, fail):
         fail("camera.detector_person_class", person, "{} (COCO's person)".format(COCO_PERSON))
 
 
-def check_graph_entry(entry, files, path, fail):
-    """The detector graph entry's optional ``anchors``: a listed (so hashed and verified) .npy file."""
+def check_graph_entry(entry, files, path, fail, camera_score=DEFAULT_SCORE):
+    """The detector graph entry's optional ``anchors``: a listed (so hashed and verified) .npy file; its
+    optional ``score``: in SCORE_RANGE and no higher than ``camera_score`` (camera.detector_score), since it
+    only ever lowers the threshold to find the people a quantized graph scores lower."""
+    if GRAPH_SCORE_KEY in entry:
+        score = entry[GRAPH_SCORE_KEY]
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not (
+                SCORE_RANGE[0] <= score <= min(SCORE_RANGE[1], camera_score)):
+            fail(path + "." + GRAPH_SCORE_KEY, score, "a number from {} to camera.detector_score ({})".format(
+                SCORE_RANGE[0], camera_score))
     if ANCHORS_KEY not in entry:
         return
     name = entry[ANCHORS_KEY]
     if not isinstance(name, str) or not name.endswith(ANCHORS_SUFFIX) or name not in files:
         fail(path + "." + ANCHORS_KEY, name, "a {} file listed in 'files' (so its sha256 is checked)".format(
             ANCHORS_SUFFIX))
+
+
+def camera_for_graph(camera, entry):
+    """The manifest's ``camera`` entry as the loaded backend's detector graph runs: its entry's own ``score``
+    (validated by check_graph_entry) in place of camera.detector_score where it has one."""
+    if entry is None or GRAPH_SCORE_KEY not in entry:
+        return camera
+    return dict(camera, detector_score=entry[GRAPH_SCORE_KEY])
