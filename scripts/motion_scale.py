@@ -9,8 +9,9 @@ ratio: it moves with the machine's load). The figures of docs/decisions/0008-mot
     python scripts/motion_scale.py --bundle bundles/camera/pass-walkway --clip ../shared/media/walkway.avi
 
 ``--int8`` adds the same unions run on the int8 ONNX detector an ``--precision int8`` bundle ships
-(sensorveil.export.detector_onnx_int8, calibrated on the clip's first part as the exporter does); the
-reference people stay the fp32 graph's, so both precisions are scored against the same people.
+(sensorveil.export.detector_onnx_int8, calibrated on the clip's first part as the exporter does), at the
+fp32 graph's threshold and at the one the export matches; the reference people stay the fp32 graph's, so
+both precisions are scored against the same people.
 """
 import argparse
 import sys
@@ -36,7 +37,8 @@ def compared(run_graph, everys, scales=SCALES, int8=None) -> dict:
     from sensorveil.runtime.camera.learned import DEFAULT_SCORE, LearnedPeopleDetector
     detectors = {f"motion alone at {s}": MotionPeopleDetector(scale=s).detect for s in scales}
     graphs = {"": (run_graph, DEFAULT_SCORE)}
-    if int8 is not None:
+    if int8 is not None:            # at fp32's threshold too: what the matched one buys
+        graphs[f"int8 at {DEFAULT_SCORE}, "] = (int8[0], DEFAULT_SCORE)
         graphs[f"int8 at {int8[1]}, "] = int8
     for precision, (graph, score) in graphs.items():
         for every in everys:
