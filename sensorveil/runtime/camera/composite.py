@@ -183,8 +183,8 @@ def stand_out_colour(patch, scene):
     grey = to_gray(patch).astype(np.float32)
     moved = stand_out(grey.astype(np.uint8), scene).astype(np.float32)
     scaled = np.minimum(patch.astype(np.float32) * ((moved + 1.0) / (grey + 1.0))[..., None], 255.0)
-    # a saturated colour scaled up clips its brightest channel at 255 and falls short of its grey level
-    # (a pure blue lifted to 228 would read 75): lift what clipping left toward white, which raises the grey
+    # a saturated colour scaled up clips its brightest channel at 255 and falls short of its grey level (pure
+    # blue reads grey 29 however far it is scaled): lift what clipping left toward white, which raises the grey
     # level linearly, by just the share that reaches it. Scaling down never clips: those pixels are exact.
     reached = scaled @ BGR_TO_GRAY
     lift = np.clip((moved - reached) / np.maximum(255.0 - reached, 1.0), 0.0, 1.0)
