@@ -409,6 +409,11 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def out_folder(out: str) -> dict:
+    """--out as the page names it: its runs and bundles are this machine's, not the reader's."""
+    return {str(Path(out).resolve()): "<out>"}
+
+
 def render(results: dict, page: Path = PAGE) -> None:
     page.write_text(markdown(results))
     print(f"wrote {page}")
@@ -431,10 +436,13 @@ def main() -> None:
     )
     parser.add_argument("--allow-dirty", action="store_true", help="run from uncommitted code (the JSON says so)")
     parser.add_argument("--render-only", action="store_true",
-                        help="rewrite docs/pass_results.md from --json (its run's header stays); train nothing")
+                        help="rewrite docs/pass_results.md from --json (its run's header stays; paths under --out "
+                        "written as <out>); train nothing")
     args = parser.parse_args()
-    if args.render_only:
-        render(json.loads(Path(args.json).read_text()))
+    if args.render_only:    # with the JSON's paths under --out made portable, as a run writes them
+        results = portable(json.loads(Path(args.json).read_text()), shared=SHARED, folders=out_folder(args.out))
+        Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n")
+        render(results)
         return
     require_clean(args.allow_dirty)
     out, json_path = Path(args.out), Path(args.json)
@@ -459,7 +467,7 @@ def main() -> None:
         entry = one_dataset(dataset, out, json_path.parent, prgan, args.epochs, args.reuse_run, args.audit_seeds)
         results["datasets"][dataset] = {**entry, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                         "provenance": record}
-        results = portable(results, shared=SHARED)
+        results = portable(results, shared=SHARED, folders=out_folder(args.out))
         json_path.write_text(json.dumps(results, indent=2, default=str) + "\n")  # partial results survive
         print(json.dumps(results["datasets"][dataset].get("goal", results["datasets"][dataset]), indent=1))
     print(f"wrote {json_path}")

@@ -75,6 +75,10 @@ def test_portable_rewrites_machine_paths(monkeypatch, tmp_path):
     made = prov.portable({"command": "camera_results.py --clip /data/clips/crowd.avi"},
                          folders={"/data/clips": "<clip folder>"})
     assert made == {"command": "camera_results.py --clip <clip folder>/crowd.avi"}
+    # the folder itself as an argument (pass_results.py --out), not a longer name that starts like it
+    made = prov.portable(["x.py --out /data/out --reuse", "/data/out", "/data/outer/a", "'/data/out'"],
+                         folders={"/data/out": "<out>"})
+    assert made == ["x.py --out <out> --reuse", "<out>", "/data/outer/a", "'<out>'"]
 
 
 def test_a_script_run_from_a_clone_records_that_clone_with_the_package_installed_elsewhere(repo, tmp_path):

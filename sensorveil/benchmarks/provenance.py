@@ -117,5 +117,7 @@ def portable(value, shared=None, folders=None):
     if isinstance(value, str):
         for root, replacement in roots:
             value = value.replace(root, replacement)
+        for folder, name in (folders or {}).items():    # the folder itself, as a command's argument names it
+            value = re.sub(re.escape(folder.rstrip(os.sep)) + r"(?=[\s'\"]|$)", name, value)
         return re.sub(r"/work/[^\s'\"]*?/shared/", "../shared/", value)
     return value
