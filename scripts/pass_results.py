@@ -414,6 +414,10 @@ def out_folder(out: str) -> dict:
     return {str(Path(out).resolve()): "<out>"}
 
 
+def write_json(results: dict, path: Path) -> None:
+    path.write_text(json.dumps(results, indent=2, default=str) + "\n")
+
+
 def render(results: dict, page: Path = PAGE) -> None:
     page.write_text(markdown(results))
     print(f"wrote {page}")
@@ -441,7 +445,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.render_only:    # with the JSON's paths under --out made portable, as a run writes them
         results = portable(json.loads(Path(args.json).read_text()), shared=SHARED, folders=out_folder(args.out))
-        Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n")
+        write_json(results, Path(args.json))
         render(results)
         return
     require_clean(args.allow_dirty)
@@ -468,7 +472,7 @@ def main() -> None:
         results["datasets"][dataset] = {**entry, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                         "provenance": record}
         results = portable(results, shared=SHARED, folders=out_folder(args.out))
-        json_path.write_text(json.dumps(results, indent=2, default=str) + "\n")  # partial results survive
+        write_json(results, json_path)  # partial results survive
         print(json.dumps(results["datasets"][dataset].get("goal", results["datasets"][dataset]), indent=1))
     print(f"wrote {json_path}")
     render(results)
