@@ -340,12 +340,14 @@ def check_tflite_bundles(run, folder):
     onnx_graph = lambda graph, batch: session.run(None, {"image": batch.astype(np.float32)})[0]  # noqa: E731
     frame = walkway_frames(101)[-1]
     found = {"onnx": learned.LearnedPeopleDetector(onnx_graph).find(frame)}
-    for precision in ("fp32", "int8"):
-        bundle = export_run(run, "tflite", folder / f"bundle-tflite-{precision}", precision=precision,
-                            int8_check=False, calibration=32)
+    for precision in ("fp32", "int8"):     # int8 through the Coral's profile: the Edge TPU artifact too
+        target = {"target": "coral-devboard"} if precision == "int8" else {"precision": precision}
+        bundle = export_run(run, "tflite", folder / f"bundle-tflite-{precision}", int8_check=False, calibration=32,
+                            **target)
         privatizer = Privatizer.load(bundle, backend="litert")
         assert privatizer.graphs["person-detector"].precision == precision
-        detector = learned.LearnedPeopleDetector(privatizer.run_graph)
+        score = check_tflite_threshold(privatizer, precision)
+        detector = learned.LearnedPeopleDetector(privatizer.run_graph, score=score)
         assert (detector.box_coder is not None) == (precision == "int8")
         found[precision] = detector.find(frame)
     print("people found on walkway frame 100:", {key: len(boxes) for key, boxes in found.items()})
@@ -354,6 +356,21 @@ def check_tflite_bundles(run, folder):
     assert "person-detector" in report["graphs"] and report["compatible"], report["problems"]
     assert privatizer.graphs["person-detector"].output["dtype"] == np.int8
     check_bad_anchors_refused(bundle)
+
+
+def check_tflite_threshold(privatizer, precision):
+    """The int8 file's entry carries the threshold matched at export to fp32's people (int8 rounding lowers
+    people's scores), at most fp32's, and the pipeline runs at it; the fp32 file has none and runs at fp32's."""
+    entry = privatizer.bundle.graph_artifact("litert", "person-detector")
+    score = privatizer.camera["detector_score"]
+    if precision == "int8":
+        assert learned.SCORE_RANGE[0] <= entry[learned.GRAPH_SCORE_KEY] <= learned.DEFAULT_SCORE, entry
+        assert score == entry[learned.GRAPH_SCORE_KEY]
+        edgetpu = privatizer.bundle.graph_artifact("edgetpu", "person-detector")    # compiled from that file
+        assert edgetpu[learned.GRAPH_SCORE_KEY] == score
+    else:
+        assert learned.GRAPH_SCORE_KEY not in entry and score == learned.DEFAULT_SCORE
+    return score
 
 
 def check_bad_anchors_refused(bundle):

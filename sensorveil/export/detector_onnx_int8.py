@@ -14,14 +14,10 @@ few thousand elementwise values per frame, so int8 saves nothing there, and roun
 scores to 8 bits would only add error to what the suppression compares with the score threshold.
 
 Before it is cached the int8 graph must match the fp32 graph: its whole output on person_detector's textured
-image within INT8_TOLERANCE (the TFLite int8 file's bound), and on the calibration frames the people the
-fp32 graph finds (learned.people_boxes at the default score) found by the int8 graph too, at a threshold of
-its own: int8 rounding lowers the scores of people near the threshold, so at fp32's own threshold the int8
-graph finds fewer people in a crowd (docs/decisions/0009-camera-speed-levers.md), and the export lowers
-the int8 graph's threshold in SCORE_STEP steps to the highest one at which its boxes
-cover PEOPLE_COVERED of fp32's people (IoU MATCH_IOU), with at most MAX_BOXES times fp32's boxes; the
-bundle's graph entry carries it as ``score`` (learned.GRAPH_SCORE_KEY). A graph that fails either check is
-refused with DetectorUnavailable and never cached or shipped.
+image within INT8_TOLERANCE (the TFLite int8 file's bound), and on the calibration frames a threshold of its
+own at which it finds the people the fp32 graph finds (sensorveil.export.detector_threshold, the rule every
+quantized detector ships by); the bundle's graph entry carries it as ``score`` (learned.GRAPH_SCORE_KEY). A
+graph that fails either check is refused with DetectorUnavailable and never cached or shipped.
 """
 from __future__ import annotations
 
@@ -33,25 +29,17 @@ from pathlib import Path
 import numpy as np
 
 from sensorveil.export.detector_graph import INPUT
+from sensorveil.export.detector_threshold import detections, matched_threshold
 from sensorveil.export.person_detector import (
     TFLITE_TOLERANCE,
     DetectorUnavailable,
     check_matches,
     detector_onnx,
 )
-from sensorveil.runtime.camera.learned import DEFAULT_SCORE, DETECTOR_OUTPUT, SCORE_RANGE, people_boxes
-from sensorveil.runtime.camera.track import iou
+from sensorveil.runtime.camera.learned import DEFAULT_SCORE, DETECTOR_OUTPUT, people_boxes
 
 INT8_FORM = "qdq-v2"        # in the cached file's name: a change of the recipe below is a new file
 INT8_TOLERANCE = TFLITE_TOLERANCE["int8"]
-# the people check on the calibration frames: the int8 graph's boxes at its matched threshold cover at
-# least PEOPLE_COVERED of the fp32 graph's people at DEFAULT_SCORE, each by IoU MATCH_IOU or more, with no
-# more than MAX_BOXES times fp32's boxes (a threshold low enough to find the people only among many more
-# boxes would fill the release with substitutes for no one)
-PEOPLE_COVERED = 0.99
-MATCH_IOU = 0.5
-MAX_BOXES = 1.5
-SCORE_STEP = 0.01
 QUANTIZATION = "QDQ, U8S8, weights per channel; box decoding and scores float"
 
 
@@ -141,35 +129,10 @@ def check_int8_detector(fp32: Path, int8: Path, frames: np.ndarray) -> None:
 
 
 def matched_score(fp32: Path, int8: Path, frames) -> float:
-    """The highest threshold, from DEFAULT_SCORE down in SCORE_STEP steps, at which the int8 graph's boxes on
-    ``frames`` cover PEOPLE_COVERED of the fp32 graph's people at DEFAULT_SCORE with at most MAX_BOXES times
-    their number; DetectorUnavailable where none does (the check_int8_detector refusal)."""
-    wanted, rows = detections(fp32, frames), detections(int8, frames)
-    shape = frames.shape[1:3]
-    people = [people_boxes(found, shape, DEFAULT_SCORE) for found in wanted]
-    total = sum(len(boxes) for boxes in people)
-    tried = []
-    for score in np.round(np.arange(DEFAULT_SCORE, SCORE_RANGE[0] - 1e-9, -SCORE_STEP), 2):
-        boxes = [people_boxes(found, shape, score) for found in rows]
-        covered = sum(int((iou(mine, theirs).max(axis=1) >= MATCH_IOU).sum()) if len(theirs) else 0
-                      for mine, theirs in zip(people, boxes))
-        found = sum(len(theirs) for theirs in boxes)
-        tried.append((float(score), covered, found))
-        if found > MAX_BOXES * max(total, 1):
-            break
-        if covered >= PEOPLE_COVERED * total:
-            return float(score)
-    raise DetectorUnavailable(
-        f"the int8 person detector finds other people than the fp32 graph on the calibration frames: no threshold "
-        f"from {DEFAULT_SCORE} down finds {PEOPLE_COVERED:.0%} of fp32's {total} people with at most {MAX_BOXES}x "
-        f"their boxes; (threshold, people covered, boxes) tried: {tried}")
-
-
-def detections(path: Path, frames) -> list:
-    """The graph's (1, N, 6) rows on each 300x300 RGB frame."""
-    import onnxruntime as ort
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    return [session.run(None, {INPUT: frame[None].astype(np.float32)})[0] for frame in frames]
+    """The int8 graph's threshold on ``frames`` (detector_threshold.matched_threshold); DetectorUnavailable
+    where none finds fp32's people (the check_int8_detector refusal)."""
+    return matched_threshold(detections(fp32, frames), detections(int8, frames), frames.shape[1:3],
+                             "the int8 person detector")
 
 
 def people_counts(path: Path, frames, threads: int | None = None) -> list:

