@@ -442,10 +442,9 @@ def outside_windows_line(name: str, c: dict) -> str:
         return f"{found} (people its detector missed), {frames}."
     return f"{found}, {frames}; " + (
         f"{reveals:,} of them lie over a block the quiet scene began showing the camera in the {REVEAL_RECENT} "
-        "frames before. The release shows no pixel of the camera where anyone was seen lately, so what the "
-        "counter finds out there are the scene's own changes (the neutral grey giving way to the place, which a "
-        "background model reads as something new), not people released as the camera saw them: the leak meter "
-        "below measures those.")
+        "frames before: the scene's own change (the neutral grey giving way to the place, which a background "
+        "model reads as something new), not a person released as the camera saw them, since the release shows "
+        "no pixel of the camera where anyone was seen lately; the leak meter below checks every person.")
 
 
 def pct(value: float) -> str:
@@ -698,7 +697,10 @@ def render(result: dict, command: str) -> str:
         "What the released scene holds (seen on the contact sheet): PASS pastes its substitutes on the quiet "
         "scene (sensorveil/runtime/camera/scene.py), which shows the camera only in blocks where no motion, "
         f"detection or track was seen for {SCENE_HORIZON} frames and is neutral grey until then, so the first "
-        "frames, slow walkers and people who stop are never learnt into it. What it cannot tell from the scene "
+        "frames, slow walkers and people who stop are never learnt into it; quiet blocks are revealed together "
+        f"once every {SCENE_HORIZON} frames and only in regions a counter would not take for a person (wider than "
+        "tall, or taller than any person), so the grey giving way to the place is not counted as someone new "
+        "(docs/decisions/0010-scene-reveals.md). What it cannot tell from the scene "
         "is a person neither detector ever found and who never moves (the leak meter above looks for them). "
         "PR-GAN releases the camera's frame outside each person's window, so a person its detector "
         "misses goes out raw: the leak meter above counts them.",

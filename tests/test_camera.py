@@ -475,6 +475,47 @@ def test_the_quiet_scene_shows_the_camera_only_where_nobody_was_for_the_horizon(
 
 
 
+def test_the_quiet_scene_never_reveals_a_region_a_counter_would_take_for_a_person():
+    """Camera pixels replace the grey at once, and a background-model counter downstream reads the change as
+    something new: an upright revealed region is a person to it. Such a region stays grey; a wide one and one
+    taller than any person are revealed (sensorveil/runtime/camera/scene.py, REVEAL_EVERY and TALLEST_PERSON)."""
+    from sensorveil.runtime.camera.scene import NEUTRAL_GREY, QuietScene, unpersonlike_regions
+    blocks = np.zeros((45, 60), bool)
+    blocks[2:8, 1:3] = True                  # 16 x 48 px, upright: a person's shape
+    blocks[10:12, 5:20] = True               # 120 x 16 px, wide
+    blocks[12:44, 40:42] = True              # 16 x 256 px, taller than any person
+    kept = unpersonlike_regions(blocks, 8)
+    assert not kept[2:8, 1:3].any() and kept[10:12, 5:20].all() and kept[12:44, 40:42].all()
+    assert not (kept & ~blocks).any()
+    frame = np.full((120, 160), 90, np.uint8)
+    upright, wide = np.ones((120, 160), bool), np.ones((120, 160), bool)
+    upright[16:80, 64:88] = False            # quiet 3 x 8 blocks, of which 1 x 6 stay clear of the busy edge
+    wide[16:40, 16:144] = False
+    for busy, shown in ((upright, False), (wide, True)):
+        scene = QuietScene(frame.shape, horizon=5)
+        for _ in range(30):
+            scene.update(frame, busy)
+        assert bool(scene.shown.any()) == shown and bool((scene.image == 90).any()) == shown
+        assert bool((scene.image[~busy] == NEUTRAL_GREY).all()) != shown
+
+
+def test_the_quiet_scene_reveals_together_once_every_reveal_every_updates():
+    """Blocks quiet for the horizon are revealed together on every REVEAL_EVERY-th update (the horizon by
+    default), so a counter absorbs one reveal before the next; between, they stay grey."""
+    from sensorveil.runtime.camera.scene import QuietScene
+    frame = np.full((64, 160), 90, np.uint8)
+    busy = np.ones((64, 160), bool)
+    scene = QuietScene(frame.shape, horizon=4, reveal_every=10)
+    shown_at = []
+    for update in range(1, 31):
+        if update == 3:
+            busy[:] = False                   # all quiet from the third update: ready at the sixth
+        scene.update(frame, busy)
+        shown_at.append(bool(scene.shown.any()))
+    assert shown_at.index(True) == 9          # the tenth update, not the sixth
+    assert QuietScene(frame.shape, horizon=7).reveal_every == 7
+
+
 def quiet_camera(rng, level=100.0, shape=(64, 96, 3)):
     """A still colour camera at ``level`` with a little sensor noise (sd 1.5 grey levels)."""
     return np.clip(level + rng.normal(0, 1.5, shape), 0, 255).astype(np.uint8)

@@ -9,13 +9,13 @@ from sensorveil.runtime.camera.scene import QuietScene  # noqa: E402
 
 
 def test_a_box_over_a_block_revealed_within_the_window_is_counted_and_later_not():
-    shape = (32, 48)
+    shape = (32, 96)
     scene = QuietScene(shape, horizon=3, block=8)
     clock = RevealClock(within=5)
     busy = np.zeros(shape, dtype=bool)
-    busy[:, 24:] = True                       # the right half never quiet: never revealed
+    busy[:, 48:] = True         # the right half never quiet: never revealed; the left a wide region, revealed
     frame = np.full(shape, 90, dtype=np.uint8)
-    inside, outside = [[2, 2, 4, 12]], [[30, 2, 4, 12]]   # over blocks (0..1, 0) and (0..1, 3)
+    inside, outside = [[2, 2, 4, 12]], [[60, 2, 4, 12]]   # over blocks (0..1, 0) and (0..1, 7)
     counted = []
     for index in range(14):
         scene.update(frame, busy)

@@ -12,6 +12,7 @@ import numpy as np
 
 from sensorveil.runtime.errors import BackendUnavailableError, InputError
 
+MAX_PERSON_HEIGHT = 200    # px: the tallest blob taken for a person at this pipeline's 480x360 scale
 PROTECT_MARGIN = 4         # px around a protected person's box the model does not learn either
 BGR_TO_GRAY = np.array([0.114, 0.587, 0.299], dtype=np.float32)
 
@@ -57,7 +58,7 @@ class MotionPeopleDetector(object):
 
     BACKGROUNDS = ("mog2", "knn")
 
-    def __init__(self, min_height=24, max_height=200, min_aspect=1.2, max_aspect=5.0, min_fill=0.25,
+    def __init__(self, min_height=24, max_height=MAX_PERSON_HEIGHT, min_aspect=1.2, max_aspect=5.0, min_fill=0.25,
                  history=300, var_threshold=25.0, warmup=20, background="mog2", scale=1.0):
         self.min_height, self.max_height = int(min_height), int(max_height)
         self.min_aspect, self.max_aspect = float(min_aspect), float(max_aspect)

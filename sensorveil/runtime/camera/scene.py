@@ -17,7 +17,7 @@ same), which fails closed: an old picture of the empty place, never a new one wi
 """
 import numpy as np
 
-from sensorveil.runtime.camera.detect import opencv
+from sensorveil.runtime.camera.detect import MAX_PERSON_HEIGHT, opencv
 
 SCENE_BLOCK = 8          # px: the scene is judged quiet or busy per block of this size
 SCENE_HORIZON = 100      # frames a block must stay quiet before the camera may show it (10 s at 10 FPS)
@@ -27,6 +27,15 @@ NEUTRAL_GREY = 128       # the scene before any block is quiet: nothing of any f
 # of the blocks the scene follows, below what a person adds to a block (both measured by
 # scripts/scene_gate_threshold.py; figures in docs/decisions/0006-scene-change-gate.md)
 SCENE_CHANGE = 6.0
+# A block that starts showing the camera replaces the neutral grey at once, and a background-model counter
+# downstream reads the change as something new: a person, where the revealed region stands upright. Revealed
+# one by one as they became quiet, walkway's blocks made 399 such finds in 795 frames, the release's count
+# +0.41 people a frame off the raw one. So blocks are revealed together, once every REVEAL_EVERY frames (a
+# counter absorbs one reveal before the next), and only as regions no counter takes for a person: wider than
+# tall, or taller than TALLEST_PERSON; an upright region waits (grey) until it has grown into one of those.
+# Both only hold back camera pixels, so the release can only show less. docs/decisions/0010-scene-reveals.md
+REVEAL_EVERY = SCENE_HORIZON
+TALLEST_PERSON = MAX_PERSON_HEIGHT
 # grey levels a camera pixel may move a frame: lighting drifts slower; a person who walks in slowly enough
 # to stay under SCENE_CHANGE each frame would have to stay in step with this to be learnt, and does not
 SCENE_STEP = 2
@@ -40,8 +49,12 @@ class QuietScene(object):
     difference); one that differs more counts as busy, so a person nobody detects is never learnt, moving or
     standing still: the block stays stale, the place as it was, for as long as they are there."""
 
-    def __init__(self, shape, horizon=SCENE_HORIZON, block=SCENE_BLOCK, still=None, change=SCENE_CHANGE):
+    def __init__(self, shape, horizon=SCENE_HORIZON, block=SCENE_BLOCK, still=None, change=SCENE_CHANGE,
+                 reveal_every=None, tallest=TALLEST_PERSON):
         self.horizon, self.block, self.change = int(horizon), int(block), float(change)
+        self.reveal_every = self.horizon if reveal_every is None else int(reveal_every)
+        self.tallest = int(tallest)
+        self.updates = 0
         self.image = starting_scene(shape, still)
         blocks = (-(-shape[0] // self.block), -(-shape[1] // self.block))
         self.quiet = np.zeros(blocks, dtype=np.int32)     # frames in a row each block has been quiet
@@ -52,17 +65,26 @@ class QuietScene(object):
     def update(self, frame, busy):
         """``busy``: bool (H, W), True where a person is or may be in this frame. A new array each time, so a
         scene handed to an earlier frame's restore() is never changed under it."""
+        self.updates += 1
         changed = self.shown & (self.difference(frame) > self.change)
         busy_blocks = dilate(block_any(busy, self.block) | changed)
         self.quiet = np.where(busy_blocks, 0, np.minimum(self.quiet + 1, self.horizon))
         ready = self.quiet >= self.horizon
         if ready.any():
+            revealed = self.revealed(ready & ~self.shown)
             image = self.image.copy()
-            masked_copy(frame, self.pixels_of(ready & ~self.shown), image)       # neutral -> camera
+            masked_copy(frame, self.pixels_of(revealed), image)       # neutral -> camera
             masked_copy(step_towards(self.image, frame, SCENE_STEP), self.pixels_of(ready & self.shown), image)
-            self.shown = self.shown | ready
+            self.shown = self.shown | revealed
             self.image = image
         return self.image
+
+    def revealed(self, pending):
+        """The blocks of ``pending`` (quiet for the horizon, not yet shown) that start showing the camera on
+        this update: none between REVEAL_EVERY updates, else those of unpersonlike_regions."""
+        if self.updates % self.reveal_every or not pending.any():
+            return np.zeros_like(pending)
+        return unpersonlike_regions(pending, self.block, self.tallest)
 
     def difference(self, frame):
         """Each block's mean absolute difference between ``frame`` and the scene: the largest over colour
@@ -105,6 +127,16 @@ def step_towards(scene, frame, step):
     down = cv2.min(down, limit, dst=down)
     up = cv2.add(scene, up, dst=up)
     return cv2.subtract(up, down, dst=up)
+
+
+def unpersonlike_regions(blocks, block, tallest=TALLEST_PERSON):
+    """The connected regions (eight neighbours) of ``blocks`` that a counter would not take for a person: no
+    taller than wide, or taller than ``tallest`` px."""
+    count, labels, stats, _ = opencv().connectedComponentsWithStats(blocks.astype(np.uint8), connectivity=8)
+    width, height = stats[:, 2], stats[:, 3]         # cv2.CC_STAT_WIDTH, CC_STAT_HEIGHT, in blocks
+    keep = (height <= width) | (height * block > tallest)
+    keep[0] = False                                  # label 0: the blocks not in ``blocks``
+    return keep[labels]
 
 
 def block_sums(values, block):
