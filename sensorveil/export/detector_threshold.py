@@ -1,8 +1,8 @@
 """The person-score threshold a quantized person detector ships with: one that finds the people fp32 finds.
 
 int8 rounding lowers the scores of people near the threshold, so at fp32's own threshold (DEFAULT_SCORE) an
-int8 graph finds fewer people, in a crowd most of all (docs/decisions/0009-camera-speed-levers.md: the int8
-ONNX graph and the Coral's int8 TFLite file each lost 6-7% of fp32's people on the calibration frames). The
+int8 graph finds fewer people, in a crowd most of all (the figures: docs/decisions/0009-camera-speed-levers.md,
+"int8 detector" and "The Coral's int8 TFLite file too"). The
 export lowers the quantized graph's threshold in SCORE_STEP steps to the highest one at which its boxes on
 the calibration frames cover PEOPLE_COVERED of the fp32 graph's people (IoU MATCH_IOU) with at most MAX_BOXES
 times their number; the bundle's graph entry carries it as ``score`` (learned.GRAPH_SCORE_KEY), which the

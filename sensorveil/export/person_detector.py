@@ -217,6 +217,7 @@ class DetectorJob:
     def __init__(self, out_dir: Path, precision: str, clip: str | None, progress=print):
         self.out_dir, self.precision, self.clip, self.progress = Path(out_dir), precision, clip, progress
         self.frames = None
+        self.tflite_entry = None    # the litert graph entry, which the edgetpu artifact compiles from
 
     def calibration(self) -> np.ndarray:
         """Read once per export: the litert and edgetpu artifacts of one bundle share the int8 file."""
@@ -271,6 +272,12 @@ def tflite_detector(job: DetectorJob) -> dict:
     """fp32 (decoded boxes) for fp32 and fp16 bundles; for int8 bundles (the Coral) the third form, int8 in
     and out, with its anchors file beside it (named by the entry, so listed, hashed and signed) and its own
     threshold matched to fp32's people on the calibration frames (tflite_matched_score)."""
+    if job.tflite_entry is None:        # once per export: the edgetpu artifact asks again
+        job.tflite_entry = write_tflite_detector(job)
+    return dict(job.tflite_entry)
+
+
+def write_tflite_detector(job: DetectorJob) -> dict:
     from sensorveil.export.detector_tflite import detector_tflite, tflite_matched_score
     int8 = job.precision == "int8"
     source = detector_tflite(job.calibration() if int8 else None, job.progress)

@@ -28,9 +28,9 @@ NEUTRAL_GREY = 128       # the scene before any block is quiet: nothing of any f
 # scripts/scene_gate_threshold.py; figures in docs/decisions/0006-scene-change-gate.md)
 SCENE_CHANGE = 6.0
 # A block that starts showing the camera replaces the neutral grey at once, and a background-model counter
-# downstream reads the change as something new: a person, where the revealed region stands upright. Revealed
-# one by one as they became quiet, walkway's blocks made 399 such finds in 795 frames, the release's count
-# +0.41 people a frame off the raw one. So blocks are revealed together, once every REVEAL_EVERY frames (a
+# downstream reads the change as something new: a person, where the revealed region stands upright (revealed
+# one by one as they became quiet, they were most of a counter's extra people on walkway). So blocks are
+# revealed together, once every REVEAL_EVERY frames (a
 # counter absorbs one reveal before the next), and only as regions no counter takes for a person: wider than
 # tall, or taller than TALLEST_PERSON; an upright region waits (grey) until it has grown into one of those.
 # Both only hold back camera pixels, so the release can only show less. docs/decisions/0010-scene-reveals.md
@@ -132,7 +132,7 @@ def step_towards(scene, frame, step):
 def unpersonlike_regions(blocks, block, tallest=TALLEST_PERSON):
     """The connected regions (eight neighbours) of ``blocks`` that a counter would not take for a person: no
     taller than wide, or taller than ``tallest`` px."""
-    count, labels, stats, _ = opencv().connectedComponentsWithStats(blocks.astype(np.uint8), connectivity=8)
+    _, labels, stats, _ = opencv().connectedComponentsWithStats(blocks.astype(np.uint8), connectivity=8)
     width, height = stats[:, 2], stats[:, 3]         # cv2.CC_STAT_WIDTH, CC_STAT_HEIGHT, in blocks
     keep = (height <= width) | (height * block > tallest)
     keep[0] = False                                  # label 0: the blocks not in ``blocks``
