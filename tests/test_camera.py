@@ -516,6 +516,16 @@ def test_the_quiet_scene_reveals_together_once_every_reveal_every_updates():
     assert QuietScene(frame.shape, horizon=7).reveal_every == 7
 
 
+@pytest.mark.parametrize("field", ["horizon", "block", "reveal_every"])
+def test_the_quiet_scene_refuses_a_zero_horizon_block_or_reveal_step(field):
+    """A horizon of 0 took every block for quiet, busy ones too (the camera's people shown); a reveal step of 0
+    divided by zero. Each is one error naming the field."""
+    from sensorveil.runtime.camera.scene import QuietScene
+    from sensorveil.runtime.errors import InputError
+    with pytest.raises(InputError, match="quiet scene {} 0; expected a whole number of at least 1".format(field)):
+        QuietScene((64, 96), **{field: 0})
+
+
 def quiet_camera(rng, level=100.0, shape=(64, 96, 3)):
     """A still colour camera at ``level`` with a little sensor noise (sd 1.5 grey levels)."""
     return np.clip(level + rng.normal(0, 1.5, shape), 0, 255).astype(np.uint8)

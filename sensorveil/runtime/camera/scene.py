@@ -18,6 +18,7 @@ same), which fails closed: an old picture of the empty place, never a new one wi
 import numpy as np
 
 from sensorveil.runtime.camera.detect import MAX_PERSON_HEIGHT, opencv
+from sensorveil.runtime.errors import InputError
 
 SCENE_BLOCK = 8          # px: the scene is judged quiet or busy per block of this size
 SCENE_HORIZON = 100      # frames a block must stay quiet before the camera may show it (10 s at 10 FPS)
@@ -53,6 +54,11 @@ class QuietScene(object):
                  reveal_every=None, tallest=TALLEST_PERSON):
         self.horizon, self.block, self.change = int(horizon), int(block), float(change)
         self.reveal_every = self.horizon if reveal_every is None else int(reveal_every)
+        # a horizon of 0 would take every block as quiet, busy ones included: the camera's people released
+        for field in ("horizon", "block", "reveal_every"):
+            if getattr(self, field) < 1:
+                raise InputError("quiet scene {} {!r}; expected a whole number of at least 1 ({})".format(
+                    field, getattr(self, field), "frames" if field != "block" else "px"))
         self.tallest = int(tallest)
         self.updates = 0
         self.image = starting_scene(shape, still)
