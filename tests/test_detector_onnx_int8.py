@@ -107,6 +107,21 @@ def test_an_int8_graph_that_does_not_match_fp32_is_refused(graphs, tmp_path, mon
         int8_module.check_int8_detector(fp32, bad, frames[::4])
 
 
+def test_the_matched_threshold_is_worked_out_once_per_graph_and_frames(graphs, monkeypatch):
+    """The quantization's check and the export's graph entry ask for the same threshold: the second asking
+    runs neither graph again; other frames do."""
+    from sensorveil.export import detector_onnx_int8 as int8_module
+    fp32, int8, frames = graphs
+    runs = []
+    counted = int8_module.detections
+    monkeypatch.setattr(int8_module, "detections", lambda path, rows: runs.append(path) or counted(path, rows))
+    monkeypatch.setattr(int8_module, "MATCHED", {})
+    first = int8_module.matched_score(fp32, int8, frames[::4])
+    assert int8_module.matched_score(fp32, int8, frames[::4]) == first and len(runs) == 2
+    int8_module.matched_score(fp32, int8, frames[2::4])
+    assert len(runs) == 4
+
+
 def test_a_refused_int8_graph_is_never_cached(graphs, tmp_path, monkeypatch):
     """A quantization that comes out wrong raises one DetectorUnavailable and leaves no cached file for the next
     export to pick up."""

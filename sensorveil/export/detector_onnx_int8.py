@@ -128,11 +128,20 @@ def check_int8_detector(fp32: Path, int8: Path, frames: np.ndarray) -> None:
     matched_score(fp32, int8, frames)
 
 
+# (fp32 path, int8 graph's sha256, frames' sha256) -> threshold: the check at quantization and the export's
+# graph entry ask for the same one, and each asking runs both graphs over every calibration frame
+MATCHED = {}
+
+
 def matched_score(fp32: Path, int8: Path, frames) -> float:
     """The int8 graph's threshold on ``frames`` (detector_threshold.matched_threshold); DetectorUnavailable
     where none finds fp32's people (the check_int8_detector refusal)."""
-    return matched_threshold(detections(fp32, frames), detections(int8, frames), frames.shape[1:3],
-                             "the int8 person detector")
+    frames = np.ascontiguousarray(frames, dtype=np.uint8)
+    key = (str(fp32), hashlib.sha256(Path(int8).read_bytes()).hexdigest(), hashlib.sha256(frames).hexdigest())
+    if key not in MATCHED:
+        MATCHED[key] = matched_threshold(detections(fp32, frames), detections(int8, frames), frames.shape[1:3],
+                                         "the int8 person detector")
+    return MATCHED[key]
 
 
 def people_counts(path: Path, frames, threads: int | None = None) -> list:
