@@ -598,10 +598,15 @@ def render(result: dict, command: str) -> str:
         a = m["audit"]
         strongest = a["privatized"]["strongest_attacker"]
         raw_same = a["raw"]["private"].get(strongest)
+        if raw_same:
+            raw_text = interval_text(raw_same)
+        else:   # an attacker of the release alone (the bank-index posterior): the audit's power is raw's strongest
+            raw_best = a["raw"]["strongest_attacker"]
+            raw_text = f"none of its kind; strongest on raw, {raw_best}: {interval_text(a['raw']['private'][raw_best])}"
         c = m["pipeline"]
         lines.append(
             f"| {name} | {strongest}: {interval_text(a['privatized']['private'][strongest])} | "
-            f"{interval_text(raw_same) if raw_same else 'n/a'} | {pct(a['privatized']['random_star'])} | "
+            f"{raw_text} | {pct(a['privatized']['random_star'])} | "
             f"{'met' if a['privatized']['goal']['strongest_within_5_points_of_random_star'] else 'NOT met'} | "
             f"{interval_text(a['privatized']['useful'])} | {interval_text(a['raw']['useful'])} | "
             f"{pct(a['direction_nag'])} (low end {pct(a['direction_nag_low'])}) | "
