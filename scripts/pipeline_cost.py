@@ -99,7 +99,21 @@ def page(result: dict, record: dict, deface_ms: "float | None") -> str:
         lines += ["", f"Goal: {GOAL_TIMES_DEFACE}x deface's frames per CPU-second. deface spends {deface_ms:.1f} "
                   f"CPU ms a frame on this clip (docs/peers.json), so the goal is {goal:.1f} CPU ms a frame; the "
                   f"pipeline spends {total:.1f} ({deface_ms / total:.1f}x deface's frames per CPU-second)."]
+        lines += ["", budget_line(result["cpu_ms"], total, goal, deface_ms)]
     return "\n".join(lines) + "\n"
+
+
+FINDING_PEOPLE = ("learned person graph (amortized)", "motion detector (MOG2 blobs)")
+
+
+def budget_line(cpu_ms: dict, total: float, goal: float, deface_ms: float) -> str:
+    """What the goal leaves for finding people once every other step has had its time."""
+    finding = sum(cpu_ms.get(step, 0.0) for step in FINDING_PEOPLE)
+    rest = total - finding
+    return (f"Finding the people (the learned graph and motion) costs {finding:.1f} CPU ms a frame, every other step "
+            f"{rest:.1f}: with people found for nothing the pipeline would spend {rest:.1f} "
+            f"({deface_ms / rest:.1f}x deface's), and the goal leaves {max(goal - rest, 0.0):.1f} ms a frame for "
+            f"finding them.")
 
 
 def main() -> None:
