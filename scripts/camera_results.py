@@ -169,13 +169,14 @@ def counters() -> dict:
 def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | None = None, leaks: bool = True) -> dict:
     """The whole camera pipeline over the clip, torch-free code only: decode, detect, privatize every
     crop, paste back. Counts per frame: the pipeline's detections, and each counter of ``COUNTERS`` run
-    afresh on the raw and on the privatized video (what a people counter downstream would see)."""
+    afresh on the raw and on the privatized video (what a people counter downstream would see). The release
+    is the one `sensorveil run` makes: bank people in colour where the bundle carries them in colour."""
     from sensorveil.runtime import Privatizer
     from sensorveil.runtime.camera import iou
     from sensorveil.runtime.sources import open_source
     from sensorveil.runtime.stream import Stream
 
-    privatizer = Privatizer.load(bundle, output="sample", seed=seed)
+    privatizer = Privatizer.load(bundle, output=release_output(bundle), seed=seed)
     stream = Stream(privatizer, open_source(str(clip), prefetch=False))
     learned = DETECTOR_GRAPH in privatizer.graphs     # the bundle's own detector also looks, on tiles
     truth, empty = scene_truth(clip)
@@ -375,6 +376,14 @@ def count_floor(clip: Path) -> dict:
             counted[name][1].append(len(on_changed(changed)))
     capture.release()
     return {"change": FLOOR_CHANGE, "counts": {name: count_figures(*counted[name]) for name in pairs}}
+
+
+def release_output(bundle: Path) -> str:
+    """The draw stage's output a stream releases (runtime.stream.load_for_stream): "colour" for a camera bundle
+    whose bank people come in colour, else the grey "sample"."""
+    from sensorveil.runtime.bundle import open_bundle
+    from sensorveil.runtime.stream import colour_release
+    return "colour" if colour_release(open_bundle(bundle).manifest) else "sample"
 
 
 def count_over_draws(bundle: Path, clip: Path, seeds: int) -> dict:

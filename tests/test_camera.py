@@ -614,6 +614,8 @@ def check_colour_substitutes(bundle, clip):
             person = result.output[y:y + h, x:x + w].astype(int)
             tinted += int((np.abs(person[..., 0] - person[..., 2]) > 12).sum())
     assert tinted > 100                        # pasted people carry colour, not grey in every channel
+    from tests.test_scene_reveals import camera_results_script
+    assert camera_results_script().release_output(bundle) == "colour"   # the camera page counts this release
     broken = bundle.parent / "colour-moved"
     shutil.copytree(bundle, broken)
     moved = np.roll(colour, 3, axis=2)
