@@ -82,7 +82,8 @@ def clean_cut_out(cut_out):
 
 def stand_out(person, scene, margin=PERSON_CONTRAST):
     """A pasted person's grey levels moved at least ``margin`` away from the ``scene`` behind them, each
-    pixel on the side it already is (lighter or darker; where that side has no room left, the other).
+    pixel on the side it already is (lighter or darker; where that side has no room left, the other);
+    ``margin`` a number or an array of the scene's shape.
     A substitute cut from another place can match this place's ground in parts (light trousers on
     light pavement); a background-model counter downstream then sees only the rest of the person, too
     short or too squat to count, so the person the camera saw would be missing from the output.
@@ -126,14 +127,16 @@ def paste_window(out, patch, x0, y0, mask=None):
     out[cy0:cy1, cx0:cx1] = np.where(keep, piece, out[cy0:cy1, cx0:cx1])
 
 
-def paste_people(frame, crops, windows, background=None, boxes=None):
+def paste_people(frame, crops, windows, background=None, boxes=None, contrast=None):
     """A copy of ``frame`` with each crop resized into its window (clipped to the frame); grey crops
     go into every channel of a colour frame. With ``background`` (the empty scene, frame-shaped) the
     crops are cut-outs: every window is first cleared to the background, erasing whoever stood there,
     and then only the crops' non-zero pixels (the substitute people) are pasted on it; clearing all
     windows before pasting any keeps one person's window from erasing a neighbour's substitute. With
     ``boxes`` (the detected people, (x, y, w, h)) each substitute person is stretched to fill its box,
-    so a downstream detector finds a person of the same place, height and shape as in the raw frame."""
+    so a downstream detector finds a person of the same place, height and shape as in the raw frame;
+    ``contrast`` (frame-sized) is the least gap each pasted pixel keeps from the scene (PERSON_CONTRAST
+    without one)."""
     cv2 = opencv()
     out = frame.copy()
     windows = [tuple(int(v) for v in window) for window in windows]
@@ -145,14 +148,14 @@ def paste_people(frame, crops, windows, background=None, boxes=None):
     if frame is not background:      # released on the empty scene itself: nobody to erase
         for x0, y0, x1, y1 in windows:
             paste_window(out, cut(background, (x0, y0, x1, y1)), x0, y0)
-    placed = [place_person(np.asarray(crop, dtype=np.uint8), window, None if boxes is None else boxes[k], background)
-              for k, (crop, window) in enumerate(zip(crops, windows))]
+    placed = [place_person(np.asarray(crop, dtype=np.uint8), window, None if boxes is None else boxes[k], background,
+                           contrast) for k, (crop, window) in enumerate(zip(crops, windows))]
     for (x, y, patch, person) in keep_apart(placed):
         paste_window(out, patch, x, y, person)
     return out
 
 
-def place_person(crop, window, box, background):
+def place_person(crop, window, box, background, contrast=None):
     """(x, y, patch, mask) of one cut-out (grey, or colour H x W x 3) pasted at its place: the person
     stretched to fill ``box`` and made to stand out from the scene behind it, or, without a box (or a
     cut-out holding nobody), the whole crop over its window."""
@@ -169,19 +172,21 @@ def place_person(crop, window, box, background):
     size = (max(w, 1), max(h, 1))
     patch = cv2.resize(crop, size, interpolation=cv2.INTER_LINEAR)
     if bounds is not None:
-        scene = to_gray(cut(background, (x, y, x + patch.shape[1], y + patch.shape[0])))
-        patch = stand_out(patch, scene) if patch.ndim == 2 else stand_out_colour(patch, scene)
+        where = (x, y, x + patch.shape[1], y + patch.shape[0])
+        scene = to_gray(cut(background, where))
+        margin = PERSON_CONTRAST if contrast is None else cut(contrast, where)
+        patch = stand_out(patch, scene, margin) if patch.ndim == 2 else stand_out_colour(patch, scene, margin)
     person = cv2.resize(shape.astype(np.uint8), size, interpolation=cv2.INTER_NEAREST)
     if bounds is not None:      # limbs a pixel or two wide vanish in a counter's 3x3 opening: thicken them
         person = cv2.dilate(person, cv2.getStructuringElement(cv2.MORPH_RECT, (3, 3)))
     return x, y, patch, person.astype(bool)
 
 
-def stand_out_colour(patch, scene):
+def stand_out_colour(patch, scene, margin=PERSON_CONTRAST):
     """:func:`stand_out` for a colour person: each pixel's colour scaled so its grey level is the one
     stand_out gives, so a counter on grey sees the same person the grey paste gives it."""
     grey = to_gray(patch).astype(np.float32)
-    moved = stand_out(grey.astype(np.uint8), scene).astype(np.float32)
+    moved = stand_out(grey.astype(np.uint8), scene, margin).astype(np.float32)
     scaled = np.minimum(patch.astype(np.float32) * ((moved + 1.0) / (grey + 1.0))[..., None], 255.0)
     # a saturated colour scaled up clips its brightest channel at 255 and falls short of its grey level (pure
     # blue reads grey 29 however far it is scaled): lift what clipping left toward white, which raises the grey

@@ -32,6 +32,7 @@ class CropContext(NamedTuple):
     directions: np.ndarray  # (N,) int: walking directions (1 right, 0 left, -1 too new or too slow; WalkingDirection)
     track_ids: np.ndarray  # (N,) int: each person's id from the tracker
     scene: np.ndarray = None    # the quiet scene as it stood at this frame (cut-out pasting releases it)
+    contrast: np.ndarray = None  # and the least gap a substitute keeps from it, per pixel (QuietScene.contrast)
 
 
 def person_crops_from_manifest(camera, run_graph=None):
@@ -105,7 +106,8 @@ class PersonCrops(Preprocessor):
         windows = crop_windows(boxes, image.shape, self.crop_shape, self.margin)
         self.last_boxes, self.last_windows, self.last_directions = boxes, windows, directions
         scene = self.update_scene(image, boxes) if self.paste == "cut-out" else None
-        context = CropContext(image, boxes, windows, directions, tracks, scene)
+        contrast = self.scene.contrast if scene is not None else None
+        context = CropContext(image, boxes, windows, directions, tracks, scene, contrast)
         return crop_people(image, windows, self.crop_shape), context
 
     def update_scene(self, image, boxes):
@@ -160,7 +162,7 @@ class PersonCrops(Preprocessor):
             crops = np.stack([to_gray(crop) for crop in crops])
         if self.paste == "window":
             return paste_people(image, crops, windows)
-        return paste_people(scene, crops, windows, scene, boxes=boxes)
+        return paste_people(scene, crops, windows, scene, boxes=boxes, contrast=context.contrast)
 
     def scene_of(self, context):
         """The scene of that frame; one made by hand (no scene) gets the neutral scene, never the frame."""

@@ -17,6 +17,7 @@ same), which fails closed: an old picture of the empty place, never a new one wi
 """
 import numpy as np
 
+from sensorveil.runtime.camera.composite import PERSON_CONTRAST
 from sensorveil.runtime.camera.detect import MAX_PERSON_HEIGHT, opencv
 from sensorveil.runtime.errors import InputError
 
@@ -40,6 +41,12 @@ TALLEST_PERSON = MAX_PERSON_HEIGHT
 # grey levels a camera pixel may move a frame: lighting drifts slower; a person who walks in slowly enough
 # to stay under SCENE_CHANGE each frame would have to stay in step with this to be learnt, and does not
 SCENE_STEP = 2
+# least grey-level gap between a pasted substitute and a block still showing the flat neutral grey (the
+# camera's blocks take PERSON_CONTRAST): a counter's background model holds a flat, noiseless block with the
+# least variance it allows, so a smaller gap is found there, and it leaves the substitutes more of their
+# colours: darker ones stop at SHADOW_RATIO of the grey (57) instead of 28, lighter ones start at 198, not 228
+# (docs/decisions/0011-neutral-contrast.md, scripts/paste_contrast.py)
+NEUTRAL_CONTRAST = 70
 
 
 class QuietScene(object):
@@ -51,7 +58,7 @@ class QuietScene(object):
     standing still: the block stays stale, the place as it was, for as long as they are there."""
 
     def __init__(self, shape, horizon=SCENE_HORIZON, block=SCENE_BLOCK, still=None, change=SCENE_CHANGE,
-                 reveal_every=None, tallest=TALLEST_PERSON):
+                 reveal_every=None, tallest=TALLEST_PERSON, neutral_contrast=NEUTRAL_CONTRAST):
         self.horizon, self.block, self.change = int(horizon), int(block), float(change)
         self.reveal_every = self.horizon if reveal_every is None else int(reveal_every)
         # a horizon of 0 would take every block as quiet, busy ones included: the camera's people released
@@ -67,6 +74,9 @@ class QuietScene(object):
         self.shown = np.zeros(blocks, dtype=bool)         # blocks that show the camera (else the neutral scene)
         # pixels of each block (edge blocks are cut by the frame): the divisor of a block's mean
         self.pixels = block_sums(np.ones(shape[:2], dtype=np.uint8), self.block)
+        # an operator's still is a picture like the camera's: its blocks take the camera's gap
+        self.neutral_contrast = PERSON_CONTRAST if still is not None else int(neutral_contrast)
+        self.contrast = self.contrast_map()
 
     def update(self, frame, busy):
         """``busy``: bool (H, W), True where a person is or may be in this frame. A new array each time, so a
@@ -83,7 +93,16 @@ class QuietScene(object):
             masked_copy(step_towards(self.image, frame, SCENE_STEP), self.pixels_of(ready & self.shown), image)
             self.shown = self.shown | revealed
             self.image = image
+            if revealed.any():
+                self.contrast = self.contrast_map()
         return self.image
+
+    def contrast_map(self):
+        """(H, W) int16: the least grey-level gap a substitute pasted on each pixel keeps from the scene,
+        PERSON_CONTRAST on the camera's blocks, ``neutral_contrast`` on the neutral scene's. A new array each
+        time the blocks shown change, so an earlier frame's map is never changed under it."""
+        neutral = self.pixels_of(~self.shown).astype(bool)
+        return np.where(neutral, self.neutral_contrast, PERSON_CONTRAST).astype(np.int16)
 
     def revealed(self, pending):
         """The blocks of ``pending`` (quiet for the horizon, not yet shown) that start showing the camera on
