@@ -86,7 +86,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{args.clip.name}, seed {args.seed}: each counter on the raw and the released video; the substitutes' "
           "pixels on the neutral grey\n")
-    print("| neutral gap | " + " | ".join(f"{name}: same / mean diff" for name in COUNTERS)
+    print("Each counter's cell: frames counted the same / mean released-minus-raw count.\n")
+    print("| neutral gap | " + " | ".join(COUNTERS)
           + " | pixels pasted on grey | near black or white | colourfulness |")
     print("|---" * (4 + len(COUNTERS)) + "|")
     runs = {}
