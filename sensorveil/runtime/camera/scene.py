@@ -44,8 +44,8 @@ SCENE_STEP = 2
 # least grey-level gap between a pasted substitute and a block still showing the flat neutral grey (the
 # camera's blocks take PERSON_CONTRAST): a counter's background model holds a flat, noiseless block with the
 # least variance it allows, so a smaller gap is found there, and it leaves the substitutes more of their
-# colours: darker ones stop at SHADOW_RATIO of the grey (57) instead of 28, lighter ones start at 198, not 228
-# (docs/decisions/0011-neutral-contrast.md, scripts/paste_contrast.py)
+# colours: the darker side is then bound by SHADOW_RATIO rather than the gap (docs/decisions/0011-neutral-
+# contrast.md has the gap's effect on the count and the colours, from scripts/paste_contrast.py)
 NEUTRAL_CONTRAST = 70
 
 
