@@ -651,6 +651,8 @@ def check_colour_substitutes(bundle, clip):
     assert tinted > 100                        # pasted people carry colour, not grey in every channel
     from tests.test_scene_reveals import camera_results_script
     assert camera_results_script().release_output(bundle) == "colour"   # the camera page counts this release
+    loaded = camera_results_script().stream_privatizer(bundle, seed=0)    # and times it as a stream runs
+    assert loaded.output_mode == "colour" and loaded.backend_options["cpu_policy"] == "shared"
     broken = bundle.parent / "colour-moved"
     shutil.copytree(bundle, broken)
     moved = np.roll(colour, 3, axis=2)
