@@ -30,14 +30,13 @@ import argparse
 import json
 import os
 import platform
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from depth_bundle import depth_bundle  # scripts/depth_bundle.py
 
+from sensorveil.benchmarks.peers import cut_clip, deface_command, run_timed
 from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,45 +50,6 @@ STATEMENTS = {
            "detector and motion), privatizes each person's crop and releases the composited frame. The tools do "
            "different jobs: this table compares what each costs per frame on the same clip, not their privacy."),
 }
-
-
-def cut_clip(clip: Path, frames: int | None, out: Path) -> tuple[Path, int]:
-    """The first ``frames`` frames of ``clip`` as an MJPG .avi both tools read (or the clip itself)."""
-    import cv2
-    capture = cv2.VideoCapture(str(clip))
-    if not capture.isOpened():
-        raise SystemExit(f"cannot open {clip}: expected a video file (see --clip)")
-    total = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
-    if frames is None or frames >= total:
-        capture.release()
-        return clip, total
-    fps = capture.get(cv2.CAP_PROP_FPS) or 25.0
-    writer, written = None, 0
-    while written < frames:
-        ok, frame = capture.read()
-        if not ok:
-            break
-        if writer is None:
-            writer = cv2.VideoWriter(str(out), cv2.VideoWriter_fourcc(*"MJPG"), fps, (frame.shape[1], frame.shape[0]))
-        writer.write(frame)
-        written += 1
-    capture.release()
-    writer.release()
-    return out, written
-
-
-def timed(argv: list[str], log: Path) -> dict:
-    """Run one tool to completion; wall seconds and the child's own CPU seconds (user + system)."""
-    started = time.perf_counter()
-    with open(log, "wb") as output:
-        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, cwd=REPO)
-        _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        tail = log.read_text(errors="replace")[-1500:]
-        raise SystemExit(f"{' '.join(argv[:4])} ... exited {code}; the end of its output ({log}):\n{tail}")
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_mb": usage.ru_maxrss / 1024}
 
 
 def frames_in_video(path: Path) -> int:
@@ -109,18 +69,11 @@ def shown(argv: list[str], out: Path) -> str:
 
 
 def measure(name: str, argv: list[str], video: Path, frames: int, out: Path) -> dict:
-    figures = timed(argv, out / f"{name}.log")
+    figures = run_timed(argv, out / f"{name}.log", cwd=str(REPO))
     written = frames_in_video(video)
     return {"tool": name, "command": shown(argv, out), "frames_in": frames, "frames_written": written,
             **figures, "fps": frames / figures["wall_s"], "cpu_s_per_frame": figures["cpu_s"] / frames,
             "output": str(video)}
-
-
-def deface_command() -> list[str]:
-    script = Path(sys.executable).with_name("deface")
-    if not script.is_file() and shutil.which("deface") is None:
-        raise SystemExit("deface is not installed: pip install 'sensorveil[peers]' (or pip install deface)")
-    return [str(script) if script.is_file() else shutil.which("deface")]
 
 
 def bundle_facts(bundle: Path) -> dict:

@@ -81,6 +81,13 @@ def test_benchmark_formats_needs_a_run_directory(digits_bundle, capsys):
     assert "is not a run directory" in capsys.readouterr().err
 
 
+def test_benchmark_versus_a_peer_needs_a_video_source(digits_bundle, capsys):
+    # the peer runs on the frames the stream runs: no source, or a live one, cannot be replayed to it
+    for extra in ([], ["--source", "synthetic-depth"]):
+        assert main(["benchmark", str(digits_bundle), "--versus", "deface", *extra]) == 2
+        assert "needs --source set to a video file" in capsys.readouterr().err
+
+
 def test_evaluate_a_bundle_through_the_runtime(digits_bundle, tmp_path):
     out = tmp_path / "eval.json"
     report = tmp_path / "audit.md"

@@ -28,3 +28,21 @@ def test_compare_peers_runs_both_tools_on_the_same_frames(depth_bundle, tmp_path
         assert row["cpu_s_per_frame"] > 0 and row["fps"] > 0
     page = out_md.read_text()
     assert "not their privacy" in page and "| deface |" in page and "| sensorveil |" in page
+
+
+def test_benchmark_prints_the_stream_as_a_multiple_of_deface_on_the_same_frames(depth_bundle, tmp_path, capsys):
+    """`sensorveil benchmark --versus deface`: deface's CPU a frame (start-up taken out) beside the stream's."""
+    pytest.importorskip("deface", reason="the peer comparison needs deface (pip install 'sensorveil[peers]')")
+    if not WALKWAY.is_file():
+        pytest.skip(f"walkway.avi not found at {WALKWAY} (set SENSORVEIL_SHARED)")
+    from sensorveil.cli import main
+    out = tmp_path / "bench.json"
+    assert main(["benchmark", str(depth_bundle), "--source", str(WALKWAY), "--frames", "20", "--attacker-epochs", "0",
+                 "--versus", "deface", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    result = json.loads(out.read_text())
+    peer = result["versus"]
+    assert peer["tool"] == "deface" and peer["frames"] == 20 and peer["cpu_ms_per_frame"] > 0
+    row = next(row for row in result["rows"] if row.get("stream_cpu_ms_per_frame"))
+    assert row["times_deface"] == pytest.approx(peer["cpu_ms_per_frame"] / row["stream_cpu_ms_per_frame"])
+    assert f"{row['times_deface']:.1f}x deface's frames per CPU-second" in printed

@@ -51,6 +51,9 @@ def cmd_benchmark(args) -> int:
                          "(a bundle is benchmarked as it is, one row per backend)")
     if args.attacker_epochs < 0:
         raise UsageError("--attacker-epochs takes 0 (use the manifest's figures) or more")
+    if args.versus is not None and not (args.source and Path(args.source).is_file()):
+        raise UsageError(f"--versus {args.versus} runs {args.versus} on the frames the stream runs: it needs "
+                         f"--source set to a video file (got {args.source!r})")
     result = benchmark_formats(args.bundle, formats=args.formats, bundles_dir=args.bundles, iters=args.frames,
                                attacker_epochs=args.attacker_epochs, source=args.source, stream_frames=args.frames,
                                backend=args.backend, log=lambda line: print(line, file=sys.stderr, flush=True))
@@ -60,6 +63,8 @@ def cmd_benchmark(args) -> int:
     for row in result["rows"]:
         if row.get("stream_fps"):
             print(stream_line(args.source, row))
+    if args.versus is not None:
+        print_versus(args, result)
     if args.json:
         stem = Path(args.json).with_suffix("")
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -71,6 +76,18 @@ def cmd_benchmark(args) -> int:
             markdown.write("\n" + format_estimates(result))
         print(f"wrote {args.json} (every figure), {stem}.md, {stem}.png")
     return 0
+
+
+def print_versus(args, result: dict) -> None:
+    """--versus deface: the peer on the stream's own frames, and each stream row as a multiple of it."""
+    from sensorveil.benchmarks.peers import deface_cpu_per_frame, times_peer, versus_line
+    print(f"measuring {args.versus} on {args.frames} frames of {args.source} ...", file=sys.stderr, flush=True)
+    peer = deface_cpu_per_frame(args.source, frames=args.frames)
+    result["versus"] = peer
+    for row in result["rows"]:
+        if row.get("stream_cpu_ms_per_frame"):
+            row[f"times_{args.versus}"] = times_peer(row["stream_cpu_ms_per_frame"], peer)
+            print(versus_line(row, peer))
 
 
 def stream_line(source: str, row: dict) -> str:
@@ -113,5 +130,8 @@ def add_parser(verbs) -> None:
     p.add_argument("--contend", type=positive_int, default=None, metavar="N",
                    help="run N busy-loop processes beside a stream of --source (default synthetic-depth): FPS and "
                         "CPU-ms per frame quiet and contended, for each cpu_policy (shared, dedicated)")
+    p.add_argument("--versus", default=None, choices=["deface"],
+                   help="with --source VIDEO: also run this peer on the same frames and print each stream's frames "
+                        "per CPU-second as a multiple of its (pip install 'sensorveil[peers]' and deface)")
     p.add_argument("--json", default=None, help="write JSON (+ .md table and .png plot beside it)")
     p.set_defaults(func=cmd_benchmark)
