@@ -476,6 +476,7 @@ def test_camera_bundle_runs_torch_free_on_walkway(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     check_colour_substitutes(Path(bundle), walkway())
+    check_scene_still(Path(bundle), walkway(), tmp_path)
     from sensorveil.sdk.assess import audit_path  # the clip's split is by time: scored with label-shift weights
 
     audited = audit_path(bundle, seeds=1, attacker_epochs=1)
@@ -505,7 +506,8 @@ def test_the_quiet_scene_shows_the_camera_only_where_nobody_was_for_the_horizon(
     assert np.abs(scene.image[:30].astype(float) - 120.0).max() < 10      # the quiet top: the camera's scene
     still = np.full((120, 160), 60, np.uint8)
     assert (QuietScene((120, 160), still=still).image == 60).all()
-    with pytest.raises(ValueError, match="scene still of shape"):
+    from sensorveil.runtime.errors import InputError
+    with pytest.raises(InputError, match="scene still of shape"):
         QuietScene((120, 160), still=np.zeros((10, 10), np.uint8))
 
 
@@ -663,3 +665,29 @@ def check_colour_substitutes(bundle, clip):
     (broken / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(BundleError, match="not where the grey"):
         Privatizer.load(broken, output="colour")
+
+
+def check_scene_still(bundle, clip, tmp_path):
+    """An operator's still of the empty place (issue 29 part 2) is where the released scene starts, from the
+    Python API and from `sensorveil run --scene-still`; a still of another size releases nothing."""
+    import cv2
+
+    from sensorveil.cli import main
+    from sensorveil.runtime.sources import open_source
+    from sensorveil.runtime.stream import Stream, load_for_stream
+    shape = cv2.VideoCapture(str(clip)).read()[1].shape
+    still = np.zeros(shape, np.uint8)
+    still[:] = (200, 40, 90)                    # a colour no grey start and no camera frame has everywhere
+    stream = Stream(load_for_stream(bundle, seed=0, scene_still=still), open_source(clip), frames=3)
+    for result in stream:
+        outside = np.ones(shape[:2], bool)
+        for x0, y0, x1, y1 in stream.preprocessor.last_windows:
+            outside[max(y0, 0):max(y1, 0), max(x0, 0):max(x1, 0)] = False
+        assert outside.mean() > 0.5 and (result.output[outside] == still[outside]).all()
+    cv2.imwrite(str(tmp_path / "still.png"), still)
+    assert main(["run", str(bundle), "--source", str(clip), "--frames", "2", "--scene-still",
+                 str(tmp_path / "still.png"), "--sink", f"png:{tmp_path / 'released'}"]) == 0
+    released = cv2.imread(str(sorted((tmp_path / "released").glob("*.png"))[0]))
+    assert (released == still).all(axis=-1).mean() > 0.5
+    small = Stream(load_for_stream(bundle, scene_still=still[:100]), open_source(clip), frames=3)
+    assert list(small) == [] and "scene still of shape" in small.report()["errors"][0]

@@ -287,3 +287,22 @@ def test_a_self_test_entry_is_validated(digits_bundle, tmp_path):
     edit_manifest(bundle, lambda m: m["self_test"].update(max_mean_error=5))
     with pytest.raises(BundleError, match="self_test.max_mean_error is 5"):
         Privatizer.load(bundle)
+
+
+def test_a_scene_still_is_refused_where_it_would_change_nothing_or_is_not_a_picture(digits_bundle, tmp_path, capsys):
+    """--scene-still / Privatizer(scene_still=) sets where a camera bundle's released scene starts; on a bundle
+    that releases no scene it would do nothing, and a file that is no picture must not fall back to grey unsaid."""
+    from sensorveil.cli import main
+    from sensorveil.runtime import Privatizer
+    from sensorveil.runtime.errors import InputError
+    with pytest.raises(InputError, match="scene_still applies to camera bundles that release a scene"):
+        Privatizer.load(digits_bundle, scene_still=np.zeros((8, 8), np.uint8))
+    not_a_picture = tmp_path / "still.png"
+    not_a_picture.write_text("no pixels here")
+    assert main(["run", str(digits_bundle), "--source", "synthetic-depth", "--frames", "1",
+                 "--scene-still", str(not_a_picture)]) == 2
+    assert f"--scene-still {not_a_picture}: not an image file OpenCV can read" in capsys.readouterr().err
+    from sensorveil.runtime.camera.scene import starting_scene
+    with pytest.raises(InputError, match="scene_still of dtype float64"):
+        starting_scene((4, 4), np.zeros((4, 4)))
+    assert (starting_scene((4, 4), np.full((4, 4, 3), 90, np.uint8)) == 90).all()   # colour still, grey camera

@@ -116,3 +116,16 @@ def progress_for(source, frames):
     if frames is not None:
         total = min(total, frames) if total else frames
     return Progress(total)
+
+
+SCENE_STILL_HELP = ("camera bundles that release a scene: a picture (PNG, JPEG) of the empty place at the camera's "
+                    "size, shown where the camera has not been quiet long enough yet (default: neutral grey); "
+                    "whatever it shows is released, so it must hold nobody")
+
+
+def scene_still_from(args):
+    """--scene-still IMAGE read as the camera's frames come (BGR uint8), or None."""
+    if getattr(args, "scene_still", None) is None:
+        return None
+    from sensorveil.runtime.camera.scene import read_scene_still
+    return read_scene_still(args.scene_still)

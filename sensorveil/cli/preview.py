@@ -1,5 +1,12 @@
 """sensorveil preview BUNDLE --source SOURCE: raw beside privatized, in a window, a video or a web page."""
-from sensorveil.cli.common import UsageError, positive_int, print_stream_report, progress_for
+from sensorveil.cli.common import (
+    SCENE_STILL_HELP,
+    UsageError,
+    positive_int,
+    print_stream_report,
+    progress_for,
+    scene_still_from,
+)
 
 
 def cmd_preview(args) -> int:
@@ -9,7 +16,8 @@ def cmd_preview(args) -> int:
         raise UsageError("--web serves the preview as a page; it does not take --headless or --out")
     if args.web is None and (args.no_raw or args.loop):
         raise UsageError("--no-raw and --loop apply to the web preview (--web [HOST:]PORT)")
-    privatizer = load_for_stream(args.bundle, backend=args.backend, threads=args.threads)
+    privatizer = load_for_stream(args.bundle, backend=args.backend, threads=args.threads,
+                                 scene_still=scene_still_from(args))
     if args.web is not None:
         from sensorveil.runtime.web_preview import serve
         open_source(args.source).close()   # a missing file or camera is one clear error before serving
@@ -42,6 +50,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--loop", action="store_true", help="web: replay a video file from the start when it ends")
     p.add_argument("--frames", type=positive_int, default=None, help="stop after N frames")
     p.add_argument("--backend", default="auto")
+    p.add_argument("--scene-still", default=None, metavar="IMAGE", help=SCENE_STILL_HELP)
     p.add_argument("--threads", type=positive_int, default=None,
                    help="CPU threads for the model (default: all cores but one, which reads and pre-processes "
                         "the next frames)")

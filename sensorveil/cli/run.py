@@ -1,7 +1,15 @@
 """sensorveil run BUNDLE --source SOURCE: privatize a stream into a sink and report what happened."""
 import sys
 
-from sensorveil.cli.common import positive_int, print_stream_report, progress_for, share, write_json
+from sensorveil.cli.common import (
+    SCENE_STILL_HELP,
+    positive_int,
+    print_stream_report,
+    progress_for,
+    scene_still_from,
+    share,
+    write_json,
+)
 
 
 def cmd_run(args) -> int:
@@ -9,7 +17,8 @@ def cmd_run(args) -> int:
     from sensorveil.runtime.sinks import open_sink
     from sensorveil.runtime.sources import open_source
     from sensorveil.runtime.stream import Stream, load_for_stream, sigterm_as_interrupt
-    privatizer = load_for_stream(args.bundle, backend=args.backend, threads=args.threads)
+    privatizer = load_for_stream(args.bundle, backend=args.backend, threads=args.threads,
+                                 scene_still=scene_still_from(args))
     print(f"bundle signature: {privatizer.signature['status']} ({privatizer.signature['detail']})")
     spec = privatizer.output_spec
     with open_source(args.source) as source:
@@ -62,6 +71,7 @@ def add_parser(verbs) -> None:
         "--frames", type=positive_int, default=None, help="stop after N frames (default: until the source ends)"
     )
     p.add_argument("--backend", default="auto")
+    p.add_argument("--scene-still", default=None, metavar="IMAGE", help=SCENE_STILL_HELP)
     p.add_argument(
         "--depth-output",
         default="patch",

@@ -35,8 +35,9 @@ class Privatizer:
     """A loaded bundle bound to one backend. Thread-compatible, not thread-safe."""
 
     def __init__(self, bundle: Bundle, backend: str = "auto", seed: "int | None" = None, output: "str | None" = None,
-                 cpu_policy: str = "dedicated", **backend_options):
+                 cpu_policy: str = "dedicated", scene_still=None, **backend_options):
         self.bundle = bundle
+        self.scene_still = checked_scene_still(bundle.manifest, scene_still)
         self.input_spec = TensorSpec.from_manifest(bundle.manifest["input"])
         self.output_spec = TensorSpec.from_manifest(bundle.manifest["output"])
         self.kind = bundle.manifest["mechanism"].get("kind", "perturbation")
@@ -63,7 +64,7 @@ class Privatizer:
 
     @classmethod
     def load(cls, path: "str | Path", backend: str = "auto", seed: "int | None" = None, output: "str | None" = None,
-             trusted_keys=None, min_serial: "int | None" = None, cpu_policy: str = "dedicated",
+             trusted_keys=None, min_serial: "int | None" = None, cpu_policy: str = "dedicated", scene_still=None,
              **backend_options) -> "Privatizer":
         """``trusted_keys``: public key files (``sensorveil keys generate`` writes signer.pub); with any key
         given here or in SENSORVEIL_TRUSTED_KEYS, an unsigned or wrongly signed bundle is refused.
@@ -71,9 +72,11 @@ class Privatizer:
         raise it); an older bundle, or one no trusted key vouches for, is refused (no rollback).
         ``cpu_policy``: "dedicated" (the libraries' defaults: fastest when nothing else runs) or "shared"
         (threads that sleep when idle, fewer of them: far less CPU per frame beside other processes;
-        ``load_for_stream``'s default). What each backend sets: sensorveil.runtime.backends.cpu_policy."""
+        ``load_for_stream``'s default). What each backend sets: sensorveil.runtime.backends.cpu_policy.
+        ``scene_still``: for a camera bundle that releases a scene (cut-out paste), the operator's picture of the
+        empty place (uint8, the camera's size) where that scene starts instead of neutral grey."""
         return cls(open_bundle(path, trusted_keys=trusted_keys, min_serial=min_serial), backend=backend, seed=seed,
-                   output=output, cpu_policy=cpu_policy, **backend_options)
+                   output=output, cpu_policy=cpu_policy, scene_still=scene_still, **backend_options)
 
     @property
     def manifest(self) -> dict:
@@ -250,3 +253,19 @@ def expected_graph_io(bundle: Bundle, backend: str) -> dict:
         if stage["kind"] == "substitution" and before["kind"] == "model":   # P(X'|X) over the bank
             expect(before["graph"], 1, (None, [stage["bank_size"]]))
     return expected
+
+
+def checked_scene_still(manifest: dict, still):
+    """``still`` for a bundle that releases a quiet scene (camera, cut-out paste), else one InputError: on any
+    other bundle it would change nothing, and a setting that silently does nothing reads as protection."""
+    if still is None:
+        return None
+    camera = manifest.get("camera") or {}
+    if camera.get("paste") != "cut-out":
+        raise InputError("scene_still applies to camera bundles that release a scene (camera paste 'cut-out'); "
+                         "this bundle's camera paste is {!r}".format(camera.get("paste")))
+    still = np.asarray(still)
+    if still.dtype != np.uint8 or still.ndim not in (2, 3):
+        raise InputError("scene_still of {} {}; expected uint8 HxW or HxWx3 like the camera's frames".format(
+            still.dtype, still.shape))
+    return still

@@ -283,7 +283,8 @@ class Stream:
             if kind not in self.preprocessors:
                 self.preprocessors[kind] = make_preprocessor(frame, self.privatizer.input_spec, self.depth_output,
                                                              self.privatizer.camera,
-                                                             self.privatizer.run_graph)
+                                                             self.privatizer.run_graph,
+                                                             self.privatizer.scene_still)
             self.preprocessor = self.preprocessors[kind]
         return self.preprocessor
 

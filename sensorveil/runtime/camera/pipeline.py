@@ -35,9 +35,10 @@ class CropContext(NamedTuple):
     contrast: np.ndarray = None  # and the least gap a substitute keeps from it, per pixel (QuietScene.contrast)
 
 
-def person_crops_from_manifest(camera, run_graph=None):
+def person_crops_from_manifest(camera, run_graph=None, scene_still=None):
     """The pre-processor a bundle's manifest ``camera`` entry describes; ``run_graph``: the loaded bundle's
-    graph runner (Privatizer.run_graph), which a pipeline with the learned detector needs."""
+    graph runner (Privatizer.run_graph), which a pipeline with the learned detector needs; ``scene_still``:
+    the operator's picture of the empty place, the released scene's start instead of neutral grey."""
     detector = camera.get("detector", "motion")
     if camera.get("frame") != "person-crops" or detector not in ("motion", learned.DETECTOR_KIND):
         raise InputError(
@@ -55,6 +56,7 @@ def person_crops_from_manifest(camera, run_graph=None):
         detector=people,
         margin=float(camera.get("margin", CROP_MARGIN)),
         paste=camera.get("paste", "window"),
+        scene_still=scene_still,
     )
 
 

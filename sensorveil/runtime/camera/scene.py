@@ -180,12 +180,29 @@ def block_sums(values, block):
 
 
 def starting_scene(shape, still=None):
-    """The scene before any block is quiet: the operator's still, else flat neutral grey; nothing of any frame."""
+    """The scene before any block is quiet: the operator's still, else flat neutral grey; nothing of any frame.
+    A colour still serves a grey camera as its grey; any other difference of shape or type is refused."""
     if still is None:
         return np.full(shape, NEUTRAL_GREY, dtype=np.uint8)
+    still = np.asarray(still)
+    if still.dtype != np.uint8:   # a cast would wrap or round what the operator meant the place to look like
+        raise InputError("scene_still of dtype {}; expected uint8 pixels like the camera's".format(still.dtype))
+    if still.ndim == 3 and len(shape) == 2 and still.shape[:2] == tuple(shape):
+        return opencv().cvtColor(still, opencv().COLOR_BGR2GRAY)
     if tuple(still.shape) != tuple(shape):
-        raise ValueError("scene still of shape {}; expected the camera's {}".format(still.shape, tuple(shape)))
+        raise InputError("scene still of shape {}; expected the camera's {} (scene_still: a picture of the empty "
+                         "place at the camera's size)".format(still.shape, tuple(shape)))
     return np.array(still, dtype=np.uint8)
+
+
+def read_scene_still(path) -> np.ndarray:
+    """An operator's picture of the empty place (any image file OpenCV reads), BGR uint8 like a camera's frame."""
+    cv2 = opencv()
+    still = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if still is None:
+        raise InputError("--scene-still {}: not an image file OpenCV can read; expected a picture (PNG, JPEG) of "
+                         "the empty place at the camera's size".format(path))
+    return still
 
 
 def block_any(mask, block):
