@@ -93,7 +93,8 @@ def stream_columns(report: dict) -> dict:
     columns = {"stream_fps": report.get("fps"), "stream_model_alone_fps": report.get("model_alone_fps"),
                "stream_vs_model": report.get("stream_vs_model"), "stream_model_threads": report.get("model_threads"),
                "stream_prepared_ahead": report.get("prepared_ahead"),
-               "stream_cpu_ms_per_frame": report.get("cpu_ms_per_frame")}
+               "stream_cpu_ms_per_frame": report.get("cpu_ms_per_frame"),
+               "stream_preprocessor": report.get("preprocessor")}
     columns.update({f"{stage}_ms": stages[stage]["mean"] for stage in
                     ("capture", "preprocess", "inference", "postprocess") if stage in stages})
     columns.update({"runtime_added_pct": _percent(report.get("runtime_added_fraction")),
