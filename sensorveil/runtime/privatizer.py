@@ -268,4 +268,4 @@ def checked_scene_still(manifest: dict, still):
     if still.dtype != np.uint8 or still.ndim not in (2, 3):
         raise InputError("scene_still of {} {}; expected uint8 HxW or HxWx3 like the camera's frames".format(
             still.dtype, still.shape))
-    return still
+    return still.copy()   # the caller's array may change later; the released scene must not change with it
