@@ -12,11 +12,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from sensorveil.runtime.errors import BackendUnavailableError, InputError
 
-PEERS = ("deface",)
+PEERS = ("deface",)   # the tools `sensorveil benchmark --versus` can run
 
 
 def deface_command() -> list:
@@ -24,8 +25,8 @@ def deface_command() -> list:
     script = Path(sys.executable).with_name("deface")
     found = str(script) if script.is_file() else shutil.which("deface")
     if found is None:
-        raise BackendUnavailableError("--versus deface needs deface installed: pip install 'sensorveil[peers]' and "
-                         "pip install --no-deps 'deface>=1.5' (the README's peer comparison)")
+        raise BackendUnavailableError("--versus deface needs deface installed: pip install 'sensorveil[peers]' "
+                                      "and pip install --no-deps 'deface>=1.5' (the README's peer comparison)")
     return [found]
 
 
@@ -59,7 +60,6 @@ def cut_clip(clip: Path, frames: "int | None", out: Path, always: bool = False) 
 def run_timed(argv: list, log: Path, cwd: "str | None" = None) -> dict:
     """Run one tool to completion: wall seconds, the child's own CPU seconds (user + system), its peak RSS.
     A tool that fails raises with the end of its output."""
-    import time
     started = time.perf_counter()
     with open(str(log), "wb") as output:
         process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, cwd=cwd)
@@ -90,7 +90,7 @@ def deface_cpu_per_frame(clip: "str | Path", frames: int, warmup: int = 10) -> d
                                         work / "{}.log".format(name)), frames=got)
     extra = runs["whole"]["frames"] - runs["start"]["frames"]
     if extra < 1:
-        raise InputError("{} has {} frames: --versus deface needs more than --warmup {}".format(
+        raise InputError("{} has {} frames: --versus deface needs more than the stream's {} warm-up frames".format(
             clip, runs["whole"]["frames"], warmup))
     per_frame = (runs["whole"]["cpu_s"] - runs["start"]["cpu_s"]) / extra
     return {"tool": "deface", "frames": extra, "cpu_ms_per_frame": 1e3 * per_frame,

@@ -3,6 +3,7 @@ import multiprocessing
 import sys
 from pathlib import Path
 
+from sensorveil.benchmarks.peers import PEERS
 from sensorveil.cli.common import UsageError, positive_int, write_json
 
 
@@ -133,7 +134,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--contend", type=positive_int, default=None, metavar="N",
                    help="run N busy-loop processes beside a stream of --source (default synthetic-depth): FPS and "
                         "CPU-ms per frame quiet and contended, for each cpu_policy (shared, dedicated)")
-    p.add_argument("--versus", default=None, choices=["deface"],
+    p.add_argument("--versus", default=None, choices=PEERS,
                    help="with --source VIDEO: also run this peer on the same frames and print each stream's frames "
                         "per CPU-second as a multiple of its (pip install 'sensorveil[peers]' and deface)")
     p.add_argument("--json", default=None, help="write JSON (+ .md table and .png plot beside it)")
