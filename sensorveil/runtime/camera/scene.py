@@ -187,7 +187,7 @@ def starting_scene(shape, still=None):
     still = np.asarray(still)
     if still.dtype != np.uint8:   # a cast would wrap or round what the operator meant the place to look like
         raise InputError("scene_still of dtype {}; expected uint8 pixels like the camera's".format(still.dtype))
-    if still.ndim == 3 and len(shape) == 2 and still.shape[:2] == tuple(shape):
+    if still.ndim == 3 and still.shape[2] == 3 and len(shape) == 2 and still.shape[:2] == tuple(shape):
         return opencv().cvtColor(still, opencv().COLOR_BGR2GRAY)
     if tuple(still.shape) != tuple(shape):
         raise InputError("scene still of shape {}; expected the camera's {} (scene_still: a picture of the empty "
