@@ -46,3 +46,21 @@ def test_benchmark_prints_the_stream_as_a_multiple_of_deface_on_the_same_frames(
     row = next(row for row in result["rows"] if row.get("stream_cpu_ms_per_frame"))
     assert row["times_deface"] == pytest.approx(peer["cpu_ms_per_frame"] / row["stream_cpu_ms_per_frame"])
     assert f"{row['times_deface']:.1f}x deface's frames per CPU-second" in printed
+
+
+def test_deface_installs_measures_each_backend_it_is_asked_for():
+    """scripts/deface_installs.py: deface's CPU a frame with a forced --backend, the backend in the command."""
+    pytest.importorskip("deface", reason="the peer comparison needs deface (pip install 'sensorveil[peers]')")
+    if not WALKWAY.is_file():
+        pytest.skip(f"walkway.avi not found at {WALKWAY} (set SENSORVEIL_SHARED)")
+    from sensorveil.benchmarks.peers import deface_command, deface_cpu_per_frame
+    row = deface_cpu_per_frame(WALKWAY, frames=5, warmup=3, backend="opencv")
+    assert row["frames"] == 5 and row["command"].endswith("--backend opencv")
+    with pytest.raises(RuntimeError, match="failed"):     # deface refuses a backend it does not have
+        deface_cpu_per_frame(WALKWAY, frames=2, warmup=2, backend="no-such-runner")
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "deface_installs.py"), "--clip", str(WALKWAY),
+                           "--frames", "4", "--warmup", "2", "--deface", deface_command()[0], "--backends", "opencv"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| " + deface_command()[0])]
+    assert len(rows) == 1 and "| opencv |" in rows[0]

@@ -73,14 +73,17 @@ def run_timed(argv: list, log: Path, cwd: "str | None" = None) -> dict:
     return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_mb": usage.ru_maxrss / 1024}
 
 
-def deface_cpu_per_frame(clip: "str | Path", frames: int, warmup: int = 10) -> dict:
+def deface_cpu_per_frame(clip: "str | Path", frames: int, warmup: int = 10, command: "list | None" = None,
+                         backend: "str | None" = None) -> dict:
     """deface's CPU ms for one more frame of ``clip``: runs on its first ``warmup`` and ``warmup + frames``
-    frames, the difference over ``frames`` (start-up and model load cancel)."""
+    frames, the difference over ``frames`` (start-up and model load cancel). ``command``: the deface to run
+    (default ``deface_command()``); ``backend``: its ``--backend`` (default: deface's own choice, onnxruntime
+    where it imports, else OpenCV's DNN module)."""
     clip = Path(clip)
     if not clip.is_file():
         raise InputError("--versus deface measures deface on the benchmark's --source; {} is not a video file "
                          "(a camera or depth source cannot be replayed to a second tool)".format(clip))
-    command = deface_command()
+    command = list(command or deface_command()) + (["--backend", backend] if backend else [])
     with tempfile.TemporaryDirectory(prefix="sensorveil-deface-") as work:
         work = Path(work)
         runs = {}
@@ -94,7 +97,8 @@ def deface_cpu_per_frame(clip: "str | Path", frames: int, warmup: int = 10) -> d
             clip, runs["whole"]["frames"], warmup))
     per_frame = (runs["whole"]["cpu_s"] - runs["start"]["cpu_s"]) / extra
     return {"tool": "deface", "frames": extra, "cpu_ms_per_frame": 1e3 * per_frame,
-            "startup_cpu_s": runs["start"]["cpu_s"], "command": "deface CLIP -o OUT.mp4"}
+            "startup_cpu_s": runs["start"]["cpu_s"],
+            "command": "deface CLIP -o OUT.mp4" + (" --backend " + backend if backend else "")}
 
 
 def times_peer(pipeline_cpu_ms: float, peer: dict) -> float:
