@@ -55,7 +55,8 @@ def instrument(stream, spent: dict) -> None:
     stream._privatize = timed(stream._privatize, spent, "privatize the crops (model + draw)")
 
 
-def measure(bundle: Path, clip: Path, warmup: int) -> dict:
+def measure(bundle: Path, clip: Path, warmup: int, every: "int | None" = None,
+            motion_scale: "float | None" = None) -> dict:
     from sensorveil.runtime.sources import open_source
     from sensorveil.runtime.stream import Stream, load_for_stream
 
@@ -64,7 +65,11 @@ def measure(bundle: Path, clip: Path, warmup: int) -> dict:
     with open_source(str(clip), prefetch=False) as source:
         stream = Stream(privatizer, source, prepare_ahead=False)
         frames = iter(stream)
-        for _ in range(warmup):   # the first frames build the pre-processor and warm the backend
+        next(frames)              # builds the pre-processor, whose detector settings may be overridden
+        override(stream.preprocessor.detector, every, motion_scale)
+        if motion_scale:          # a new background model learns its own warm-up frames before timing starts
+            warmup = max(warmup, stream.preprocessor.detector.motion.warmup + 1)
+        for _ in range(warmup - 1):   # the first frames warm the backend and teach the background model
             next(frames)
         instrument(stream, spent)
         counted, start = 0, time.process_time()
@@ -75,6 +80,20 @@ def measure(bundle: Path, clip: Path, warmup: int) -> dict:
     spent["the rest of the loop"] = total - sum(spent.values())
     return {"frames": counted, "cpu_ms": {step: 1e3 * s / counted for step, s in spent.items()},
             "total_cpu_ms": 1e3 * total / counted, "backend": privatizer.backend_name}
+
+
+def override(detector, every: "int | None", motion_scale: "float | None") -> None:
+    """The learned detector's graph step and a new motion detector at ``motion_scale``, where given: settings no
+    manifest field carries (motion's scale) or other than the bundle's, to time what they would cost. The
+    release is not audited here: the recall of such settings is scripts/motion_scale.py's."""
+    from sensorveil.runtime.camera import MotionPeopleDetector
+    if (every or motion_scale) and not hasattr(detector, "every"):
+        raise SystemExit(f"--every and --motion-scale need a bundle with the learned detector; this one has "
+                         f"{type(detector).__name__}")
+    if every:
+        detector.every = every
+    if motion_scale:
+        detector.motion = MotionPeopleDetector(scale=motion_scale)
 
 
 def deface_cpu_ms(peers: Path) -> "float | None":
@@ -89,7 +108,8 @@ def page(result: dict, record: dict, deface_ms: "float | None") -> str:
     total = result["total_cpu_ms"]
     lines = ["# Where the camera pipeline's CPU time goes", "", page_header(record), "",
              f"{result['frames']} frames of `{result['clip']}` through `{result['bundle']}` "
-             f"({result['backend']}), one frame at a time; CPU ms per frame, every thread of the process.", "",
+             f"({result['backend']}{result.get('settings', '')}), one frame at a time; CPU ms per frame, every "
+             f"thread of the process.", "",
              "| step | CPU ms per frame | share |", "|---|---|---|"]
     for step, ms in sorted(result["cpu_ms"].items(), key=lambda item: -item[1]):
         lines.append(f"| {step} | {ms:.1f} | {100 * ms / total:.0f}% |")
@@ -101,6 +121,13 @@ def page(result: dict, record: dict, deface_ms: "float | None") -> str:
                   f"pipeline spends {total:.1f} ({deface_ms / total:.1f}x deface's frames per CPU-second)."]
         lines += ["", budget_line(result["cpu_ms"], total, goal, deface_ms)]
     return "\n".join(lines) + "\n"
+
+
+def settings_text(every: "int | None", motion_scale: "float | None") -> str:
+    """The overridden settings, as the page names them."""
+    parts = ([f"learned graph every {every} frames"] if every else []) + (
+        [f"motion at {motion_scale}"] if motion_scale else [])
+    return "".join(f"; {part} (timing only)" for part in parts)
 
 
 FINDING_PEOPLE = ("learned person graph (amortized)", "motion detector (MOG2 blobs)")
@@ -123,12 +150,14 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=10, help="frames run before timing starts")
     parser.add_argument("--out", help="write the page here (markdown)")
     parser.add_argument("--allow-dirty", action="store_true")
+    parser.add_argument("--every", type=int, help="time the learned graph every N frames instead of the bundle's")
+    parser.add_argument("--motion-scale", type=float, help="time motion at this scale instead of 0.5")
     args = parser.parse_args()
     if args.out:
         require_clean(args.allow_dirty)
     record = provenance(allow_dirty=args.allow_dirty)
-    result = measure(Path(args.bundle), Path(args.clip), args.warmup)
-    result.update(bundle=args.bundle, clip=args.clip)
+    result = measure(Path(args.bundle), Path(args.clip), args.warmup, args.every, args.motion_scale)
+    result.update(bundle=args.bundle, clip=args.clip, settings=settings_text(args.every, args.motion_scale))
     text = page(result, record, deface_cpu_ms(ROOT / "docs" / "peers.json"))
     print(text)
     if args.out:
