@@ -13,6 +13,16 @@ VTEST = SHARED / "media" / "vtest.avi"        # a test card: throughput only
 WALKWAY = SHARED / "media" / "walkway.avi"    # a real camera clip of people walking: the demo
 
 
+def load_script(name: str):
+    """scripts/NAME.py as a module, for tests of its helpers (scripts are not a package)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name + "_script", Path(__file__).resolve().parents[1] / "scripts"
+                                                  / (name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def tiny_config(**overrides):
     """Seconds-long PR-GAN settings: enough to exercise every code path, not to reach paper figures."""
     from sensorveil.sdk.mechanisms.prgan import PRGANConfig

@@ -1,9 +1,7 @@
 """scripts/pipeline_cost.py --every / --motion-scale: the settings it times are the ones it was asked for."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import load_script
 
 pytest.importorskip("cv2")
 
@@ -12,11 +10,7 @@ from sensorveil.runtime.camera.learned import LearnedPeopleDetector  # noqa: E40
 
 
 def pipeline_cost():
-    script = Path(__file__).resolve().parents[1] / "scripts" / "pipeline_cost.py"
-    spec = importlib.util.spec_from_file_location("pipeline_cost", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("pipeline_cost")
 
 
 def no_people(graph, batch):

@@ -35,13 +35,8 @@ def test_without_a_quiet_scene_there_is_nothing_to_tell():
 
 
 def camera_results_script():
-    import importlib.util
-    from pathlib import Path
-    script = Path(__file__).resolve().parents[1] / "scripts" / "camera_results.py"
-    spec = importlib.util.spec_from_file_location("camera_results_script", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from conftest import load_script
+    return load_script("camera_results")
 
 
 def test_the_page_says_what_a_counter_finds_outside_the_windows_is():
