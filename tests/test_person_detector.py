@@ -152,6 +152,27 @@ def test_manifest_values_that_would_blind_the_detector_are_refused(field, value)
         validate_camera("bundle", manifest)
 
 
+@pytest.mark.parametrize("scale", [0.2, 0.0, 1.5, "0.5", True, None])
+def test_a_motion_scale_outside_where_motion_still_finds_people_is_refused(scale):
+    """camera.motion_scale (export's --camera-speed fast writes 0.25): 0.25 to 1 is accepted and is the scale the
+    pipeline's motion runs at; anything else is refused on load, naming the field."""
+    from sensorveil.runtime.camera import person_crops_from_manifest
+    from sensorveil.runtime.schema import validate_camera
+    camera = {"frame": "person-crops", "detector": learned.DETECTOR_KIND, "detector_graph": "person-detector",
+              "crop_shape": [64, 32], "detector_every": 10, "motion_scale": 0.25}
+    manifest = {"input": {"sample_shape": [64, 32]}, "camera": camera,
+                "artifacts": {"onnxruntime": {"graphs": {"model": {"file": "m.onnx"},
+                                                         "person-detector": {"file": "d.onnx"}}}}}
+    validate_camera("bundle", manifest)
+    detector = person_crops_from_manifest(camera, CountingGraph()).detector
+    assert detector.motion.scale == 0.25 and detector.every == 10
+    del camera["motion_scale"]                       # bundles before the field: motion at half size
+    assert person_crops_from_manifest(camera, CountingGraph()).detector.motion.scale == learned.MOTION_SCALE
+    camera["motion_scale"] = scale
+    with pytest.raises(ManifestError, match="camera.motion_scale"):
+        validate_camera("bundle", manifest)
+
+
 @pytest.mark.parametrize("score", [0.31, 0.01, "0.2", True, None])
 def test_a_detector_entry_score_above_the_cameras_or_out_of_range_is_refused(score):
     """A graph entry's own threshold may only lower camera.detector_score (a quantized graph scores people
@@ -307,11 +328,32 @@ def test_an_exported_camera_bundle_runs_the_learned_detector_torch_free(tmp_path
     assert "frames 30 people" in done.stdout, done.stdout
     check_openvino_bundle(run, tmp_path / "bundle-openvino")
     check_tflite_bundles(run, tmp_path)
+    check_fast_bundle(run, tmp_path / "bundle-fast")
     manifest["camera"]["detector_score"] = 0.99             # a value that would blind it: refused on load
     (bundle / "manifest.json").write_text(json.dumps(manifest))
     from sensorveil.runtime import Privatizer
     with pytest.raises(ManifestError, match="camera.detector_score"):
         Privatizer.load(bundle)
+
+
+def check_fast_bundle(run, out):
+    """--camera-speed fast: the graph every 10 frames, motion at a quarter, and in the ONNX bundle the int8 graph
+    at its own matched threshold, which finds the people of a walkway frame."""
+    import json
+
+    from sensorveil.export import export_run
+    from sensorveil.runtime import Privatizer
+    from sensorveil.runtime.camera import person_crops_from_manifest
+    bundle = export_run(run, "onnx", out, camera_speed="fast")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    entry = manifest["artifacts"]["onnxruntime"]["graphs"]["person-detector"]
+    assert entry["precision"] == "int8" and entry["score"] <= learned.DEFAULT_SCORE
+    assert manifest["camera"]["detector_every"] == 10 and manifest["camera"]["motion_scale"] == 0.25
+    privatizer = Privatizer.load(bundle)
+    crops = person_crops_from_manifest(privatizer.camera, privatizer.run_graph)     # as a stream builds it
+    assert crops.detector.every == 10 and crops.detector.motion.scale == 0.25
+    assert crops.detector.score == entry["score"]
+    assert len(crops.detector.find(walkway_frames(101)[-1])) >= 2
 
 
 def check_openvino_bundle(run, out):

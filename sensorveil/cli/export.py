@@ -16,7 +16,7 @@ def cmd_export(args) -> int:
                      include_samples=not args.index_only, target=args.target, calibration=args.calibration,
                      int8_check=not args.skip_int8_privacy_check, attacker_epochs=args.int8_attacker_epochs,
                      sign_key=args.sign, sensor_units=args.units == "sensor", serial=args.serial,
-                     person_detector=args.person_detector)
+                     person_detector=args.person_detector, camera_speed=args.camera_speed)
     manifest = json.loads((out / "manifest.json").read_text())
     units = [stage for stage in manifest.get("pipeline", []) if "units" in stage]
     if units:
@@ -75,4 +75,9 @@ def add_parser(verbs) -> None:
                    help="camera bundles: ssdlite (default) ships the learned person detector (COCO SSDLite, "
                    "converted once; needs the detector extra, see docs/guides/camera.md; onnx and openvino formats) "
                    "beside motion; motion: the motion detector alone (misses people who stand)")
+    p.add_argument("--camera-speed", default="recall", choices=("recall", "fast"),
+                   help="camera bundles with the learned detector: recall (default) runs the graph every 3 frames "
+                   "and motion at half size; fast runs it every 10, motion at a quarter and (onnx) the int8 graph: "
+                   "about 0.6 of the CPU a frame, recall within its interval on the project's clips "
+                   "(docs/decisions/0012-camera-speed-preset.md)")
     p.set_defaults(func=cmd_export)

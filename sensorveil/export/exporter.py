@@ -22,7 +22,7 @@ from sensorveil.devices import load_profile
 from sensorveil.export.bundle_writer import write_manifest
 from sensorveil.export.device_check import plan_for_target
 from sensorveil.export.formats import FORMAT_WRITERS
-from sensorveil.export.person_detector import PERSON_DETECTORS, DetectorJob, add_person_detector
+from sensorveil.export.person_detector import CAMERA_SPEEDS, PERSON_DETECTORS, DetectorJob, add_person_detector
 from sensorveil.export.self_test import write_self_test
 from sensorveil.export.sensor_units import SensorUnits, UnitsPlan, plan_units
 from sensorveil.export.signing import load_private_key, sign_bundle
@@ -76,7 +76,7 @@ class Exporter:
     def __init__(self, run_dir, out_dir, precision: str = "fp32", include_samples: bool = True,
                  target: str | None = None, calibration: int | None = None, int8_check: bool = True,
                  attacker_epochs: int | None = None, sign_key=None, sensor_units: bool = True,
-                 serial: int | None = None, person_detector: str = "ssdlite"):
+                 serial: int | None = None, person_detector: str = "ssdlite", camera_speed: str = "recall"):
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; expected one of {PRECISIONS}")
         self.run_dir = Path(run_dir)
@@ -110,6 +110,9 @@ class Exporter:
         if person_detector not in PERSON_DETECTORS:
             raise ValueError(f"person detector {person_detector!r}; expected one of {list(PERSON_DETECTORS)}")
         self.person_detector = person_detector
+        if camera_speed not in CAMERA_SPEEDS:       # checked before any work, as the detector is
+            raise ValueError(f"camera speed {camera_speed!r}; expected one of {list(CAMERA_SPEEDS)}")
+        self.camera_speed = camera_speed
 
     def calibration_samples(self) -> np.ndarray:
         """``--calibration N`` real inputs in model units from the training split, never the test
@@ -227,7 +230,8 @@ class Exporter:
         entry = {**camera, "paste": "cut-out" if cut_out else "window"}
         if self.person_detector == "ssdlite":
             clip = self.run["dataset"].get("path")
-            entry.update(add_person_detector(artifacts, DetectorJob(self.out_dir, self.precision, clip)))
+            job = DetectorJob(self.out_dir, self.precision, clip, speed=self.camera_speed)
+            entry.update(add_person_detector(artifacts, job))
         return {"camera": entry}
 
     def _export(self, fmt: str) -> Path:

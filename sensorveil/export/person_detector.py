@@ -66,6 +66,13 @@ CONVERT_TIMEOUT_S = 1800
 # the graph runs on every third frame, motion on every frame between: the cost of the graph falls to a third,
 # and recall against the offline boxes is measured for both by scripts/camera_results.py
 EXPORT_EVERY = 3
+# export's --camera-speed: the camera fields (and the ONNX detector's precision) of each choice. "recall" (the
+# default): the fp32 graph every EXPORT_EVERY frames, motion at half size. "fast": the graph every 10 frames,
+# motion at a quarter and, in the onnxruntime artifact, the int8 graph at its matched threshold; the same
+# recall within its interval on both camera clips for about 0.6 of the frame's CPU
+# (docs/decisions/0012-camera-speed-preset.md)
+CAMERA_SPEEDS = {"recall": {"detector_every": EXPORT_EVERY},
+                 "fast": {"detector_every": 10, "motion_scale": 0.25}}
 CALIBRATION_FRAMES = 64     # int8 calibration frames of the run's clip
 CALIBRATION_PART = 0.6      # from the clip's first part, where walkway's training crops come from
 TENSORRT_WORKSPACE_MB = 256
@@ -214,8 +221,11 @@ class DetectorJob:
     """What a writer needs: the bundle folder, the export's precision, the clip the run was trained on (int8
     calibration frames come from its first part, where the training crops come from) and a progress line."""
 
-    def __init__(self, out_dir: Path, precision: str, clip: str | None, progress=print):
+    def __init__(self, out_dir: Path, precision: str, clip: str | None, progress=print, speed: str = "recall"):
+        if speed not in CAMERA_SPEEDS:
+            raise ValueError(f"camera speed {speed!r}; expected one of {list(CAMERA_SPEEDS)}")
         self.out_dir, self.precision, self.clip, self.progress = Path(out_dir), precision, clip, progress
+        self.speed = speed
         self.frames = None
         self.tflite_entry = None    # the litert graph entry, which the edgetpu artifact compiles from
 
@@ -234,13 +244,14 @@ def add_person_detector(artifacts: dict, job: DetectorJob) -> dict:
         artifact["graphs"][DETECTOR_GRAPH] = {**DETECTOR_WRITERS[backend](job), "input_shape": [*DETECTOR_INPUT, 3],
                                               "source": SOURCE}
     return {"detector": DETECTOR_KIND, "detector_graph": DETECTOR_GRAPH, "detector_score": DEFAULT_SCORE,
-            "detector_every": EXPORT_EVERY, "detector_person_class": COCO_PERSON}
+            "detector_person_class": COCO_PERSON, **CAMERA_SPEEDS[job.speed]}
 
 
 def onnx_detector(job: DetectorJob) -> dict:
-    """fp32, or for int8 bundles (CPU boards) the int8 QDQ graph calibrated on the clip's frames and checked
-    against fp32 (sensorveil.export.detector_onnx_int8); float in and out either way, so no anchors."""
-    if job.precision == "int8":
+    """fp32, or for int8 bundles (CPU boards) and the "fast" camera speed the int8 QDQ graph calibrated on the
+    clip's frames and checked against fp32 (sensorveil.export.detector_onnx_int8); float in and out either way,
+    so no anchors."""
+    if job.precision == "int8" or job.speed == "fast":
         from sensorveil.export.detector_onnx_int8 import (  # it imports this module
             QUANTIZATION,
             detector_onnx_int8,

@@ -40,6 +40,9 @@ SCORE_RANGE = (0.05, 0.7)           # the thresholds a manifest may set; a highe
 # motion beside the graph sees the frame at half size: a quarter of its background model's pixels, the same
 # people found (docs/decisions/0008-motion-half-size.md, scripts/motion_scale.py)
 MOTION_SCALE = 0.5
+# the scales a manifest's camera.motion_scale may set: down to a quarter motion still finds as many people beside
+# the graph (docs/decisions/0012-camera-speed-preset.md); below it a walker is a few pixels of its model
+MOTION_SCALE_RANGE = (0.25, 1.0)
 EVERY_RANGE = (1, 10)
 OVERLAP_IOU = 0.6                   # boxes overlapping more are one person (the SSD config's own NMS threshold)
 MIN_HEIGHT = 12                     # px: a learned box shorter than this is not a person at this frame's scale
@@ -234,6 +237,10 @@ def check_fields(camera, fail):
     every = camera.get("detector_every", DEFAULT_EVERY)
     if isinstance(every, bool) or not isinstance(every, int) or not EVERY_RANGE[0] <= every <= EVERY_RANGE[1]:
         fail("camera.detector_every", every, "a whole number from {} to {}".format(*EVERY_RANGE))
+    scale = camera.get("motion_scale", MOTION_SCALE)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (
+            MOTION_SCALE_RANGE[0] <= scale <= MOTION_SCALE_RANGE[1]):
+        fail("camera.motion_scale", scale, "a number from {} to {}".format(*MOTION_SCALE_RANGE))
     person = camera.get("detector_person_class", COCO_PERSON)
     if person != COCO_PERSON:
         fail("camera.detector_person_class", person, "{} (COCO's person)".format(COCO_PERSON))
