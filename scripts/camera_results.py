@@ -166,11 +166,14 @@ def counters() -> dict:
     return {name: (counter(name), counter(name)) for name in COUNTERS}
 
 
-def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | None = None, leaks: bool = True) -> dict:
+def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | None = None, leaks: bool = True,
+                     offline_graph=None) -> dict:
     """The whole camera pipeline over the clip, torch-free code only: decode, detect, privatize every
     crop, paste back. Counts per frame: the pipeline's detections, and each counter of ``COUNTERS`` run
     afresh on the raw and on the privatized video (what a people counter downstream would see). The release
-    is the one `sensorveil run` makes: bank people in colour where the bundle carries them in colour."""
+    is the one `sensorveil run` makes: bank people in colour where the bundle carries them in colour.
+    ``offline_graph``: the graph runner the leak meter's tiled detector uses (default: the bundle's own), so
+    bundles whose detectors differ are judged against the same people."""
     from sensorveil.runtime.camera import iou
     from sensorveil.runtime.sources import open_source
     from sensorveil.runtime.stream import Stream
@@ -179,7 +182,7 @@ def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | N
     privatizer = stream.privatizer
     learned = DETECTOR_GRAPH in privatizer.graphs     # the bundle's own detector also looks, on tiles
     truth, empty = scene_truth(clip)
-    offline = TiledPeople(privatizer.run_graph) if learned else None
+    offline = TiledPeople(offline_graph or privatizer.run_graph) if learned else None
     if truth is not None:     # a made scene: its recorded people are looked at too
         offline = truth_boxes(truth, offline)
     meter = LeakMeter(clip_empty_scene(clip) if empty is None else empty, offline=offline) if leaks else None
