@@ -150,11 +150,13 @@ def print_summary(summary: dict, out: Path) -> None:
 CAMERA_SETTINGS = {"condition": "direction"}
 
 
-def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_detector: str = "ssdlite") -> dict:
+def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_detector: str = "ssdlite",
+                      camera_speed: str = "recall") -> dict:
     """Train PASS on ``clip`` (e.g. ../shared/media/walkway.avi), export its ONNX bundle, audit it
     (scripts/camera_results.py adds PR-GAN, the count check and the pipeline's cost), and write the
     headless preview: OUT/camera-preview.mp4 and its contact sheet. ``person_detector``: "ssdlite" puts the
-    learned detector in the bundle (sensorveil.export.person_detector), "motion" the motion detector alone."""
+    learned detector in the bundle (sensorveil.export.person_detector), "motion" the motion detector alone;
+    ``camera_speed``: export's --camera-speed ("recall" or "fast")."""
     from sensorveil.export import export_run
     from sensorveil.runtime.preview import preview
     from sensorveil.runtime.sources import open_source
@@ -178,7 +180,8 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
     name = f"pass-{clip_slug(clip)}"
     print(f"[1/3] training pass on people crops of {clip.name} (private: appearance, useful: walking direction)")
     run_dir = train_run("pass", "walkway", data_path=str(clip), out=out / "runs" / name, settings=dict(CAMERA_SETTINGS))
-    bundle = export_run(run_dir, "onnx", out / "bundles" / name, person_detector=person_detector)
+    bundle = export_run(run_dir, "onnx", out / "bundles" / name, person_detector=person_detector,
+                        camera_speed=camera_speed)
     print(f"[2/3] auditing the bundle through the torch-free runtime ({seeds} seeds per attacker)")
     audit = audit_path(bundle, seeds=seeds, log=progress_line)
     report = write_audit(audit, f"audit of the {name} bundle", out / "reports" / f"audit-{name}.md")

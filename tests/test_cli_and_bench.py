@@ -123,6 +123,15 @@ def test_camera_quickstart_names_its_bundle_for_the_clip():
     assert clip_slug(Path("/clips/___.mp4")) == "camera"
 
 
+def test_camera_quickstart_takes_the_camera_speed_to_the_export(tmp_path, monkeypatch):
+    import sensorveil.quickstart as quickstart
+    asked = {}
+    monkeypatch.setattr(quickstart, "camera_quickstart", lambda out, clip, **options: asked.update(options))
+    assert main(["quickstart", "--camera", str(tmp_path / "clip.avi"), "--camera-speed", "fast"]) == 0
+    assert asked == {"person_detector": "ssdlite", "camera_speed": "fast"}
+    assert main(["quickstart", "--camera", str(tmp_path / "clip.avi")]) == 0 and asked["camera_speed"] == "recall"
+
+
 def test_console_script_help_lists_the_contract_verbs():
     out = subprocess.run([sys.executable, "-m", "sensorveil", "--help"], capture_output=True, text=True, check=True)
     for verb in ("quickstart", "train", "evaluate", "export", "benchmark"):

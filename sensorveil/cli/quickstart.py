@@ -7,7 +7,8 @@ from sensorveil.cli.common import positive_int
 def cmd_quickstart(args) -> int:
     if args.camera:
         from sensorveil.quickstart import camera_quickstart
-        camera_quickstart(Path(args.out), Path(args.camera), person_detector=args.person_detector)
+        camera_quickstart(Path(args.out), Path(args.camera), person_detector=args.person_detector,
+                          camera_speed=args.camera_speed)
         return 0
     from sensorveil.quickstart import quickstart
     quickstart(Path(args.out), epochs=args.epochs)
@@ -24,4 +25,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--person-detector", default="ssdlite", choices=("ssdlite", "motion"),
                    help="with --camera: ssdlite (default) puts the learned person detector in the bundle beside "
                    "motion (needs the detector extra: docs/guides/camera.md); motion: the motion detector alone")
+    p.add_argument("--camera-speed", default="recall", choices=("recall", "fast"),
+                   help="with --camera: the bundle's detector settings (sensorveil export --camera-speed; "
+                   "docs/guides/camera.md)")
     p.set_defaults(func=cmd_quickstart)
