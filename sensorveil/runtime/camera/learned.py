@@ -40,8 +40,8 @@ SCORE_RANGE = (0.05, 0.7)           # the thresholds a manifest may set; a highe
 # motion beside the graph sees the frame at half size: a quarter of its background model's pixels, the same
 # people found (docs/decisions/0008-motion-half-size.md, scripts/motion_scale.py)
 MOTION_SCALE = 0.5
-# the scales a manifest's camera.motion_scale may set: down to a quarter motion still finds as many people beside
-# the graph (docs/decisions/0012-camera-speed-preset.md); below it a walker is a few pixels of its model
+# the scales a manifest's camera.motion_scale may set: down to a quarter motion still finds about as many people
+# beside the graph (docs/decisions/0012-camera-speed-preset.md); below it a walker is a few pixels of its model
 MOTION_SCALE_RANGE = (0.25, 1.0)
 EVERY_RANGE = (1, 10)
 OVERLAP_IOU = 0.6                   # boxes overlapping more are one person (the SSD config's own NMS threshold)
