@@ -124,6 +124,34 @@ def test_the_graph_runs_every_kth_frame_and_its_people_stand_between():
     assert all(boxes.tolist() == [[240, 90, 24, 180]] for boxes in found)  # a standing person: motion sees none
 
 
+class ScriptedMotion:
+    """A motion detector stand-in that finds the given boxes, one list per frame."""
+
+    def __init__(self, per_frame):
+        self.per_frame = list(per_frame)
+
+    def detect(self, frame):
+        return np.asarray(self.per_frame.pop(0), np.int64).reshape(-1, 4)
+
+
+def test_a_walker_who_leaves_the_graphs_box_is_not_found_twice_between_its_runs():
+    """The graph's person at [240, 90, 24, 180]: motion finds them inside the box (kept), then half out of it
+    from the third frame after the run (the box is dropped, so one substitute follows the walker, not two), and
+    the graph's next run finds them again. With the graph every 3 frames the box always stands."""
+    inside, moved_on = [242, 95, 20, 170], [255, 90, 24, 180]
+    frame = np.full((360, 480, 3), 90, np.uint8)
+    motion = ScriptedMotion([[inside]] * 3 + [[moved_on]] * 7 + [[]])
+    detector = learned.LearnedPeopleDetector(CountingGraph(), every=10, motion=motion)
+    found = [detector.detect(frame).tolist() for _ in range(11)]
+    assert found[:3] == [[[240, 90, 24, 180]]] * 3
+    assert found[3:10] == [[moved_on]] * 7
+    assert found[10] == [[240, 90, 24, 180]]              # the graph's next run
+    every_3 = learned.LearnedPeopleDetector(CountingGraph(), every=3, motion=ScriptedMotion([[moved_on]] * 9))
+    assert all(len(every_3.detect(frame)) == 2 for _ in range(9))    # never stale: the box stands beside motion's
+    standing = learned.LearnedPeopleDetector(CountingGraph(), every=10, motion=ScriptedMotion([[]] * 10))
+    assert all(standing.detect(frame).tolist() == [[240, 90, 24, 180]] for _ in range(10))   # nobody moves: kept
+
+
 def test_the_pipeline_needs_the_bundle_graphs_for_the_learned_detector():
     from sensorveil.runtime.camera import person_crops_from_manifest
     camera = {"frame": "person-crops", "detector": learned.DETECTOR_KIND, "detector_graph": "person-detector",

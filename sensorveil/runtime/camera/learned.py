@@ -27,6 +27,7 @@ import io
 import numpy as np
 
 from sensorveil.runtime.camera.detect import MotionPeopleDetector, opencv
+from sensorveil.runtime.camera.track import iou
 from sensorveil.runtime.errors import InputError, OutputError
 
 DETECTOR_KIND = "ssdlite+motion"    # the manifest's camera.detector for this pipeline
@@ -47,6 +48,13 @@ EVERY_RANGE = (1, 10)
 OVERLAP_IOU = 0.6                   # boxes overlapping more are one person (the SSD config's own NMS threshold)
 MIN_HEIGHT = 12                     # px: a learned box shorter than this is not a person at this frame's scale
 COVERED = 0.5                       # a motion box whose area is this much inside a learned box is that person
+# from this many frames after the graph's run, a learned box that a motion box overlaps by PARTLY (IoU) without
+# being inside it is taken for a walker who has moved on: the box is dropped until the graph runs again, else the
+# walker would get two substitutes (the standing box and motion's). Never reached with the graph every 3 frames
+# or more often; with it every 10 (export's --camera-speed fast) it keeps a counter on the release from seeing
+# people twice (docs/decisions/0012-camera-speed-preset.md)
+STALE_AFTER = 3
+PARTLY = 0.1
 ANCHORS_KEY = "anchors"             # the detector graph entry's field naming its anchors file (the third form)
 # the detector graph entry's own threshold: a quantized graph scores people lower than fp32, so its export
 # matches it to the fp32 graph's people at camera.detector_score (sensorveil.export.detector_onnx_int8)
@@ -90,8 +98,11 @@ class LearnedPeopleDetector(object):
 
     def detect(self, frame):
         moving = self.motion.detect(frame)
-        if self.seen % self.every == 0:
+        since = self.seen % self.every
+        if since == 0:
             self.learned = self.find(frame)
+        elif since >= STALE_AFTER:
+            self.learned = left_behind(self.learned, moving)
         self.seen += 1
         return unite(self.learned, moving)
 
@@ -213,6 +224,19 @@ def unite(learned, moving):
     extra = [box for box in np.asarray(moving, dtype=np.int64).reshape(-1, 4) if not covered(box, learned)]
     boxes = sorted(map(tuple, np.concatenate([learned, np.asarray(extra, np.int64).reshape(-1, 4)])))
     return np.asarray(boxes, dtype=np.int64).reshape(-1, 4)
+
+
+def left_behind(learned, moving):
+    """The learned boxes no motion box overlaps by PARTLY or more without lying inside it: a person who stands
+    (motion sees nothing there) or walks within the box keeps it; one whose motion box has moved half out of it
+    has left it behind."""
+    learned = np.asarray(learned, dtype=np.int64).reshape(-1, 4)
+    moving = np.asarray(moving, dtype=np.int64).reshape(-1, 4)
+    if not len(learned) or not len(moving):
+        return learned
+    moved = [any(iou(box[None], learned[k][None])[0, 0] >= PARTLY and not covered(box, learned[k][None])
+                 for box in moving) for k in range(len(learned))]
+    return learned[~np.asarray(moved, bool)]
 
 
 def covered(box, boxes):
