@@ -234,9 +234,15 @@ def left_behind(learned, moving):
     moving = np.asarray(moving, dtype=np.int64).reshape(-1, 4)
     if not len(learned) or not len(moving):
         return learned
-    moved = [any(iou(box[None], learned[k][None])[0, 0] >= PARTLY and not covered(box, learned[k][None])
-                 for box in moving) for k in range(len(learned))]
-    return learned[~np.asarray(moved, bool)]
+    # motion box i against learned box j, all pairs at once (a crowd has dozens of each, every frame)
+    inside_w = np.minimum(moving[:, None, 0] + moving[:, None, 2], learned[None, :, 0] + learned[None, :, 2]) - \
+        np.maximum(moving[:, None, 0], learned[None, :, 0])
+    inside_h = np.minimum(moving[:, None, 1] + moving[:, None, 3], learned[None, :, 1] + learned[None, :, 3]) - \
+        np.maximum(moving[:, None, 1], learned[None, :, 1])
+    area = np.maximum(moving[:, 2] * moving[:, 3], 1)[:, None]
+    inside = (inside_w > 0) & (inside_h > 0) & (inside_w * inside_h >= COVERED * area)    # covered(), pairwise
+    moved = ((iou(moving, learned) >= PARTLY) & ~inside).any(axis=0)
+    return learned[~moved]
 
 
 def covered(box, boxes):
