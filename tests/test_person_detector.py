@@ -141,15 +141,33 @@ def test_a_walker_who_leaves_the_graphs_box_is_not_found_twice_between_its_runs(
     inside, moved_on = [242, 95, 20, 170], [255, 90, 24, 180]
     frame = np.full((360, 480, 3), 90, np.uint8)
     motion = ScriptedMotion([[inside]] * 3 + [[moved_on]] * 7 + [[]])
-    detector = learned.LearnedPeopleDetector(CountingGraph(), every=10, motion=motion)
+    detector = learned.LearnedPeopleDetector(CountingGraph(), every=10, motion=motion, leave_behind=True)
     found = [detector.detect(frame).tolist() for _ in range(11)]
     assert found[:3] == [[[240, 90, 24, 180]]] * 3
     assert found[3:10] == [[moved_on]] * 7
     assert found[10] == [[240, 90, 24, 180]]              # the graph's next run
-    every_3 = learned.LearnedPeopleDetector(CountingGraph(), every=3, motion=ScriptedMotion([[moved_on]] * 9))
+    every_3 = learned.LearnedPeopleDetector(CountingGraph(), every=3, motion=ScriptedMotion([[moved_on]] * 9),
+                                            leave_behind=True)
     assert all(len(every_3.detect(frame)) == 2 for _ in range(9))    # never stale: the box stands beside motion's
-    standing = learned.LearnedPeopleDetector(CountingGraph(), every=10, motion=ScriptedMotion([[]] * 10))
+    standing = learned.LearnedPeopleDetector(CountingGraph(), every=10, motion=ScriptedMotion([[]] * 10),
+                                             leave_behind=True)
     assert all(standing.detect(frame).tolist() == [[240, 90, 24, 180]] for _ in range(10))   # nobody moves: kept
+
+
+def test_only_a_cut_out_release_lets_a_graph_box_go_between_runs():
+    """A window paste releases the camera's frame around its windows: a box dropped there would release whoever
+    stood in it, so a window-paste pipeline keeps every graph box until the next run (two boxes for a walker who
+    left one: over-covered, never shown); a cut-out release drops it (the person would only be hidden)."""
+    from sensorveil.runtime.camera import person_crops_from_manifest
+    camera = {"frame": "person-crops", "detector": learned.DETECTOR_KIND, "detector_graph": "person-detector",
+              "crop_shape": [64, 32], "detector_every": 10}
+    frame = np.full((360, 480, 3), 90, np.uint8)
+    for paste, kept in (("window", True), ("cut-out", False)):
+        detector = person_crops_from_manifest(dict(camera, paste=paste), CountingGraph()).detector
+        assert detector.leave_behind is not kept
+        detector.motion = ScriptedMotion([[]] * 3 + [[[255, 90, 24, 180]]] * 2)
+        found = [detector.detect(frame).tolist() for _ in range(5)]
+        assert ([240, 90, 24, 180] in found[-1]) is kept
 
 
 def test_the_pipeline_needs_the_bundle_graphs_for_the_learned_detector():

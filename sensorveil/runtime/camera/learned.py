@@ -71,7 +71,7 @@ class LearnedPeopleDetector(object):
     pipeline reads (``protect``, ``foreground``)."""
 
     def __init__(self, run_graph, graph=DETECTOR_GRAPH, score=DEFAULT_SCORE, every=DEFAULT_EVERY, motion=None,
-                 person_class=COCO_PERSON, input_size=DETECTOR_INPUT, box_coder=None):
+                 person_class=COCO_PERSON, input_size=DETECTOR_INPUT, box_coder=None, leave_behind=False):
         if run_graph is None:
             raise InputError("the learned people detector needs the bundle's graphs (Privatizer.run_graph); "
                              "expected a loaded bundle, got none")
@@ -82,6 +82,10 @@ class LearnedPeopleDetector(object):
         self.cv2 = opencv()
         self.seen = 0
         self.learned = np.zeros((0, 4), dtype=np.int64)   # the last run's people
+        # drop the boxes walkers leave (``left_behind``) only where a dropped box hides a person rather than shows
+        # them: a cut-out release, which shows nothing of the camera where a person may be; a window paste releases
+        # the camera's frame around its windows, so a standing person whose box went would go out as they are
+        self.leave_behind = bool(leave_behind)
         # (scales, anchors) of a graph that returns box encodings: given, or the bundle's own file
         self.box_coder = box_coder if box_coder is not None else bundle_box_coder(run_graph, graph)
 
@@ -101,7 +105,7 @@ class LearnedPeopleDetector(object):
         since = self.seen % self.every
         if since == 0:
             self.learned = self.find(frame)
-        elif since >= STALE_AFTER:
+        elif since >= STALE_AFTER and self.leave_behind:
             self.learned = left_behind(self.learned, moving)
         self.seen += 1
         return unite(self.learned, moving)

@@ -51,7 +51,8 @@ def person_crops_from_manifest(camera, run_graph=None, scene_still=None):
         people = learned.LearnedPeopleDetector(
             run_graph, graph=camera["detector_graph"], score=camera.get("detector_score", learned.DEFAULT_SCORE),
             every=camera.get("detector_every", learned.DEFAULT_EVERY),
-            motion=MotionPeopleDetector(scale=camera.get("motion_scale", learned.MOTION_SCALE)))
+            motion=MotionPeopleDetector(scale=camera.get("motion_scale", learned.MOTION_SCALE)),
+            leave_behind=camera.get("paste") == "cut-out")
     return PersonCrops(
         tuple(camera["crop_shape"]),
         detector=people,
