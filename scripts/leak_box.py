@@ -39,20 +39,10 @@ def frame_of(bundle: Path, clip: Path, index: int, seed: int):
     raise SystemExit(f"{clip} has no frame {index}")
 
 
-def judged_pixels(raw_grey, empty, box, pasted):
-    """(rows, cols, mask) of the pixels the meter judges for ``box``, as person_share picks them."""
-    x, y, w, h = box
-    grow_x, grow_y = max(int(meter.CONTEXT * w), 2), max(int(meter.CONTEXT * h), 2)
-    rows, cols = slice(max(y - grow_y, 0), y + h + grow_y), slice(max(x - grow_x, 0), x + w + grow_x)
-    judged = ~meter.near(pasted[rows, cols], meter.BLUR_REACH)
-    person = (np.abs(raw_grey[rows, cols].astype(np.float64) - empty[rows, cols]) > meter.PERSON_DIFF) & judged
-    return rows, cols, person
-
-
 def report(raw, released, crops, empty, box) -> list:
     raw_grey, released_grey = meter.to_grey(raw), meter.to_grey(released)
     pasted = meter.pasted_mask(raw.shape, crops.last_windows)
-    rows, cols, person = judged_pixels(raw_grey, empty, box, pasted)
+    rows, cols, person, _ = meter.person_pixels(raw_grey, empty, box, pasted)
     shown = released_grey[rows, cols][person]
     scene = getattr(crops, "scene", None)
     scene_grey = meter.to_grey(scene.image)[rows, cols][person] if scene is not None else np.full(shown.shape, -1.0)

@@ -54,6 +54,18 @@ def near(mask, reach: int):
     return cv2.dilate(mask.astype(np.uint8), kernel).astype(bool)
 
 
+def person_pixels(raw_grey, empty, box, pasted=None) -> tuple:
+    """(rows, cols, person, judged) of ``box`` grown by CONTEXT: the slices, the person's pixels (raw differs from
+    the empty scene by more than PERSON_DIFF) among the judged ones (not within BLUR_REACH of a pasted pixel)."""
+    x, y, w, h = (int(v) for v in box)
+    grow_x, grow_y = max(int(CONTEXT * w), 2), max(int(CONTEXT * h), 2)     # a box cuts limbs off
+    rows = slice(max(y - grow_y, 0), y + h + grow_y)
+    cols = slice(max(x - grow_x, 0), x + w + grow_x)
+    judged = np.ones(raw_grey[rows, cols].shape, bool) if pasted is None else ~near(pasted[rows, cols], BLUR_REACH)
+    person = (np.abs(np.asarray(raw_grey[rows, cols], np.float64) - empty[rows, cols]) > PERSON_DIFF) & judged
+    return rows, cols, person, judged
+
+
 def person_share(raw_grey, released_grey, empty, box, pasted=None) -> "float | None":
     """How much of the raw person the released pixels keep: the raw frame's coefficient when the release's
     detail is fitted as share x raw + b x empty + c, in ``detail`` (least squares over the person's pixels, where
@@ -62,12 +74,7 @@ def person_share(raw_grey, released_grey, empty, box, pasted=None) -> "float | N
     median by a gain, an offset or neutral blocks reads about 0 instead of tying with the raw frame. Pixels
     within BLUR_REACH of a pasted one are left out too: the blur carries the paste's detail that far. None: too
     few person pixels to judge, or a person with no detail beyond an affine copy of the empty scene's."""
-    x, y, w, h = (int(v) for v in box)
-    grow_x, grow_y = max(int(CONTEXT * w), 2), max(int(CONTEXT * h), 2)     # a box cuts limbs off
-    rows = slice(max(y - grow_y, 0), y + h + grow_y)
-    cols = slice(max(x - grow_x, 0), x + w + grow_x)
-    judged = np.ones(raw_grey[rows, cols].shape, bool) if pasted is None else ~near(pasted[rows, cols], BLUR_REACH)
-    person = (np.abs(np.asarray(raw_grey[rows, cols], np.float64) - empty[rows, cols]) > PERSON_DIFF) & judged
+    rows, cols, person, judged = person_pixels(raw_grey, empty, box, pasted)
     if person.sum() < MIN_PERSON_PIXELS:
         return None
     person = near(person, RING) & judged
