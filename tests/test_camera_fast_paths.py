@@ -132,6 +132,37 @@ def test_cut_inside_and_past_the_frame_and_stand_out_give_the_plain_definitions(
     assert np.array_equal(composite.stand_out(person, behind, 100), plain)
 
 
+@pytest.mark.parametrize("colour", [True, False])
+def test_standing_out_every_person_in_one_call_gives_each_persons_own_call(colour):
+    rng = np.random.default_rng(11)
+    background = rng.integers(0, 256, (90, 120, 3) if colour else (90, 120), dtype=np.uint8)
+    contrast = rng.choice(np.array([70, 100], np.int16), (90, 120))
+    patches, corners = [], []
+    for _ in range(7):          # some past the frame's edge (the scene behind them edge-replicated)
+        h, w = (int(v) for v in rng.integers(4, 40, 2))
+        patches.append(rng.integers(1, 256, (h, w, 3) if colour else (h, w), dtype=np.uint8))
+        corners.append((int(rng.integers(-10, 110)), int(rng.integers(-10, 80))))
+    for margin in (None, contrast):
+        together = composite.stand_out_people(patches, corners, background, margin)
+        for patch, (x, y), out in zip(patches, corners, together):
+            alone = composite.stand_out_people([patch], [(x, y)], background, margin)[0]
+            assert out.shape == patch.shape and np.array_equal(out, alone)
+
+
+def test_a_pixels_grey_is_the_same_in_a_window_and_in_the_whole_frame():
+    rng = np.random.default_rng(13)
+    frame = rng.integers(0, 256, (120, 160, 3), dtype=np.uint8)
+    grey = detect.to_gray(frame)
+    for window in [(3, 4, 50, 90), (-5, -2, 40, 30), (150, 100, 170, 130)]:
+        assert np.array_equal(detect.to_gray(composite.cut(frame, window)), composite.cut(grey, window))
+    assert np.array_equal(composite.crop_people(frame, np.array([(3, 4, 50, 90)])),
+                          composite.crop_people(grey, np.array([(3, 4, 50, 90)])))
+    with_alpha = np.concatenate([frame, rng.integers(0, 256, (120, 160, 1), dtype=np.uint8)], axis=2)
+    assert np.array_equal(detect.to_gray(with_alpha), grey)
+    floats = frame.astype(np.float32) @ detect.BGR_TO_GRAY       # the float definition, within a level
+    assert np.abs(grey - floats).max() <= 1
+
+
 def test_masked_copy_without_cv2_copyto_gives_the_same_bytes(monkeypatch):
     """OpenCV 3 (Debian buster's, the Coral's Mendel) has no cv2.copyTo: the numpy path copies the same pixels."""
     import cv2
