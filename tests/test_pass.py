@@ -112,6 +112,43 @@ def test_runtime_sample_and_index_modes(pass_bundle, digits):
     assert indexer.bytes_per_frame() == {"index": 2, "sample": 8 * 8 * 4}
 
 
+def test_a_held_persons_crop_skips_the_model_and_a_new_one_draws_from_its_own_scores(pass_bundle, digits):
+    privatizer = Privatizer.load(pass_bundle, output="index", seed=5)
+    stage, rows = privatizer.stages[0], []
+    graph = stage.run
+    stage.run = lambda batch: rows.append(len(batch)) or graph(batch)
+    first = privatizer(digits.x[:3], keys=["a", "b", "c"])
+    # the first call draws for everyone, exactly as a call without keys with the same seed
+    assert rows == [3] and np.array_equal(first, Privatizer.load(pass_bundle, output="index", seed=5)(digits.x[:3]))
+    again = privatizer(digits.x[3:7], keys=["b", "d", "a", "c"])      # only "d" is new: its crop alone is scored
+    assert rows == [3, 1] and again[[0, 2, 3]].tolist() == first[[1, 0, 2]].tolist()
+    privatizer(digits.x[:2], keys=["a", "b"])                        # nobody new: the model does not run
+    assert rows == [3, 1]
+    # each new person's draw comes from their own row of scores: a graph sure of one substitute per crop
+    bank = privatizer.stages[-1].bank_size
+
+    def sure(batch):
+        chosen = (batch.reshape(len(batch), -1) * 255).astype(int).sum(axis=1) % bank
+        return 60.0 * (np.arange(bank)[None] == chosen[:, None])
+    stage.run = sure
+    crops = digits.x[10:14]
+    wanted = sure(to_model_units(crops, privatizer.input_spec)).argmax(axis=1)
+    assert len(set(wanted.tolist())) > 2       # different crops, different substitutes: a row mix-up would show
+    out = privatizer(np.concatenate([digits.x[:2], crops]), keys=["a", "b", "p", "q", "r", "s"])
+    assert out[2:].tolist() == wanted.tolist() and out[:2].tolist() == first[:2].tolist()
+
+
+def test_a_held_draw_missing_for_a_new_key_is_refused_not_made_up():
+    from sensorveil.runtime.errors import OutputError
+    from sensorveil.runtime.stages.substitution import HeldDraws
+    held = HeldDraws()
+    assert held.needs_draw(["a", "b"]).tolist() == [True, True]
+    held(np.array([4, 2]), ["a", "b"])
+    assert held.needs_draw(["a", "c", "b"], known=[-1, -1, 1]).tolist() == [False, True, True]   # b: now known
+    with pytest.raises(OutputError, match="'c' needs a fresh draw"):
+        held(np.array([-1, -1]), ["a", "c"])
+
+
 def test_sampler_matches_a_known_distribution():
     rng = np.random.default_rng(1)
     probs = rng.dirichlet(np.full(40, 0.5))

@@ -202,10 +202,32 @@ class Privatizer:
 
     def run_pipeline(self, model_batch: np.ndarray, known=None, keys=None) -> np.ndarray:
         """Every stage in order, from a batch in model units."""
+        drawn_rows = self.rows_drawn(keys, known)
+        if drawn_rows is not None:
+            return self.run_for_draws(model_batch, known, keys, drawn_rows)
         for stage in self.stages:
             model_batch = stage(model_batch, self.rng, known, keys) if getattr(stage, "uses_known", False) \
                 else stage(model_batch, self.rng)
         return model_batch
+
+    def rows_drawn(self, keys, known) -> "np.ndarray | None":
+        """For a substitution bundle called with keys (a camera's tracked people), the rows whose model output
+        its draw uses: a held person's draw is thrown away, so the graphs before it need not run on their crop
+        (most of a camera frame's model time). None where every row goes through every stage: no keys, or a
+        stage before the draw that is not a graph row by row."""
+        last = self.stages[-1]
+        if keys is None or not hasattr(last, "needs_draw") or any(s.kind != "model" for s in self.stages[:-1]):
+            return None
+        return last.needs_draw(keys, known)
+
+    def run_for_draws(self, model_batch: np.ndarray, known, keys, drawn_rows: np.ndarray) -> np.ndarray:
+        """The graphs on the ``drawn_rows`` alone, then the draw for every row (held people keep theirs)."""
+        scores = None
+        if drawn_rows.any():
+            scores = model_batch[drawn_rows]
+            for stage in self.stages[:-1]:
+                scores = stage(scores, self.rng)
+        return self.stages[-1](scores, self.rng, known, keys, drawn_rows=drawn_rows)
 
     def run_graph(self, graph: str, batch: np.ndarray) -> np.ndarray:
         """One of the bundle's graphs on the backend, nothing else."""

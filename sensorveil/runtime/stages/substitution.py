@@ -107,14 +107,30 @@ class HeldDraws(object):
         self.entries = {}      # key -> [bank position, known value at the draw, calls held, last call seen]
         self.calls = 0
 
+    def needs_draw(self, keys, known=None) -> np.ndarray:
+        """bool, one per key: whether the next call takes that key's fresh draw (a key not held, or held since
+        before its known value was known). Every other key's draw would be thrown away, so its model output
+        need not be computed. Read before the call, changing nothing: a key twice in one call is marked
+        twice though its second row finds the first's entry (a draw too many, never one too few)."""
+        return np.array([self.redraws(self.entries.get(key), -1 if known is None else int(known[k]))
+                         for k, key in enumerate(keys)], dtype=bool).reshape(-1)
+
+    @staticmethod
+    def redraws(entry, value) -> bool:
+        return entry is None or entry[1] < 0 <= value
+
     def __call__(self, drawn, keys, known=None):
-        """``drawn``: this call's fresh draws, one per key; returns the positions to emit."""
+        """``drawn``: this call's fresh draws, one per key (negative where ``needs_draw`` said none was
+        needed); returns the positions to emit."""
         self.calls += 1
         positions = np.empty_like(drawn)
         for k, key in enumerate(keys):
             value = -1 if known is None else int(known[k])
             entry = self.entries.get(key)
-            if entry is None or entry[1] < 0 <= value:
+            if self.redraws(entry, value):
+                if drawn[k] < 0:     # a draw the model was not run for: never emit a made-up substitute
+                    raise OutputError("substitution: person {!r} needs a fresh draw but none was made; expected "
+                                      "a draw for every key needs_draw marks, so nothing is released".format(key))
                 entry = self.entries[key] = [int(drawn[k]), value, 0, self.calls]
             else:
                 entry[2] += 1
@@ -278,10 +294,23 @@ class SubstitutionStage(Stage):
             return probabilities
         return restrict_to_known(probabilities, self.bank_labels, known)
 
-    def __call__(self, model_output: np.ndarray, rng: np.random.Generator, known=None, keys=None) -> np.ndarray:
+    def needs_draw(self, keys, known=None) -> np.ndarray:
+        """bool per row of the next call with these ``keys``: the rows whose model output it uses (HeldDraws)."""
+        return self.held.needs_draw(keys, known)
+
+    def __call__(self, model_output: np.ndarray, rng: np.random.Generator, known=None, keys=None,
+                 drawn_rows=None) -> np.ndarray:
         """Model output (batch, bank) -> what leaves the device, per the output mode; with ``keys``, a
-        key seen before keeps (or walks on through) its substitute (:class:`HeldDraws`)."""
-        positions = draw_indices(self.conditioned(self.probabilities(model_output), known), rng)
+        key seen before keeps (or walks on through) its substitute (:class:`HeldDraws`). ``drawn_rows``
+        (bool per key, from ``needs_draw``): the model ran on those rows only, ``model_output`` is theirs."""
+        if drawn_rows is None:
+            positions = draw_indices(self.conditioned(self.probabilities(model_output), known), rng)
+        else:
+            positions = np.full(len(drawn_rows), -1, dtype=np.int64)
+            if drawn_rows.any():
+                rows_known = None if known is None else np.asarray(known)[drawn_rows]
+                positions[drawn_rows] = draw_indices(self.conditioned(self.probabilities(model_output), rows_known),
+                                                     rng)
         if keys is not None:
             positions = self.held(positions, keys, known)
         if self.output == "index":
