@@ -119,6 +119,42 @@ def test_motion_at_half_size_finds_the_same_people_in_frame_pixels():
         MotionPeopleDetector(scale=2)
 
 
+def test_motion_at_a_quarter_cleans_at_its_own_scale_and_finds_the_same_people():
+    """At 0.25 the mask is cleaned and labelled at the model's scale (CLEAN_AT_MODEL_SCALE): the frame-sized
+    masks are still there, and the boxes are frame pixels on the people the full-size model finds."""
+    frames = read_frames(walkway(), 101)
+    full, quarter = MotionPeopleDetector(), MotionPeopleDetector(scale=0.25)
+    found = []
+    for k, frame in enumerate(frames):
+        a, b = full.detect(frame), quarter.detect(frame)
+        if k >= 60 and len(b):
+            found.extend(iou(b, a).max(1) > 0.5 if len(a) else np.zeros(len(b), bool))
+    assert quarter.small_foreground.shape == (90, 120)
+    assert quarter.foreground.shape == quarter.raw_foreground.shape == frames[0].shape[:2]
+    # a quarter's boxes are coarser (4 px steps) whichever scale cleans them: most, not all, reach IoU 0.5
+    assert len(found) >= 80 and np.mean(found) >= 0.6
+
+
+@pytest.mark.parametrize("small, frame", [((90, 120), (360, 480)), ((23, 37), (90, 131))])
+def test_model_scale_blobs_map_to_the_frame_pixels_their_enlargement_covers(small, frame):
+    """frame_stats gives each model-scale blob the box of its nearest-neighbour enlargement, exactly, also
+    where the frame is not a whole multiple of the model's size; the area to within a model pixel's share."""
+    import cv2
+
+    from sensorveil.runtime.camera.detect import blob_stats, frame_stats
+    mask = ((np.random.default_rng(sum(small)).random(small) > 0.8) * 255).astype(np.uint8)
+    count, stats = blob_stats(cv2, mask)
+    big = cv2.resize(mask, frame[::-1], interpolation=cv2.INTER_NEAREST)
+    big_count, big_stats = blob_stats(cv2, big)
+    assert count == big_count > 10
+    ours = frame_stats(stats[1:count], small, frame)
+    wanted = sorted(map(tuple, big_stats[1:big_count, :4]))
+    assert sorted(map(tuple, ours[:, :4])) == wanted
+    by_box = {tuple(row[:4]): row[4] for row in big_stats[1:big_count]}
+    pixel = frame[0] * frame[1] / float(small[0] * small[1])
+    assert all(abs(row[4] - by_box[tuple(row[:4])]) <= pixel * max(1, row[4] / pixel) * 0.5 for row in ours)
+
+
 def walk_in_and_stand(stand_frames):
     """Grey frames of a still scene: empty for 25 frames, then a dark 12x36 person walks in from the left
     (2 px a frame for 30 frames) and stands still for ``stand_frames`` frames."""

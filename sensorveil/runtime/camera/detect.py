@@ -15,6 +15,11 @@ from sensorveil.runtime.errors import BackendUnavailableError, InputError
 MAX_PERSON_HEIGHT = 200    # px: the tallest blob taken for a person at this pipeline's 480x360 scale
 PROTECT_MARGIN = 4         # px around a protected person's box the model does not learn either
 BGR_TO_GRAY = np.array([0.114, 0.587, 0.299], dtype=np.float32)
+# at this scale or less every model pixel is at least 3x3 frame pixels, which the frame-scale 3x3 opening never
+# removes: the mask is cleaned and labelled at the model's scale instead (a sixteenth of the pixels at 0.25), its
+# closing shrunk to what the frame-scale 5x9 ellipse bridges there: gaps of two model pixels down (8 frame px);
+# across, the ellipse reaches 2 frame px each way, half a model pixel, so nothing
+CLEAN_AT_MODEL_SCALE = 1.0 / 3.0
 
 
 def opencv():
@@ -88,6 +93,8 @@ class MotionPeopleDetector(object):
         self.protected, self.scene = np.zeros((0, 4), dtype=np.int64), None
         self.kernel_open = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
         self.kernel_close = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 9))
+        self.kernel_close_small = np.ones((3, 1), dtype=np.uint8)      # (rows, cols) at the model's scale
+        self.small_foreground, self._foreground = None, None
 
     def protect(self, boxes):
         """Boxes (x, y, w, h) of people the model must not learn into the scene on the next frame
@@ -96,6 +103,12 @@ class MotionPeopleDetector(object):
 
     def mask(self, frame):
         """The foreground mask (uint8 0/255, frame-sized), shadows (MOG2's 127) dropped, cleaned."""
+        self.learn(frame)
+        return self.foreground
+
+    def learn(self, frame):
+        """The background model learns ``frame``; its masks (raw_foreground, and the cleaned one at the frame's or
+        the model's scale) are this frame's after."""
         cv2 = self.cv2
         small = self.shrink(frame)
         if len(self.protected) and self.seen >= self.warmup:
@@ -105,15 +118,31 @@ class MotionPeopleDetector(object):
             fg = self.model.apply(small)
         self.scene = None                                    # the model has learnt: its scene is new
         self.seen += 1
-        _, fg = cv2.threshold(fg, 200, 255, cv2.THRESH_BINARY)
-        if fg.shape != frame.shape[:2]:
-            fg = cv2.resize(fg, (frame.shape[1], frame.shape[0]), interpolation=cv2.INTER_NEAREST)
+        _, small = cv2.threshold(fg, 200, 255, cv2.THRESH_BINARY)
+        fg = self.to_frame_size(small, frame.shape)
         # before cleaning: the quiet scene treats every moving pixel as busy, so a person too small or thin
         # to survive the opening below (a distant walker) never gets into the released scene
         self.raw_foreground = fg
+        if self.scale <= CLEAN_AT_MODEL_SCALE:
+            self.small_foreground = cv2.morphologyEx(small, cv2.MORPH_CLOSE, self.kernel_close_small)
+            self._foreground, self.frame_shape = None, frame.shape
+            return
+        self.small_foreground = None
         fg = cv2.morphologyEx(fg, cv2.MORPH_OPEN, self.kernel_open)
-        self.foreground = cv2.morphologyEx(fg, cv2.MORPH_CLOSE, self.kernel_close)
-        return self.foreground
+        self._foreground = cv2.morphologyEx(fg, cv2.MORPH_CLOSE, self.kernel_close)
+
+    @property
+    def foreground(self):
+        """The cleaned foreground mask (uint8 0/255) at the frame's size, made from the model-scale one when
+        the mask was cleaned there (only when asked: the pipeline labels the model-scale mask)."""
+        if self._foreground is None and self.small_foreground is not None:
+            self._foreground = self.to_frame_size(self.small_foreground, self.frame_shape)
+        return self._foreground
+
+    def to_frame_size(self, mask, shape):
+        if mask.shape == tuple(shape[:2]):
+            return mask
+        return self.cv2.resize(mask, (shape[1], shape[0]), interpolation=self.cv2.INTER_NEAREST)
 
     def shrink(self, frame):
         """The frame as the background model sees it (``scale``)."""
@@ -140,18 +169,36 @@ class MotionPeopleDetector(object):
         return out
 
     def detect(self, frame):
-        fg = self.mask(frame)
+        self.learn(frame)
         if self.seen <= self.warmup:
             return np.zeros((0, 4), dtype=np.int64)
-        count, stats = blob_stats(self.cv2, fg)
+        if self.small_foreground is not None:
+            count, stats = blob_stats(self.cv2, self.small_foreground)
+            stats = frame_stats(stats[1:count], self.small_foreground.shape, frame.shape)
+        else:
+            count, stats = blob_stats(self.cv2, self._foreground)
+            stats = stats[1:count]
         boxes = []
-        for x, y, w, h, area in stats[1:count]:
+        for x, y, w, h, area in stats:
             aspect = h / float(max(w, 1))
             if (self.min_height <= h <= self.max_height and self.min_aspect <= aspect <= self.max_aspect
                     and area >= self.min_fill * w * h):
                 boxes.append((x, y, w, h))
         boxes.sort()
         return np.asarray(boxes, dtype=np.int64).reshape(-1, 4)
+
+
+def frame_stats(stats, small_shape, frame_shape):
+    """Blob stats (x, y, w, h, area) of a model-scale mask -> the frame pixels its nearest-neighbour enlargement
+    gives each blob (OpenCV maps frame pixel x to model pixel floor(x * small / frame), so model pixel i covers
+    frame pixels ceil(i * frame / small) up to ceil((i + 1) * frame / small)); the area grows by the average
+    pixels a model pixel covers."""
+    stats = np.asarray(stats, dtype=np.int64).reshape(-1, 5)
+    fy, fx = frame_shape[0] / float(small_shape[0]), frame_shape[1] / float(small_shape[1])
+    x0, y0 = np.ceil(stats[:, 0] * fx), np.ceil(stats[:, 1] * fy)
+    x1, y1 = np.ceil((stats[:, 0] + stats[:, 2]) * fx), np.ceil((stats[:, 1] + stats[:, 3]) * fy)
+    area = np.round(stats[:, 4] * fx * fy)
+    return np.stack([x0, y0, x1 - x0, y1 - y0, area], axis=1).astype(np.int64)
 
 
 def blob_stats(cv2, mask):
