@@ -171,4 +171,4 @@ def test_a_camera_stream_is_not_read_against_the_per_crop_table():
            "runtime_p50_ms": 0.5}
     assert "the table's FPS" in stream_line("clip.avi", row)
     camera = stream_line("clip.avi", {**row, "stream_preprocessor": "person-crops"})
-    assert "x the table's FPS" not in camera and "one model call per person" in camera
+    assert "x the table's FPS" not in camera and "people new to the tracker" in camera

@@ -104,8 +104,8 @@ def stream_line(source: str, row: dict) -> str:
         line += (f" = {row['stream_vs_model']:.2f}x the model alone with the same threads "
                  f"({row['stream_model_alone_fps']:,.1f} calls/s)")
     if row.get("stream_preprocessor") == "person-crops":   # a frame is a batch of crops plus finding people
-        line += "; a camera frame runs the detector and one model call per person, so the table's per-crop FPS " \
-                "is no bound on it"
+        line += "; a camera frame runs the detector, pastes every person and calls the model on the crops of " \
+                "people new to the tracker, so the table's per-crop FPS is no bound on it"
     elif row.get("runtime_p50_ms"):   # the table's FPS column: 1000 / p50 ms, the library's default threads
         line += f", {row['stream_fps'] * row['runtime_p50_ms'] / 1000:.2f}x the table's FPS"
     return line
