@@ -49,7 +49,7 @@ def crop_people(frame, windows, crop_shape=CROP_SHAPE, colour=False):
     ``colour``, (N, H, W, 3) crops of a colour frame as it is."""
     cv2 = opencv()
     # grey is per pixel, so each window is turned grey after it is cut: the same pixels as cutting from the
-    # grey frame, for the people's pixels only rather than the whole frame's (a third of a ms a frame)
+    # grey frame, for the people's pixels only rather than the whole frame's
     grey = (lambda pixels: pixels) if colour or frame.ndim == 2 else to_gray
     out = np.empty((len(windows),) + tuple(crop_shape) + (frame.shape[2:] if colour else ()), dtype=np.uint8)
     for k, window in enumerate(windows):

@@ -39,8 +39,8 @@ def to_gray(frame):
     if frame.ndim != 3 or frame.shape[2] < 3:
         raise InputError("frame of shape {}; expected HxW grey or HxWx3 BGR".format(frame.shape))
     # OpenCV's BT.601 grey in fixed point: a pixel's grey does not depend on the array around it (a float
-    # matmul's last bit does, so a window cut before or after going grey could differ), and a quarter of the
-    # matmul's CPU on a frame; within one level of BGR_TO_GRAY's float grey
+    # matmul's last bit does, so a window cut before or after going grey could differ), and cheaper than the
+    # matmul on a frame; within one level of BGR_TO_GRAY's float grey
     cv2 = opencv()
     if frame.shape[2] == 4:
         return cv2.cvtColor(frame, cv2.COLOR_BGRA2GRAY)

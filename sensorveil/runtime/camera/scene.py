@@ -121,7 +121,7 @@ class QuietScene(object):
     def pixels_of(self, blocks):
         """(blocks) bool -> (H, W) uint8, 1 on the frame's pixels of those blocks: an OpenCV mask."""
         h, w = self.image.shape[:2]
-        # rows repeated, then each row's blocks repeated as a trailing axis (contiguous runs): 0.6x the CPU of
+        # rows repeated, then each row's blocks repeated as a trailing axis (contiguous runs): less CPU than
         # copying out a broadcast of the whole frame
         rows = blocks.astype(np.uint8).repeat(self.block, axis=0)[:h]
         pixels = rows.reshape(rows.shape + (1,)).repeat(self.block, axis=2).reshape(len(rows), -1)
