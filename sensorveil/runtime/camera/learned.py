@@ -225,8 +225,9 @@ def unite(learned, moving):
     """Every learned box, plus each motion box that is not mostly inside one: a person either source sees,
     once. Left to right, as the motion detector orders them."""
     learned = np.asarray(learned, dtype=np.int64).reshape(-1, 4)
-    extra = [box for box in np.asarray(moving, dtype=np.int64).reshape(-1, 4) if not covered(box, learned)]
-    boxes = sorted(map(tuple, np.concatenate([learned, np.asarray(extra, np.int64).reshape(-1, 4)])))
+    moving = np.asarray(moving, dtype=np.int64).reshape(-1, 4)
+    extra = moving[~inside_pairs(moving, learned).any(axis=1)]
+    boxes = sorted(map(tuple, np.concatenate([learned, extra])))
     return np.asarray(boxes, dtype=np.int64).reshape(-1, 4)
 
 
@@ -238,26 +239,26 @@ def left_behind(learned, moving):
     moving = np.asarray(moving, dtype=np.int64).reshape(-1, 4)
     if not len(learned) or not len(moving):
         return learned
-    # motion box i against learned box j, all pairs at once (a crowd has dozens of each, every frame)
-    inside_w = np.minimum(moving[:, None, 0] + moving[:, None, 2], learned[None, :, 0] + learned[None, :, 2]) - \
-        np.maximum(moving[:, None, 0], learned[None, :, 0])
-    inside_h = np.minimum(moving[:, None, 1] + moving[:, None, 3], learned[None, :, 1] + learned[None, :, 3]) - \
-        np.maximum(moving[:, None, 1], learned[None, :, 1])
-    area = np.maximum(moving[:, 2] * moving[:, 3], 1)[:, None]
-    inside = (inside_w > 0) & (inside_h > 0) & (inside_w * inside_h >= COVERED * area)    # covered(), pairwise
-    moved = ((iou(moving, learned) >= PARTLY) & ~inside).any(axis=0)
+    moved = ((iou(moving, learned) >= PARTLY) & ~inside_pairs(moving, learned)).any(axis=0)
     return learned[~moved]
 
 
 def covered(box, boxes):
     """Whether ``COVERED`` or more of ``box``'s area lies inside one of ``boxes``."""
-    x, y, w, h = box
-    for bx, by, bw, bh in boxes:
-        inside_w = min(x + w, bx + bw) - max(x, bx)
-        inside_h = min(y + h, by + bh) - max(y, by)
-        if inside_w > 0 and inside_h > 0 and inside_w * inside_h >= COVERED * max(w * h, 1):
-            return True
-    return False
+    return bool(inside_pairs(np.asarray(box, dtype=np.int64).reshape(1, 4), boxes).any())
+
+
+def inside_pairs(boxes, others):
+    """(N, M) bool: whether ``COVERED`` or more of box i's area lies inside other j, all pairs at once (a crowd has
+    dozens of each, every frame)."""
+    boxes = np.asarray(boxes, dtype=np.int64).reshape(-1, 4)
+    others = np.asarray(others, dtype=np.int64).reshape(-1, 4)
+    inside_w = np.minimum(boxes[:, None, 0] + boxes[:, None, 2], others[None, :, 0] + others[None, :, 2]) - \
+        np.maximum(boxes[:, None, 0], others[None, :, 0])
+    inside_h = np.minimum(boxes[:, None, 1] + boxes[:, None, 3], others[None, :, 1] + others[None, :, 3]) - \
+        np.maximum(boxes[:, None, 1], others[None, :, 1])
+    area = np.maximum(boxes[:, 2] * boxes[:, 3], 1)[:, None]
+    return (inside_w > 0) & (inside_h > 0) & (inside_w * inside_h >= COVERED * area)
 
 
 def check_fields(camera, fail):
