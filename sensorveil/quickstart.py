@@ -151,12 +151,13 @@ CAMERA_SETTINGS = {"condition": "direction"}
 
 
 def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_detector: str = "ssdlite",
-                      camera_speed: str = "recall") -> dict:
+                      camera_speed: str = "recall", bank: str = "rendered") -> dict:
     """Train PASS on ``clip`` (e.g. ../shared/media/walkway.avi), export its ONNX bundle, audit it
     (scripts/camera_results.py adds PR-GAN, the count check and the pipeline's cost), and write the
     headless preview: OUT/camera-preview.mp4 and its contact sheet. ``person_detector``: "ssdlite" puts the
     learned detector in the bundle (sensorveil.export.person_detector), "motion" the motion detector alone;
-    ``camera_speed``: export's --camera-speed ("recall" or "fast")."""
+    ``camera_speed``: export's --camera-speed ("recall" or "fast"); ``bank``: who the substitutes are (the
+    walkway loader's ``bank``: "rendered" walkers by default, "clip" for this camera's own bystanders)."""
     from sensorveil.export import export_run
     from sensorveil.runtime.preview import preview
     from sensorveil.runtime.sources import open_source
@@ -179,7 +180,8 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
     # ("walkway" below is the camera-crops loader's name, whatever the clip)
     name = f"pass-{clip_slug(clip)}"
     print(f"[1/3] training pass on people crops of {clip.name} (private: appearance, useful: walking direction)")
-    run_dir = train_run("pass", "walkway", data_path=str(clip), out=out / "runs" / name, settings=dict(CAMERA_SETTINGS))
+    run_dir = train_run("pass", "walkway", data_path=str(clip), out=out / "runs" / name, settings=dict(CAMERA_SETTINGS),
+                        dataset_options={"bank": bank})
     bundle = export_run(run_dir, "onnx", out / "bundles" / name, person_detector=person_detector,
                         camera_speed=camera_speed)
     print(f"[2/3] auditing the bundle through the torch-free runtime ({seeds} seeds per attacker)")
@@ -199,6 +201,7 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
         },
         "video": str(shown["video"]),
         "contact_sheet": str(shown["contact_sheet"]),
+        "substitutes": load_for_stream(bundle).describe().get("substitutes"),
     }
     (out / "camera-summary.json").write_text(json.dumps(summary, indent=2, default=str))
     print_camera_summary(summary)
@@ -220,5 +223,6 @@ def print_camera_summary(summary: dict) -> None:
     )
     print(f"  direction kept               {figure(row['utility'])}")
     print(f"  whole pipeline               {row['fps']:.1f} FPS (decode, detect, privatize, paste back)")
+    print(f"  {summary['substitutes']}")
     print(f"  preview   {summary['video']} (raw | privatized), {summary['contact_sheet']}")
     print(f"  bundle    {summary['bundle']}; audit {summary['audit_report']}; {summary['seconds']:.0f} s in all")

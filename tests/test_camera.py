@@ -487,6 +487,8 @@ def test_camera_bundle_runs_torch_free_on_walkway(tmp_path):
     bundle = export_run(run, "onnx", tmp_path / "bundle", person_detector="motion")
     camera = read_manifest(Path(bundle))["camera"]
     assert camera["crop_shape"] == list(CROP_SHAPE) and camera["paste"] == "cut-out"
+    draw = read_manifest(Path(bundle))["pipeline"][1]
+    assert draw["bank_source"]["source"] == "rendered" and draw["bank_source"]["real_people"] is False
     cut_outs = np.load(Path(bundle) / "substitutes.npy")
     assert 0.05 < (cut_outs == 0).mean() < 0.95  # people cut out of their crops
     draw = read_manifest(Path(bundle))["pipeline"][1]
@@ -495,6 +497,7 @@ def test_camera_bundle_runs_torch_free_on_walkway(tmp_path):
     from sensorveil.runtime import Privatizer
 
     privatizer = Privatizer.load(bundle, output="index", seed=0)
+    assert "no real person" in privatizer.describe()["substitutes"]
     crops = np.random.default_rng(0).integers(0, 256, (3,) + CROP_SHAPE, dtype=np.uint8)
     first = privatizer(crops, known=[1, 1, 0], keys=[7, 8, 9])
     held = [privatizer(crops, known=[1, 1, 0], keys=[7, 8, 9]) for _ in range(8)]

@@ -8,7 +8,7 @@ def cmd_quickstart(args) -> int:
     if args.camera:
         from sensorveil.quickstart import camera_quickstart
         camera_quickstart(Path(args.out), Path(args.camera), person_detector=args.person_detector,
-                          camera_speed=args.camera_speed)
+                          camera_speed=args.camera_speed, bank=args.bank)
         return 0
     from sensorveil.quickstart import quickstart
     quickstart(Path(args.out), epochs=args.epochs)
@@ -28,4 +28,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--camera-speed", default="recall", choices=("recall", "fast"),
                    help="with --camera: the bundle's detector settings (sensorveil export --camera-speed; "
                    "docs/guides/camera.md)")
+    p.add_argument("--bank", default="rendered", choices=("rendered", "clip"),
+                   help="with --camera: who the substitutes are: rendered (default) walkers sensorveil draws, no "
+                   "real person; clip: the clip's own bystanders, shown at places and times they never were")
     p.set_defaults(func=cmd_quickstart)

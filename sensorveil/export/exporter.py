@@ -227,7 +227,8 @@ class Exporter:
         if not camera:
             return {}
         cut_out = any(stage.get("cut_out") for stage in pipeline)
-        entry = {**camera, "paste": "cut-out" if cut_out else "window"}
+        # the bank's provenance is the substitution stage's (its bank_source), not the camera's
+        entry = {**{k: v for k, v in camera.items() if k != "bank"}, "paste": "cut-out" if cut_out else "window"}
         if self.person_detector == "ssdlite":
             clip = self.run["dataset"].get("path")
             job = DetectorJob(self.out_dir, self.precision, clip, speed=self.camera_speed)

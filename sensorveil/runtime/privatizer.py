@@ -245,9 +245,12 @@ class Privatizer:
         return self.stages[-1].bytes_per_frame(sample_bytes) or {"sample": sample_bytes}
 
     def describe(self) -> dict:
-        return {"bundle": str(self.bundle.root), "mechanism": self.manifest["mechanism"].get("name"),
-                "pipeline": [stage.kind for stage in self.stages], "signature": self.signature["status"],
-                **self.backend.describe()}
+        described = {"bundle": str(self.bundle.root), "mechanism": self.manifest["mechanism"].get("name"),
+                     "pipeline": [stage.kind for stage in self.stages], "signature": self.signature["status"],
+                     **self.backend.describe()}
+        for stage in self.stages:
+            described.update(stage.describe())
+        return described
 
     def __repr__(self) -> str:
         return (f"Privatizer({self.manifest['mechanism'].get('name')!r}, backend={self.backend_name!r}, "

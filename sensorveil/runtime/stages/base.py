@@ -72,6 +72,10 @@ class Stage(object):
         (OS entropy unless the caller passed a seed). Returns this stage's output batch."""
         raise NotImplementedError
 
+    def describe(self):
+        """What this stage adds to ``Privatizer.describe()`` (e.g. who a bank's substitutes are); nothing by default."""
+        return {}
+
     def bytes_per_frame(self, sample_bytes):
         """Bytes that leave the device per frame in each output mode; None: one sample's bytes."""
         return None

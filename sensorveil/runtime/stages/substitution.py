@@ -143,6 +143,35 @@ class HeldDraws(object):
         return positions
 
 
+# Who a camera bank's people are (sdk.datasets.walkway's ``bank``): walkers the SDK drew, people who agreed to
+# be shown, or the deployment camera's own bystanders (exported only when asked for by name).
+BANK_SOURCES = {"rendered": False, "consented": True, "clip": True}     # source -> real people
+
+
+def need_bank_source(where, path, value):
+    need_object(where, path, value)
+    source = value.get("source")
+    if source not in BANK_SOURCES:
+        fail(where, path + ".source", source, "one of {}".format(sorted(BANK_SOURCES)))
+    if value.get("real_people") is not BANK_SOURCES[source]:
+        fail(where, path + ".real_people", value.get("real_people"),
+             "{} for a {!r} bank".format(str(BANK_SOURCES[source]).lower(), source))
+
+
+def describe_bank(source) -> str:
+    """One line on who a cut-out bundle's substitutes are, for the console, the preview and the quickstart."""
+    if source is None:
+        return ("substitutes: who they are is not recorded (a bundle from before sensorveil recorded its bank); "
+                "treat them as real people of the training camera")
+    if source["source"] == "rendered":
+        return "substitutes: walkers sensorveil draws itself, no real person ({})".format(source.get("people", ""))
+    if source["source"] == "consented":
+        return "substitutes: consented people of {} (sha256 {})".format(source.get("clip"),
+                                                                         str(source.get("sha256"))[:12])
+    return ("WARNING substitutes: real bystanders of the deployment camera (bank=clip, asked for by name): the "
+            "release shows them at places and times they never were")
+
+
 def need_model_output(where, path, value):
     """"logits", or a statement that the graph returns P(X'|X) itself: a misspelt or unknown value would
     make the draw read scores as probabilities."""
@@ -220,6 +249,8 @@ class SubstitutionStage(Stage):
             need_object(where, path + ".condition", condition)
             need_str(where, path + ".condition.attribute", condition.get("attribute"))
             need_listed(where, path + ".condition.bank_labels", condition.get("bank_labels"), files)
+        if stage.get("bank_source") is not None:           # who the released substitutes are
+            need_bank_source(where, path + ".bank_source", stage["bank_source"])
         if stage.get("sequence") is not None:              # held camera substitutes walk on through the bank
             sequence = stage["sequence"]
             need_object(where, path + ".sequence", sequence)
@@ -265,6 +296,13 @@ class SubstitutionStage(Stage):
                 raise BundleError(f"{root}: {condition['bank_labels']} has shape {self.bank_labels.shape}; "
                                   f"expected ({self.bank_size},)")
         self.held = HeldDraws(*self.sequence(spec.get("sequence")))
+        # who the substitutes are: None for a bundle that does not say (see describe_bank)
+        self.bank_source = spec.get("bank_source")
+        self.pastes_people = bool(spec.get("cut_out"))
+
+    def describe(self):
+        # a camera release pastes the bank's people: say who they are
+        return {"substitutes": describe_bank(self.bank_source)} if self.pastes_people else {}
 
     def sequence(self, sequence) -> tuple:
         """(following, frames_per_step) of the manifest's ``sequence`` entry, or (None, 1) without one."""

@@ -82,17 +82,24 @@ def _walkway_velocity(frame: np.ndarray, track: np.ndarray, cx: np.ndarray, wind
     return speed
 
 
-def _walkway_appearance(x: np.ndarray, track: np.ndarray, kept_tracks: np.ndarray, crop: tuple, clusters: int,
-                        seed: int) -> np.ndarray:
-    """Each crop's appearance class: k-means clusters of the tracks' mean look (their crops averaged,
-    16x8 px, centre half of the width, so the person more than the background)."""
+def _looks(x: np.ndarray, track: np.ndarray, tracks: np.ndarray, crop: tuple) -> np.ndarray:
+    """Each track's mean look: its crops averaged, 16x8 px, the centre half of the width against the outer
+    quarters (the person more than the background), one row per track of ``tracks``."""
     h, w = crop
     small = x.reshape(len(x), 16, h // 16, 8, w // 8).mean((2, 4))             # (N, 16, 8)
-    # the person against its own background: centre half of the width minus the outer quarters
     contrast = small[:, :, 2:6] - np.median(np.concatenate([small[:, :, :2], small[:, :, 6:]], 2), 2)[:, :, None]
-    looks = np.stack([contrast[track == t].mean(0).ravel() for t in kept_tracks]) / 64.0
+    return np.stack([contrast[track == t].mean(0).ravel() for t in tracks]) / 64.0
+
+
+def _walkway_appearance(x: np.ndarray, track: np.ndarray, kept_tracks: np.ndarray, crop: tuple, clusters: int,
+                        seed: int) -> tuple:
+    """Each crop's appearance class (k-means clusters of the tracks' mean look) and the clusters' centres."""
+    looks = _looks(x, track, kept_tracks, crop)
     track_cluster = _kmeans(looks, int(clusters), seed)
-    return track_cluster[np.searchsorted(kept_tracks, track)]
+    # an empty cluster's centre is nowhere, so no bank person is put in it
+    centres = np.stack([looks[track_cluster == j].mean(0) if (track_cluster == j).any()
+                        else np.full(looks.shape[1], np.inf) for j in range(int(clusters))])
+    return track_cluster[np.searchsorted(kept_tracks, track)], centres
 
 
 # Datasets whose test rows are a later stretch of time than their training rows (walkway: the clip's
@@ -101,8 +108,13 @@ def _walkway_appearance(x: np.ndarray, track: np.ndarray, kept_tracks: np.ndarra
 SPLIT_BY_TIME = frozenset({"walkway"})
 
 
+BANK_SOURCES = ("rendered", "consented", "clip")
+RENDERED_WALKERS, RENDERED_PHASES = 48, 12     # 1,152 bank crops; 12 phases of a cycle at 2 frames a step: ~1 s
+
+
 def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: float = 0.6, stride: int = 2,
-                 min_track: int = 10, min_speed: float = 0.3, seed: int = 0) -> SensorDataset:
+                 min_track: int = 10, min_speed: float = 0.3, seed: int = 0, bank: str = "rendered",
+                 bank_clip: str | None = None) -> SensorDataset:
     """People crops from a still camera clip (``path``: e.g. ``shared/media/walkway.avi``), labelled from
     the clip itself. The camera pipeline's own detector and tracker (sensorveil.runtime.camera) find
     and follow everyone; every ``stride``-th frame gives one 128x64 grey crop per person.
@@ -113,8 +125,13 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
     horizontal speed around that frame (crops slower than ``min_speed`` px/frame, and tracks shorter
     than ``min_track`` crops, are left out); ``track`` (the track id); ``trial_split``: the time split,
     0 for the first ``train_fraction`` of the clip's frames, 1 for the rest (PASS and PR-GAN train on
-    0 and are scored on 1). Tracks are clustered over the whole clip, so one appearance class has
-    people in both parts: an attacker learns what a class looks like before the test part.
+    0 and are scored on 1), 2 for the substitute bank's people, who are in neither split.
+
+    ``bank`` says who the substitutes a release shows are (recorded in ``camera["bank"]``, and so in the
+    bundle): "rendered" (the default) appends walkers the SDK draws itself (sdk.datasets.rendered_people),
+    no person of any camera; "consented" appends the people of ``bank_clip``, footage of people who agreed
+    to be shown, recorded with the file's sha256; "clip" appends none, so PASS draws its bank from this
+    clip's own training rows: real bystanders of the deployment camera, shown elsewhere in its release.
     """
     if path is None:
         raise ValueError("walkway needs path=: a still camera clip of people walking, e.g. ../shared/media/walkway.avi")
@@ -122,18 +139,30 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
         raise FileNotFoundError(f"walkway clip not found: {path}")
     if not 0 < train_fraction < 1:
         raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
+    if bank not in BANK_SOURCES:
+        raise ValueError(f"bank {bank!r}; expected one of {list(BANK_SOURCES)} (rendered: walkers the SDK draws, "
+                         "consented: bank_clip=PATH of people who agreed, clip: this camera's own bystanders)")
+    if (bank == "consented") != (bank_clip is not None):
+        raise ValueError("bank_clip names the consented footage and goes with bank=consented only; got "
+                         f"bank={bank!r}, bank_clip={bank_clip!r}")
     from sensorveil.runtime.camera import CROP_MARGIN, CROP_SHAPE
-    people = _walkway_people(str(Path(path).resolve()), CROP_SHAPE, int(stride))
-    x, frame, track = people["x"], people["frame"], people["track"]
-    speed = _walkway_velocity(frame, track, people["cx"], window=5 * stride)
-    lengths = np.bincount(track)
-    keep = (lengths[track] >= min_track) & (np.abs(speed) >= min_speed)
-    x, frame, track, speed = x[keep], frame[keep], track[keep], speed[keep]
-    foreground, colour = people["foreground"][keep], people["colour"]
-    kept_tracks, (h, w) = np.unique(track), CROP_SHAPE
-    appearance = _walkway_appearance(x, track, kept_tracks, CROP_SHAPE, clusters, seed)
-    direction = (speed > 0).astype(np.int64)
-    split = (frame >= int(round(train_fraction * people["n_frames"]))).astype(np.int64)
+    clip = _moving_people(path, stride, min_track, min_speed)
+    kept_tracks, (h, w) = np.unique(clip["track"]), CROP_SHAPE
+    appearance, centres = _walkway_appearance(clip["x"], clip["track"], kept_tracks, CROP_SHAPE, clusters, seed)
+    direction = (clip["speed"] > 0).astype(np.int64)
+    split = (clip["frame"] >= int(round(train_fraction * clip["n_frames"]))).astype(np.int64)
+    people = {"x": clip["x"], "foreground": clip["foreground"], "colour": clip["colour"], "track": clip["track"],
+              "appearance": appearance, "direction": direction, "split": split}
+    provenance = {"source": "clip", "real_people": True, "bystanders": True,
+                  "people": f"this camera's own people ({Path(path).name}, training part)"}
+    if bank != "clip":
+        extra, provenance = _bank_people(bank, bank_clip, stride, min_track, min_speed, seed)
+        extra["appearance"] = _nearest_look(extra, centres, CROP_SHAPE)
+        extra["track"] = extra["track"] + int(clip["track"].max()) + 1
+        extra["split"] = np.full(len(extra["x"]), 2, np.int64)
+        people = {k: _joined(people[k], extra.get(k), len(extra["x"])) for k in people}
+    x, track, split, direction = people["x"], people["track"], people["split"], people["direction"]
+    appearance = people["appearance"]
     track_ids, track_index = np.unique(track, return_inverse=True)
     train = split == 0
     counts = np.zeros((2, int(clusters)))
@@ -146,9 +175,11 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
             return counts / np.maximum(counts.sum(1, keepdims=True), 1.0)
         return None
 
+    split_names = [f"train (first {train_fraction:.0%} of the clip)", "test (the rest)"]
+    if bank != "clip":
+        split_names.append(f"substitute bank ({provenance['people']})")
     names = {"appearance": [f"look {k}" for k in range(int(clusters))], "direction": list(WALKWAY_DIRECTIONS),
-             "track": [f"track {t}" for t in track_ids],
-             "trial_split": [f"train (first {train_fraction:.0%} of the clip)", "test (the rest)"]}
+             "track": [f"track {t}" for t in track_ids], "trial_split": split_names}
     return SensorDataset(
         name="walkway", x=np.ascontiguousarray(x),
         attributes={"appearance": appearance, "direction": direction, "track": track_index.astype(np.int64),
@@ -156,8 +187,72 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
         num_classes={k: len(v) for k, v in names.items()}, modality="image", sensor_range=(0.0, 255.0),
         units="grey level 0-255 (8-bit camera, BT.601 luma)", synthetic=False,
         description=(f"people crops {h}x{w} from {Path(path).name} (motion detector + IoU tracker, every "
-                     f"{stride} frames; {len(kept_tracks)} tracks in {clusters} appearance clusters)"),
-        class_names=names, prior_fn=prior, foreground=np.ascontiguousarray(foreground),
-        colour=None if colour is None else np.ascontiguousarray(colour[keep]),
+                     f"{stride} frames; {len(kept_tracks)} tracks in {clusters} appearance clusters); "
+                     f"substitute bank: {provenance['people']}"),
+        class_names=names, prior_fn=prior, foreground=np.ascontiguousarray(people["foreground"]),
+        colour=None if people["colour"] is None else np.ascontiguousarray(people["colour"]),
         camera={"frame": "person-crops", "detector": "motion", "crop_shape": [h, w], "margin": CROP_MARGIN,
-                "crop_every": int(stride)})
+                "crop_every": int(stride), "bank": provenance})
+
+
+def _moving_people(path: str, stride: int, min_track: int, min_speed: float) -> dict:
+    """The clip's crops of people walking: tracks of at least ``min_track`` crops, crops at least
+    ``min_speed`` px/frame, with each crop's horizontal speed."""
+    from sensorveil.runtime.camera import CROP_SHAPE
+    people = _walkway_people(str(Path(path).resolve()), CROP_SHAPE, int(stride))
+    frame, track = people["frame"], people["track"]
+    speed = _walkway_velocity(frame, track, people["cx"], window=5 * stride)
+    lengths = np.bincount(track)
+    keep = (lengths[track] >= min_track) & (np.abs(speed) >= min_speed)
+    return {"x": people["x"][keep], "foreground": people["foreground"][keep], "frame": frame[keep],
+            "colour": None if people["colour"] is None else people["colour"][keep], "track": track[keep],
+            "speed": speed[keep], "n_frames": people["n_frames"]}
+
+
+def _bank_people(bank: str, bank_clip: str | None, stride: int, min_track: int, min_speed: float,
+                 seed: int) -> tuple:
+    """The substitute bank's people as dataset rows (x, foreground, colour, track, direction) and their
+    provenance: who they are, recorded in the bundle."""
+    from sensorveil.runtime.camera import CROP_SHAPE
+    if bank == "rendered":
+        from sensorveil.sdk.datasets.rendered_people import GENERATOR, render_walkers
+        drawn = render_walkers(RENDERED_WALKERS, RENDERED_PHASES, CROP_SHAPE, seed=seed)
+        rows = {"x": drawn["x"], "foreground": drawn["foreground"], "colour": drawn["colour_on_ground"],
+                "track": drawn["sequence"], "direction": drawn["direction"]}
+        return rows, {"source": "rendered", "real_people": False, "bystanders": False, "generator": GENERATOR,
+                      "walkers": RENDERED_WALKERS, "phases": RENDERED_PHASES, "seed": int(seed),
+                      "people": f"{RENDERED_WALKERS} walkers the SDK draws itself, no real person"}
+    if not Path(bank_clip).is_file():
+        raise FileNotFoundError(f"bank_clip not found: {bank_clip}; expected footage of people who agreed to be shown")
+    people = _moving_people(bank_clip, stride, min_track, min_speed)
+    rows = {"x": people["x"], "foreground": people["foreground"], "colour": people["colour"],
+            "track": people["track"], "direction": (people["speed"] > 0).astype(np.int64)}
+    return rows, {"source": "consented", "real_people": True, "bystanders": False,
+                  "clip": Path(bank_clip).name, "sha256": _sha256(bank_clip),
+                  "people": f"consented people of {Path(bank_clip).name}"}
+
+
+def _nearest_look(rows: dict, centres: np.ndarray, crop: tuple) -> np.ndarray:
+    """Each bank row's appearance class: the clip's cluster whose centre is nearest its track's mean look."""
+    tracks = np.unique(rows["track"])
+    looks = _looks(rows["x"], rows["track"], tracks, crop)
+    nearest = ((looks[:, None] - centres[None]) ** 2).sum(-1).argmin(1)
+    return nearest[np.searchsorted(tracks, rows["track"])].astype(np.int64)
+
+
+def _joined(first, second, count: int):
+    """Two row arrays one after the other; None where the clip has none (a grey camera's colour)."""
+    if first is None:
+        return None
+    if second is None:
+        raise ValueError("the bank has no colour crops for a colour camera")
+    return np.concatenate([first, second.astype(first.dtype)])
+
+
+def _sha256(path: str) -> str:
+    import hashlib
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

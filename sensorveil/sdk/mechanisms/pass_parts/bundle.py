@@ -82,6 +82,9 @@ def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path
             "bank_indices_meaning": "bank position -> row of the dataset record",
             # camera crops: people cut out of their crops, 0 = not the person
             "cut_out": bool(include_samples and dataset.foreground is not None)}
+    bank_source = (dataset.camera or {}).get("bank")
+    if draw["cut_out"] and bank_source:      # who the released substitutes are (sdk.datasets.walkway's bank)
+        draw["bank_source"] = dict(bank_source)
     if sub.get("condition"):   # the device restricts the draw to substitutes that share what it knows
         np.save(out_dir / CONDITION_FILE, dataset.attributes[sub["condition"]][bank_rows].astype(np.int64),
                 allow_pickle=False)

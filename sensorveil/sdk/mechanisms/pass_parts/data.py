@@ -71,9 +71,22 @@ def split_rows(dataset: SensorDataset, useful: str, private: str, seed: int) -> 
     return train, slices["test"]
 
 
+BANK_SPLIT = 2     # a dataset's rows of this split are its substitute bank's people, in neither train nor test
+
+
+def bank_pool(dataset: SensorDataset, train: np.ndarray) -> np.ndarray:
+    """The rows the substitute bank is drawn from: the dataset's own bank rows (``trial_split`` 2: people who
+    are nobody's private rows, e.g. the camera's rendered walkers) when it has them, else the training split
+    (section 5.1: sampled at random from the training data)."""
+    split = dataset.attributes.get(SPLIT_ATTRIBUTE)
+    declared = np.flatnonzero(split == BANK_SPLIT) if split is not None else np.zeros(0, np.int64)
+    return declared if len(declared) else train
+
+
 def prepare_data(dataset: SensorDataset, useful, private, hidden=None, substitutes: int = 4096,
                  seed: int = 0, bank_rows: np.ndarray | None = None, condition: str | None = None) -> PassData:
-    """Splits and the substitute bank (section 5.1: sampled at random from the training split)."""
+    """Splits and the substitute bank (section 5.1: sampled at random from the training split, or the
+    dataset's own bank rows: :func:`bank_pool`)."""
     useful, private, hidden = as_list(useful), as_list(private), as_list(hidden)
     check_attributes(dataset, useful, private, hidden)
     if condition is not None and condition not in dataset.attributes:
@@ -83,8 +96,9 @@ def prepare_data(dataset: SensorDataset, useful, private, hidden=None, substitut
         raise ValueError(f"--substitutes must be >= 1, got {substitutes}")
     train, test = split_rows(dataset, useful[0], private[0], seed)
     if bank_rows is None:
-        size = min(int(substitutes), len(train))
-        bank_rows = np.sort(np.random.default_rng([seed, 4096]).choice(train, size=size, replace=False))
+        pool = bank_pool(dataset, train)
+        size = min(int(substitutes), len(pool))
+        bank_rows = np.sort(np.random.default_rng([seed, 4096]).choice(pool, size=size, replace=False))
     return PassData(dataset=dataset, useful=useful, private=private, hidden=hidden, x=to_model(dataset),
                     train_rows=train, test_rows=test, bank_rows=np.asarray(bank_rows, dtype=np.int64),
                     condition=condition)

@@ -1,0 +1,179 @@
+"""Walkers the SDK draws itself: the default substitute bank of camera bundles, so a release never shows a
+real person.
+
+Each walker is a side view of a person drawn from a handful of shapes (head, neck, torso, two arms, two legs,
+shoes) whose proportions, build, clothing and hair colours are drawn at random, posed along a walking cycle
+(thighs and arms swinging in opposite phase, the knee bending in the swing). Nothing of any real person goes
+in: no face, no texture, no photograph; clothing is flat colour with a little shading for volume. Every walker
+is drawn facing left and, mirrored, facing right (the camera dataset's ``direction``), at ``phases`` points of
+its cycle, so a bank sequence (the runtime's held substitute walking on) steps through one cycle.
+
+Drawn at twice the crop's size and area-resampled, so edges are soft as a camera's are; the person's mask is
+where the resampled coverage is at least a half. numpy and OpenCV only.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+GENERATOR = "sensorveil rendered walkers v1"
+SUPERSAMPLE = 2
+
+# skin, hair and clothing colours, BGR; clothing is drawn in HSV for an even spread of hues
+SKIN_TONES = ((205, 224, 255), (164, 195, 234), (125, 165, 210), (92, 130, 180), (60, 95, 141), (40, 65, 101))
+HAIR_COLOURS = ((20, 20, 25), (30, 45, 70), (45, 75, 120), (110, 170, 215), (160, 160, 165), (35, 35, 110))
+
+
+def _hsv_colour(rng: np.random.Generator, value: tuple, saturation: tuple) -> tuple:
+    import cv2
+    hsv = np.array([[[rng.integers(0, 180), rng.uniform(*saturation) * 255, rng.uniform(*value) * 255]]], np.uint8)
+    return tuple(int(c) for c in cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR)[0, 0])
+
+
+def random_walker(rng: np.random.Generator) -> dict:
+    """One walker's body and clothing: sizes as shares of the person's height, colours in BGR."""
+    return {
+        "height": rng.uniform(0.70, 0.80),        # of the crop's height (a box grown by CROP_MARGIN a side)
+        "head": rng.uniform(0.060, 0.072),        # head radius
+        "torso_depth": rng.uniform(0.13, 0.18),   # front to back, seen from the side
+        "limb": rng.uniform(0.050, 0.065),        # thickness of a leg; an arm is 0.8 of it
+        "leg": rng.uniform(0.45, 0.50),           # hip to sole
+        "stride": rng.uniform(14.0, 24.0),        # thigh swing, degrees either side
+        "arm_swing": rng.uniform(12.0, 28.0),
+        "lean": rng.uniform(0.0, 5.0),            # forward lean of the torso, degrees
+        "skin": SKIN_TONES[rng.integers(len(SKIN_TONES))],
+        "hair": HAIR_COLOURS[rng.integers(len(HAIR_COLOURS))],
+        "top": _hsv_colour(rng, (0.25, 0.95), (0.0, 0.9)),
+        "bottom": _hsv_colour(rng, (0.12, 0.70), (0.0, 0.6)),
+        "shoes": _hsv_colour(rng, (0.05, 0.35), (0.0, 0.3)),
+        "long_sleeves": bool(rng.random() < 0.6),
+        "skirt": bool(rng.random() < 0.15),
+        "bag": bool(rng.random() < 0.25),
+        "bag_colour": _hsv_colour(rng, (0.1, 0.6), (0.0, 0.7)),
+    }
+
+
+def _limb(canvas, mask, start, angle_deg, length, thickness, colour):
+    """A segment from ``start`` at ``angle_deg`` from straight down (positive swings forward, +x), drawn
+    with round ends; returns its far end."""
+    import cv2
+    end = (start[0] + length * math.sin(math.radians(angle_deg)), start[1] + length * math.cos(math.radians(angle_deg)))
+    a = tuple(int(round(v)) for v in start)
+    b = tuple(int(round(v)) for v in end)
+    width = max(int(round(thickness)), 1)
+    cv2.line(canvas, a, b, colour, width, cv2.LINE_AA)
+    cv2.line(mask, a, b, 255, width, cv2.LINE_AA)
+    return end
+
+
+def _fill(canvas, mask, points, colour):
+    import cv2
+    poly = np.round(np.asarray(points)).astype(np.int32)
+    cv2.fillConvexPoly(canvas, poly, colour, cv2.LINE_AA)
+    cv2.fillConvexPoly(mask, poly, 255, cv2.LINE_AA)
+
+
+def _ellipse(canvas, mask, centre, axes, colour):
+    import cv2
+    c = tuple(int(round(v)) for v in centre)
+    ax = tuple(max(int(round(v)), 1) for v in axes)
+    cv2.ellipse(canvas, c, ax, 0, 0, 360, colour, -1, cv2.LINE_AA)
+    cv2.ellipse(mask, c, ax, 0, 0, 360, 255, -1, cv2.LINE_AA)
+
+
+def draw_walker(walker: dict, phase: float, crop_shape=(128, 64)) -> tuple:
+    """(colour BGR uint8 (H, W, 3) on black, coverage (H, W) float 0-1) of ``walker`` facing right (+x) at
+    ``phase`` (0-1) of its walking cycle, centred in a crop of ``crop_shape`` at twice its size."""
+    h, w = crop_shape[0] * SUPERSAMPLE, crop_shape[1] * SUPERSAMPLE
+    canvas, mask = np.zeros((h, w, 3), np.uint8), np.zeros((h, w), np.uint8)
+    person = walker["height"] * h
+    top, cx = (h - person) / 2.0, w / 2.0
+    swing = math.sin(2 * math.pi * phase)
+    leg, limb = walker["leg"] * person, walker["limb"] * person
+    hip = (cx, top + person - leg)
+    # the far leg and arm first, darker, so the near ones are drawn over them
+    far = tuple(int(c * 0.7) for c in walker["bottom"])
+    for side, colour, shoe in ((-1, far, tuple(int(c * 0.7) for c in walker["shoes"])),
+                               (1, walker["bottom"], walker["shoes"])):
+        thigh_angle = side * walker["stride"] * swing
+        # the knee bends most as the leg swings forward through the middle of its swing
+        knee_bend = 10.0 + 35.0 * max(0.0, math.cos(2 * math.pi * phase + (0 if side > 0 else math.pi)))
+        knee = _limb(canvas, mask, hip, thigh_angle, leg * 0.5, limb * 1.15, colour)
+        ankle = _limb(canvas, mask, knee, thigh_angle - knee_bend, leg * 0.5, limb, colour)
+        _ellipse(canvas, mask, (ankle[0] + limb * 0.6, ankle[1]), (limb * 1.0, limb * 0.45), shoe)
+    shoulder_y = top + 2.2 * walker["head"] * person
+    depth = walker["torso_depth"] * person
+    lean = math.tan(math.radians(walker["lean"])) * (hip[1] - shoulder_y)
+    shoulder = (cx + lean, shoulder_y)
+    _fill(canvas, mask, [(hip[0] - depth / 2, hip[1] + limb * 0.4), (hip[0] + depth / 2, hip[1] + limb * 0.4),
+                         (shoulder[0] + depth / 2, shoulder_y), (shoulder[0] - depth / 2, shoulder_y)],
+          walker["top"])
+    if walker["skirt"]:
+        _fill(canvas, mask, [(hip[0] - depth * 0.6, hip[1] - limb), (hip[0] + depth * 0.6, hip[1] - limb),
+                             (hip[0] + depth * 1.1, hip[1] + leg * 0.42), (hip[0] - depth * 1.1, hip[1] + leg * 0.42)],
+              walker["bottom"])
+    if walker["bag"]:
+        near, back = hip[0] - depth * 0.35, hip[0] - depth * 0.95
+        _fill(canvas, mask, [(back, hip[1] - limb * 2), (near, hip[1] - limb * 2),
+                             (near, hip[1] + limb * 2.5), (back, hip[1] + limb * 2.5)], walker["bag_colour"])
+    arm = 0.8 * limb
+    sleeve = walker["top"] if walker["long_sleeves"] else walker["skin"]
+    elbow = _limb(canvas, mask, shoulder, -walker["arm_swing"] * swing, person * 0.17, arm * 1.1, walker["top"])
+    _limb(canvas, mask, elbow, -walker["arm_swing"] * swing + 15.0, person * 0.16, arm, sleeve)
+    neck_top = (shoulder[0] + walker["head"] * person * 0.2, shoulder_y - walker["head"] * person * 0.55)
+    _limb(canvas, mask, shoulder, 0.0, shoulder_y - neck_top[1] + 1, limb * 0.9, walker["skin"])
+    head = (neck_top[0] + walker["head"] * person * 0.15, top + walker["head"] * person)
+    r = walker["head"] * person
+    _ellipse(canvas, mask, head, (r * 0.92, r), walker["skin"])
+    # hair: the back and top of the head (the walker faces +x)
+    _ellipse(canvas, mask, (head[0] - r * 0.25, head[1] - r * 0.3), (r * 0.8, r * 0.72), walker["hair"])
+    shaded = _shade(canvas, mask)
+    return _downsample(shaded, mask, crop_shape)
+
+
+def _shade(canvas: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """A little volume: lighter towards the top, darker towards the feet."""
+    h = canvas.shape[0]
+    light = np.linspace(1.1, 0.85, h, dtype=np.float32)[:, None, None]
+    return np.clip(canvas.astype(np.float32) * light, 0, 255).astype(np.uint8)
+
+
+def _downsample(canvas: np.ndarray, mask: np.ndarray, crop_shape) -> tuple:
+    import cv2
+    size = (crop_shape[1], crop_shape[0])
+    colour = cv2.resize(canvas, size, interpolation=cv2.INTER_AREA)
+    coverage = cv2.resize(mask, size, interpolation=cv2.INTER_AREA).astype(np.float32) / 255.0
+    # the colour was drawn over black: undo the edge's darkening where the person covers part of a pixel
+    colour = np.clip(colour / np.maximum(coverage, 1e-3)[..., None], 0, 255).astype(np.uint8)
+    return colour, coverage
+
+
+def render_walkers(walkers: int, phases: int, crop_shape=(128, 64), seed: int = 0) -> dict:
+    """``walkers`` random walkers, each facing right and, mirrored, left, at ``phases`` points of one walking
+    cycle: colour (N, H, W, 3) BGR crops on a plain background, grey (N, H, W) (the runtime's BT.601), the
+    person's mask (N, H, W) bool, direction (N,) (1 right, 0 left: the camera dataset's ``direction``) and
+    sequence (N,) (one per walker and direction), walker by walker, phase by phase."""
+    if walkers < 1 or phases < 1:
+        raise ValueError(f"rendered bank needs at least one walker and one phase, got {walkers} and {phases}")
+    from sensorveil.runtime.camera import to_gray
+    rng = np.random.default_rng([seed, 2718])
+    colours, masks, direction, sequence = [], [], [], []
+    for k in range(int(walkers)):
+        walker = random_walker(rng)
+        drawn = [draw_walker(walker, p / phases, crop_shape) for p in range(int(phases))]
+        for facing in (1, 0):
+            for colour, coverage in drawn:
+                colours.append(colour if facing else colour[:, ::-1])
+                masks.append((coverage if facing else coverage[:, ::-1]) >= 0.5)
+                direction.append(facing)
+                sequence.append(2 * k + (1 - facing))
+    colour, mask = np.stack(colours), np.stack(masks)
+    # a plain, slightly noisy background behind each walker: the crop the model sees has one, as a camera's has
+    ground = rng.integers(60, 200, size=(len(colour), 1, 1, 1)) + rng.normal(0, 6, size=colour.shape)
+    on_ground = np.where(mask[..., None], colour, np.clip(ground, 0, 255)).astype(np.uint8)
+    grey = np.stack([to_gray(c) for c in on_ground])
+    # cut-outs reserve 0 for "not the person": a person's pixel is at least 1 in every channel
+    colour = np.where(mask[..., None], np.maximum(colour, 1), 0).astype(np.uint8)
+    return {"colour": colour, "colour_on_ground": on_ground, "x": grey, "foreground": mask,
+            "direction": np.asarray(direction, np.int64), "sequence": np.asarray(sequence, np.int64)}
