@@ -128,7 +128,7 @@ def test_camera_quickstart_takes_the_camera_speed_to_the_export(tmp_path, monkey
     asked = {}
     monkeypatch.setattr(quickstart, "camera_quickstart", lambda out, clip, **options: asked.update(options))
     assert main(["quickstart", "--camera", str(tmp_path / "clip.avi"), "--camera-speed", "fast"]) == 0
-    assert asked == {"person_detector": "ssdlite", "camera_speed": "fast"}
+    assert asked == {"person_detector": "ssdlite", "camera_speed": "fast", "bank": "rendered"}
     assert main(["quickstart", "--camera", str(tmp_path / "clip.avi")]) == 0 and asked["camera_speed"] == "recall"
 
 

@@ -37,6 +37,9 @@ class SensorDataset:
     # Camera crops: which pixels of each sample are the person (bool, the sample's shape), from the
     # detector's foreground mask; substitution bundles paste only those (runtime camera "cut-out").
     foreground: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # Camera crops: when and where each was taken, (N, 2) float: the frame index and the box's centre x (a
+    # bank row that no camera filmed: -1, nan). The release keeps both by design; the identity audit links by them.
+    timeline: np.ndarray | None = field(default=None, repr=False, compare=False)
     # Camera crops in colour (N, H, W, 3 uint8 BGR), the same crops as ``x``: a substitution bundle ships
     # its bank people in colour too, and the camera release pastes them so (the model decides on grey).
     colour: np.ndarray | None = field(default=None, repr=False, compare=False)
@@ -63,6 +66,7 @@ class SensorDataset:
             attributes={k: v[idx] for k, v in self.attributes.items()},
             foreground=None if self.foreground is None else self.foreground[idx],
             colour=None if self.colour is None else self.colour[idx],
+            timeline=None if self.timeline is None else self.timeline[idx],
         )
 
     def prior(self, useful: str, private: str) -> np.ndarray | None:

@@ -131,20 +131,8 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
     bundle): "rendered" (the default) appends walkers the SDK draws itself (sdk.datasets.rendered_people),
     no person of any camera; "consented" appends the people of ``bank_clip``, footage of people who agreed
     to be shown, recorded with the file's sha256; "clip" appends none, so PASS draws its bank from this
-    clip's own training rows: real bystanders of the deployment camera, shown elsewhere in its release.
-    """
-    if path is None:
-        raise ValueError("walkway needs path=: a still camera clip of people walking, e.g. ../shared/media/walkway.avi")
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"walkway clip not found: {path}")
-    if not 0 < train_fraction < 1:
-        raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
-    if bank not in BANK_SOURCES:
-        raise ValueError(f"bank {bank!r}; expected one of {list(BANK_SOURCES)} (rendered: walkers the SDK draws, "
-                         "consented: bank_clip=PATH of people who agreed, clip: this camera's own bystanders)")
-    if (bank == "consented") != (bank_clip is not None):
-        raise ValueError("bank_clip names the consented footage and goes with bank=consented only; got "
-                         f"bank={bank!r}, bank_clip={bank_clip!r}")
+    clip's own training rows: real bystanders of the deployment camera, shown elsewhere in its release."""
+    _check_options(path, train_fraction, bank, bank_clip)
     from sensorveil.runtime.camera import CROP_MARGIN, CROP_SHAPE
     clip = _moving_people(path, stride, min_track, min_speed)
     kept_tracks, (h, w) = np.unique(clip["track"]), CROP_SHAPE
@@ -152,17 +140,10 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
     direction = (clip["speed"] > 0).astype(np.int64)
     split = (clip["frame"] >= int(round(train_fraction * clip["n_frames"]))).astype(np.int64)
     people = {"x": clip["x"], "foreground": clip["foreground"], "colour": clip["colour"], "track": clip["track"],
-              "appearance": appearance, "direction": direction, "split": split}
-    provenance = {"source": "clip", "real_people": True, "bystanders": True,
-                  "people": f"this camera's own people ({Path(path).name}, training part)"}
-    if bank != "clip":
-        extra, provenance = _bank_people(bank, bank_clip, stride, min_track, min_speed, seed)
-        extra["appearance"] = _nearest_look(extra, centres, CROP_SHAPE)
-        extra["track"] = extra["track"] + int(clip["track"].max()) + 1
-        extra["split"] = np.full(len(extra["x"]), 2, np.int64)
-        people = {k: _joined(people[k], extra.get(k), len(extra["x"])) for k in people}
-    x, track, split, direction = people["x"], people["track"], people["split"], people["direction"]
-    appearance = people["appearance"]
+              "appearance": appearance, "direction": direction, "split": split,
+              "timeline": np.stack([clip["frame"].astype(np.float64), clip["cx"]], axis=1)}
+    people, provenance = _with_bank(people, path, bank, bank_clip, centres, (stride, min_track, min_speed, seed))
+    x, track, split, direction, appearance = (people[k] for k in ("x", "track", "split", "direction", "appearance"))
     track_ids, track_index = np.unique(track, return_inverse=True)
     train = split == 0
     counts = np.zeros((2, int(clusters)))
@@ -175,11 +156,7 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
             return counts / np.maximum(counts.sum(1, keepdims=True), 1.0)
         return None
 
-    split_names = [f"train (first {train_fraction:.0%} of the clip)", "test (the rest)"]
-    if bank != "clip":
-        split_names.append(f"substitute bank ({provenance['people']})")
-    names = {"appearance": [f"look {k}" for k in range(int(clusters))], "direction": list(WALKWAY_DIRECTIONS),
-             "track": [f"track {t}" for t in track_ids], "trial_split": split_names}
+    names = _class_names(clusters, track_ids, train_fraction, None if bank == "clip" else provenance)
     return SensorDataset(
         name="walkway", x=np.ascontiguousarray(x),
         attributes={"appearance": appearance, "direction": direction, "track": track_index.astype(np.int64),
@@ -191,8 +168,47 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
                      f"substitute bank: {provenance['people']}"),
         class_names=names, prior_fn=prior, foreground=np.ascontiguousarray(people["foreground"]),
         colour=None if people["colour"] is None else np.ascontiguousarray(people["colour"]),
+        timeline=people["timeline"],
         camera={"frame": "person-crops", "detector": "motion", "crop_shape": [h, w], "margin": CROP_MARGIN,
                 "crop_every": int(stride), "bank": provenance})
+
+
+def _class_names(clusters: int, track_ids: np.ndarray, train_fraction: float, bank: dict | None) -> dict:
+    split_names = [f"train (first {train_fraction:.0%} of the clip)", "test (the rest)"]
+    if bank is not None:       # the bank's people: rows of split 2
+        split_names.append(f"substitute bank ({bank['people']})")
+    return {"appearance": [f"look {k}" for k in range(int(clusters))], "direction": list(WALKWAY_DIRECTIONS),
+            "track": [f"track {t}" for t in track_ids], "trial_split": split_names}
+
+
+def _with_bank(people: dict, path, bank: str, bank_clip, centres: np.ndarray, settings: tuple) -> tuple:
+    """The clip's rows with the bank's people appended as rows of split 2 (none for a "clip" bank, whose
+    substitutes PASS draws from the clip's training rows), and the bank's provenance."""
+    if bank == "clip":
+        return people, {"source": "clip", "real_people": True, "bystanders": True,
+                         "people": f"this camera's own people ({Path(path).name}, training part)"}
+    from sensorveil.runtime.camera import CROP_SHAPE
+    extra, provenance = _bank_people(bank, bank_clip, *settings)
+    extra["appearance"] = _nearest_look(extra, centres, CROP_SHAPE)
+    extra["track"] = extra["track"] + int(people["track"].max()) + 1
+    extra["split"] = np.full(len(extra["x"]), 2, np.int64)
+    extra["timeline"] = np.tile([-1.0, np.nan], (len(extra["x"]), 1))    # filmed by no camera of this clip
+    return {k: _joined(people[k], extra.get(k)) for k in people}, provenance
+
+
+def _check_options(path, train_fraction: float, bank: str, bank_clip) -> None:
+    if path is None:
+        raise ValueError("walkway needs path=: a still camera clip of people walking, e.g. ../shared/media/walkway.avi")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"walkway clip not found: {path}")
+    if not 0 < train_fraction < 1:
+        raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
+    if bank not in BANK_SOURCES:
+        raise ValueError(f"bank {bank!r}; expected one of {list(BANK_SOURCES)} (rendered: walkers the SDK draws, "
+                         "consented: bank_clip=PATH of people who agreed, clip: this camera's own bystanders)")
+    if (bank == "consented") != (bank_clip is not None):
+        raise ValueError("bank_clip names the consented footage and goes with bank=consented only; got "
+                         f"bank={bank!r}, bank_clip={bank_clip!r}")
 
 
 def _moving_people(path: str, stride: int, min_track: int, min_speed: float) -> dict:
@@ -206,7 +222,7 @@ def _moving_people(path: str, stride: int, min_track: int, min_speed: float) -> 
     keep = (lengths[track] >= min_track) & (np.abs(speed) >= min_speed)
     return {"x": people["x"][keep], "foreground": people["foreground"][keep], "frame": frame[keep],
             "colour": None if people["colour"] is None else people["colour"][keep], "track": track[keep],
-            "speed": speed[keep], "n_frames": people["n_frames"]}
+            "speed": speed[keep], "cx": people["cx"][keep], "n_frames": people["n_frames"]}
 
 
 def _bank_people(bank: str, bank_clip: str | None, stride: int, min_track: int, min_speed: float,
@@ -240,7 +256,7 @@ def _nearest_look(rows: dict, centres: np.ndarray, crop: tuple) -> np.ndarray:
     return nearest[np.searchsorted(tracks, rows["track"])].astype(np.int64)
 
 
-def _joined(first, second, count: int):
+def _joined(first, second):
     """Two row arrays one after the other; None where the clip has none (a grey camera's colour)."""
     if first is None:
         return None

@@ -1,0 +1,308 @@
+"""Identity in a camera release, measured as person re-identification is measured.
+
+Identities are the clip's people (its tracks). The attacker is a re-identification network (sdk.reid_network's
+omni-scale blocks) trained with an identity loss (cross-entropy over the training people) and a metric loss
+(batch-hard triplet, Hermans et al. 2017) on the RAW crops of the training people only. Test people are
+disjoint from them: a track seen in the training part of the clip is left out of the test.
+
+Each test person's crops alternate between a gallery (raw crops, the attacker's photographs of them) and
+queries: the crops released at that person's place and time. For every query the attacker ranks the gallery
+by cosine similarity; rank-1 is the share of queries whose best match is the right person, mAP the mean
+average precision of the ranking (the Market-1501 protocol, Zheng et al. 2015), each with a 95% interval from
+a bootstrap over test people. Chance is a random ranking of the same gallery. The same attacker on RAW queries
+is the audit's power: below RAW_RANK1_FLOOR it cannot tell people apart even unprivatized, and the audit says
+"no power" rather than a verdict.
+
+The attacker compares silhouettes with their clothing, like with like: every crop (gallery, raw and released
+queries, training) is cut out by its person mask, 0 elsewhere, because a camera release pastes cut-out people
+into the empty scene: the background of a released crop is no evidence of who it is.
+
+Two more measurements sit beside it:
+
+* the bank: an attacker holding raw crops of the people a bank could have been cut from (the camera's
+  training people) looks for them among the released substitutes. A substitute "found" is one whose best
+  match is closer than the threshold at which FALSE_MATCH_RATE of raw test people (who are in no gallery) would
+  be found. A bank cut from the clip is found (the test's power); rendered walkers should be found at about
+  the false-match rate.
+* trajectory linkage: the release keeps each person's box and timing by design. An attacker who holds
+  timestamped raw crops of the same camera links each released box to the gallery crop nearest in time and
+  place; this is measured on the release's timeline alone, and is the same for any mechanism.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from sensorveil.sdk.reid_network import omni_scale_reid
+
+RAW_RANK1_FLOOR = 0.40        # the attacker must re-identify raw queries at least this often to have power
+CHANCE_FACTOR = 2.0           # the goal: released rank-1 within this factor of chance
+INTERVAL_POINTS = 0.05        # a rank-1 interval wider than +-5 points: too few queries for a verdict
+FALSE_MATCH_RATE = 0.05       # the bank test's threshold: this share of raw strangers would be "found"
+BOOTSTRAP = 1000
+
+
+def cut_out(crops: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """Crops with everything but the person set to 0 (a released cut-out already is)."""
+    return np.where(masks, crops, 0).astype(np.uint8)
+
+
+def identity_split(track: np.ndarray, split: np.ndarray) -> tuple:
+    """(training people's rows, test people's gallery rows, test people's query rows): training people are the
+    tracks of the clip's training part; test people the tracks seen only in its test part, with at least two
+    crops, their crops alternating gallery, query in frame order."""
+    train_tracks = set(track[split == 0].tolist())
+    train = np.flatnonzero((split == 0))
+    gallery, query = [], []
+    for t in np.unique(track[split == 1]):
+        if t in train_tracks:
+            continue
+        rows = np.flatnonzero((track == t) & (split == 1))
+        if len(rows) >= 2:
+            gallery.append(rows[0::2])
+            query.append(rows[1::2])
+    if not query:
+        return train, np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return train, np.concatenate(gallery), np.concatenate(query)
+
+
+def train_attacker(crops: np.ndarray, identities: np.ndarray, epochs: int, seed: int, log=None) -> torch.nn.Module:
+    """The re-id network trained on raw (cut-out) crops of the training people: cross-entropy over their
+    identities plus a batch-hard triplet loss on the L2-normalised features (P people x K crops a batch).
+    Returns the feature extractor (the network without its classifier)."""
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    ids, labels = np.unique(identities, return_inverse=True)
+    network = omni_scale_reid(1, len(ids))
+    features, classifier = network[:-1], network[-1]
+    optimiser = torch.optim.AdamW(network.parameters(), lr=2e-3, weight_decay=5e-4)
+    x = torch.as_tensor(crops, dtype=torch.float32)[:, None] / 255.0
+    by_person = [np.flatnonzero(labels == k) for k in range(len(ids))]
+    steps = max(len(crops) // 64, 1)
+    for epoch in range(int(epochs)):
+        network.train()
+        for _ in range(steps):
+            people = rng.choice(len(ids), size=min(16, len(ids)), replace=False)
+            rows = np.concatenate([rng.choice(by_person[p], size=4, replace=len(by_person[p]) < 4) for p in people])
+            batch = x[rows]
+            batch = torch.where(torch.rand(len(rows), 1, 1, 1) < 0.5, batch.flip(3), batch)   # facing either way
+            feats = features(batch)
+            target = torch.as_tensor(labels[rows])
+            loss = F.cross_entropy(classifier(feats), target) + batch_hard_triplet(F.normalize(feats), target)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+        if log is not None:
+            log(f"re-id attacker: epoch {epoch + 1} of {epochs}, loss {float(loss.detach()):.3f}")
+    return features.eval()
+
+
+def batch_hard_triplet(features: torch.Tensor, labels: torch.Tensor, margin: float = 0.3) -> torch.Tensor:
+    """For each anchor its farthest same person and nearest other person (Hermans et al. 2017)."""
+    distance = torch.cdist(features, features)
+    same = labels[:, None] == labels[None, :]
+    hardest_positive = (distance * same).max(1).values
+    hardest_negative = distance.masked_fill(same, float("inf")).min(1).values
+    return F.relu(hardest_positive - hardest_negative + margin).mean()
+
+
+def embed(features: torch.nn.Module, crops: np.ndarray) -> np.ndarray:
+    """L2-normalised features of uint8 crops, averaged with their mirror image."""
+    x = torch.as_tensor(crops, dtype=torch.float32)[:, None] / 255.0
+    with torch.no_grad():
+        out = [features(x[i:i + 256]) + features(x[i:i + 256].flip(3)) for i in range(0, len(x), 256)]
+    return F.normalize(torch.cat(out), dim=1).numpy() if out else np.zeros((0, 1), np.float32)
+
+
+def ranking_scores(similarity: np.ndarray, query_ids: np.ndarray, gallery_ids: np.ndarray) -> tuple:
+    """Per query: rank-1 hit (bool) and average precision of the gallery ranked by ``similarity``."""
+    order = np.argsort(-similarity, axis=1, kind="stable")
+    match = gallery_ids[order] == query_ids[:, None]
+    hits = np.cumsum(match, axis=1)
+    precision = hits / np.arange(1, match.shape[1] + 1)
+    ap = (precision * match).sum(1) / np.maximum(match.sum(1), 1)
+    return match[:, 0], ap
+
+
+def with_interval(values: np.ndarray, groups: np.ndarray, seed: int) -> dict:
+    """Mean of ``values`` with a 95% bootstrap interval over ``groups`` (people, not queries, are the units)."""
+    people = np.unique(groups)
+    members = [np.flatnonzero(groups == p) for p in people]
+    rng = np.random.default_rng([seed, 95])
+    means = []
+    for _ in range(BOOTSTRAP):
+        pick = rng.integers(len(people), size=len(people))
+        rows = np.concatenate([members[p] for p in pick])
+        means.append(values[rows].mean())
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {"mean": float(values.mean()), "low": float(low), "high": float(high)}
+
+
+def chance_scores(query_ids: np.ndarray, gallery_ids: np.ndarray, seed: int, draws: int = 20) -> dict:
+    """Rank-1 and mAP of a random ranking of the same gallery (the mean of ``draws`` random similarity draws)."""
+    rng = np.random.default_rng([seed, 1])
+    rank1, ap = [], []
+    for _ in range(draws):
+        hit, precision = ranking_scores(rng.random((len(query_ids), len(gallery_ids))), query_ids, gallery_ids)
+        rank1.append(hit.mean())
+        ap.append(precision.mean())
+    return {"rank1": float(np.mean(rank1)), "mAP": float(np.mean(ap)), "people": int(len(np.unique(gallery_ids)))}
+
+
+def reid_figures(gallery: np.ndarray, gallery_ids: np.ndarray, queries: np.ndarray, query_ids: np.ndarray,
+                 seed: int) -> dict:
+    return reid_figures_from_similarity(queries @ gallery.T, query_ids, gallery_ids, seed)
+
+
+def trajectory_linkage(timeline: np.ndarray, gallery_rows: np.ndarray, query_rows: np.ndarray, track: np.ndarray,
+                       seed: int) -> dict:
+    """The release's timeline alone (frame, box centre x): each query ranked against the gallery by distance in
+    time and place (frames plus pixels), as an attacker with timestamped raw crops of the camera would."""
+    q, g = timeline[query_rows], timeline[gallery_rows]
+    distance = np.abs(q[:, None, 0] - g[None, :, 0]) + np.abs(q[:, None, 1] - g[None, :, 1])
+    return reid_figures_from_similarity(-distance, track[query_rows], track[gallery_rows], seed)
+
+
+def reid_figures_from_similarity(similarity, query_ids, gallery_ids, seed) -> dict:
+    hit, ap = ranking_scores(similarity, query_ids, gallery_ids)
+    return {"rank1": with_interval(hit.astype(float), query_ids, seed), "mAP": with_interval(ap, query_ids, seed),
+            "queries": int(len(query_ids))}
+
+
+def bank_search(features, dataset, train_rows: np.ndarray, released: np.ndarray, released_from: np.ndarray,
+                stranger_rows: np.ndarray, seed: int) -> dict:
+    """Does the release show people of this camera? The gallery: raw crops of the camera's training people
+    (whom a bank cut from the clip would show). A released substitute is "found" when its best gallery match is
+    closer than what FALSE_MATCH_RATE of strangers (raw test people, in no gallery) reach. ``released_from``:
+    the dataset row each substitute was cut from (a bank row; its track is the truth where it is a real person
+    of the clip); rank-1 is computed over the substitutes whose source is a gallery person."""
+    track, masks = dataset.attributes["track"], dataset.foreground
+    gallery = embed(features, cut_out(dataset.x[train_rows], masks[train_rows]))
+    strangers = embed(features, cut_out(dataset.x[stranger_rows], masks[stranger_rows]))
+    found_by = np.quantile((strangers @ gallery.T).max(1), 1.0 - FALSE_MATCH_RATE)
+    shown = embed(features, released)
+    best = (shown @ gallery.T).max(1)
+    found = best > found_by
+    result = {"false_match_rate": FALSE_MATCH_RATE, "substitutes": int(len(released)),
+              "found": with_interval(found.astype(float), released_from, seed)}
+    source = track[released_from]
+    in_gallery = np.isin(source, track[train_rows]) & (dataset.attributes["trial_split"][released_from] == 0)
+    if in_gallery.any():      # substitutes cut from gallery people: rank-1 against the rows they were not cut from
+        sim = shown[in_gallery] @ gallery.T
+        sim[train_rows[None, :] == released_from[in_gallery][:, None]] = -np.inf    # not the very same crop
+        result["rank1_of_clip_people"] = reid_figures_from_similarity(sim, source[in_gallery], track[train_rows],
+                                                                      seed)
+    return result
+
+
+def verdict(raw: dict, released: dict, chance: dict, bank: dict | None = None) -> tuple:
+    """("protects" | "leaks" | "no power" | "no verdict", why): protects only when the attacker has power, the
+    interval is tight enough, released rank-1 is within CHANCE_FACTOR x chance and no more substitutes are
+    found among the camera's people than strangers would be."""
+    if bank is not None and bank["found"]["low"] > bank["false_match_rate"]:
+        return "leaks", (f"{bank['found']['mean']:.1%} of the released substitutes are found among this camera's "
+                         f"own people (strangers: {bank['false_match_rate']:.0%}): the bank shows bystanders")
+    raw_rank1, rank1 = raw["rank1"], released["rank1"]
+    if raw_rank1["mean"] < RAW_RANK1_FLOOR or raw_rank1["low"] <= CHANCE_FACTOR * chance["rank1"]:
+        return "no power", (f"the attacker re-identifies raw queries at rank-1 {raw_rank1['mean']:.1%} "
+                            f"[{raw_rank1['low']:.1%}, {raw_rank1['high']:.1%}], needs >= {RAW_RANK1_FLOOR:.0%}")
+    half_width = (rank1["high"] - rank1["low"]) / 2
+    if half_width > INTERVAL_POINTS:
+        return "no verdict", f"too few test people: the released rank-1 interval is +-{half_width:.1%}"
+    bound = CHANCE_FACTOR * chance["rank1"]
+    if rank1["mean"] <= bound:
+        return "protects", f"released rank-1 {rank1['mean']:.1%} is within {CHANCE_FACTOR:g}x chance ({bound:.1%})"
+    return "leaks", f"released rank-1 {rank1['mean']:.1%} is above {CHANCE_FACTOR:g}x chance ({bound:.1%})"
+
+
+def identity_audit(dataset, released_query: np.ndarray, released_from: np.ndarray | None, query_rows: np.ndarray,
+                   gallery_rows: np.ndarray, train_rows: np.ndarray, epochs: int = 15, seed: int = 0, log=None) -> dict:
+    """The whole identity audit. ``released_query``: the crops released at ``query_rows`` (uint8, cut out);
+    ``released_from``: the dataset row each was cut from (substitution bundles), or None (a generated crop)."""
+    track, masks, x = dataset.attributes["track"], dataset.foreground, dataset.x
+    features = train_attacker(cut_out(x[train_rows], masks[train_rows]), track[train_rows], epochs, seed, log)
+    gallery = embed(features, cut_out(x[gallery_rows], masks[gallery_rows]))
+    query_ids, gallery_ids = track[query_rows], track[gallery_rows]
+    raw = reid_figures(gallery, gallery_ids, embed(features, cut_out(x[query_rows], masks[query_rows])), query_ids,
+                       seed)
+    released = reid_figures(gallery, gallery_ids, embed(features, released_query), query_ids, seed)
+    chance = chance_scores(query_ids, gallery_ids, seed)
+    result = {"raw": raw, "released": released, "chance": chance, "training_people": int(len(np.unique(
+              track[train_rows]))), "attacker": f"omni-scale re-id network, cross-entropy + batch-hard triplet, "
+              f"{epochs} epochs on raw cut-out crops of the training people"}
+    if dataset.timeline is not None:
+        result["trajectory_linkage"] = trajectory_linkage(dataset.timeline, gallery_rows, query_rows, track, seed)
+    if released_from is not None:
+        result["bank"] = bank_search(features, dataset, train_rows, released_query, released_from, query_rows, seed)
+    result["verdict"], result["why"] = verdict(raw, released, chance, result.get("bank"))
+    return result
+
+
+def released_crops(bundle, backend: str, dataset, rows: np.ndarray, known: np.ndarray | None) -> tuple:
+    """(crops, source rows) the bundle releases for ``rows``, through the torch-free runtime: a substitution
+    bundle's drawn cut-outs and the dataset row each was cut from; any other bundle's output samples, cut out
+    by the person's own mask (what a window paste shows of them), with no source row."""
+    from sensorveil.runtime import Privatizer
+    privatizer = Privatizer.load(bundle, backend=backend)
+    if privatizer.stages[-1].kind == "substitution":
+        privatizer = Privatizer.load(bundle, backend=backend, output="index")
+        draw = privatizer.stages[-1]
+        positions = np.concatenate([privatizer(dataset.x[rows[i:i + 256]],
+                                               known=None if known is None else known[i:i + 256])
+                                    for i in range(0, len(rows), 256)]).astype(np.int64)
+        manifest = privatizer.manifest["pipeline"][-1]
+        samples = np.load(privatizer.bundle.root / manifest["bank_samples"], allow_pickle=False)
+        return samples[positions].astype(np.uint8), draw.bank_indices[positions].astype(np.int64)
+    out = np.concatenate([privatizer(dataset.x[rows[i:i + 256]]) for i in range(0, len(rows), 256)])
+    return cut_out(np.clip(np.rint(out), 0, 255).astype(np.uint8), dataset.foreground[rows]), None
+
+
+def audit_bundle(bundle, backend: str = "auto", epochs: int = 15, seed: int = 0, log=None) -> dict:
+    """The identity audit of a camera bundle exactly as the device draws: its training run's clip, people
+    disjoint by track, the release from the runtime."""
+    from sensorveil.sdk.assess import bundle_run_dir
+    from sensorveil.sdk.rundir import load_recorded_dataset, read_run
+    run = read_run(bundle_run_dir(bundle))
+    dataset = load_recorded_dataset(run["dataset"])
+    if dataset.foreground is None or "track" not in dataset.attributes:
+        raise ValueError(f"{bundle}: the identity audit needs a camera bundle (people crops with tracks); "
+                         f"its dataset is {run['dataset'].get('name')!r}")
+    train_rows, gallery_rows, query_rows = identity_split(dataset.attributes["track"],
+                                                          dataset.attributes["trial_split"])
+    condition = (run.get("substitution") or {}).get("condition")
+    known = None if condition is None else dataset.attributes[condition][query_rows]
+    released, released_from = released_crops(bundle, backend, dataset, query_rows, known)
+    result = identity_audit(dataset, released, released_from, query_rows, gallery_rows, train_rows, epochs, seed,
+                            log)
+    return {"bundle": str(bundle), "test_people": result["chance"]["people"], **result}
+
+
+def _figure(value: dict) -> str:
+    return f"{value['mean']:6.1%} [{value['low']:.1%}, {value['high']:.1%}]"
+
+
+def format_identity(result: dict) -> str:
+    """The identity audit as a terminal table (under 100 columns) with its verdict and what it rests on."""
+    chance = result["chance"]
+    lines = [f"identity: re-identification of {result['test_people']} test people (disjoint from the "
+             f"attacker's {result['training_people']} training people), {result['raw']['queries']} queries",
+             f"  {'queries':<26}{'rank-1 [95%]':<26}{'mAP [95%]':<26}",
+             f"  {'raw crops (power)':<26}{_figure(result['raw']['rank1']):<26}{_figure(result['raw']['mAP']):<26}",
+             f"  {'released crops':<26}{_figure(result['released']['rank1']):<26}"
+             f"{_figure(result['released']['mAP']):<26}",
+             f"  {'chance (random ranking)':<26}{chance['rank1']:6.1%}{'':<20}{chance['mAP']:6.1%}",
+             f"  verdict: {result['verdict']}: {result['why']}"]
+    bank = result.get("bank")
+    if bank:
+        lines.append(f"  bank: {_figure(bank['found']).strip()} of {bank['substitutes']} released substitutes "
+                     f"found among this camera's people")
+        lines.append(f"        (a stranger is found {bank['false_match_rate']:.0%} of the time)")
+        if "rank1_of_clip_people" in bank:
+            lines.append(f"        cut from them: re-identified at rank-1 "
+                         f"{_figure(bank['rank1_of_clip_people']['rank1']).strip()}")
+    if "trajectory_linkage" in result:
+        lines.append("  kept by design, each box's place and time: timestamped raw crops of this camera link")
+        lines.append(f"        a released box to its person at rank-1 "
+                     f"{_figure(result['trajectory_linkage']['rank1']).strip()}")
+    return "\n".join(lines)
