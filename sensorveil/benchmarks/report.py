@@ -188,11 +188,21 @@ def summary_footer(result: dict) -> "list[str]":
     if any(row.get("privacy_source") == "manifest" for row in rows):
         lines.append("*: the figures recorded in the manifest at export (the fp32 model), not measured on this "
                      "artefact here (--attacker-epochs 0, or the training run is not on this machine).")
+    lines += backend_notes(result)
     lines.append("p50 ms: median batch-1 call through the runtime (validation, unit mapping, backend). FPS: calls "
                  "per second, 1000 / the mean call (slow calls count), the same figure as the JSON's 'fps' and the "
                  "quickstart's table. Overhead: the call's p50 over the bare backend's (a raw onnxruntime session "
                  "for onnx).")
     return lines
+
+
+def backend_notes(result: dict) -> "list[str]":
+    """Which backend ran each row and why it was chosen (auto names what it passed over), and each backend
+    the bundle carries that did not run here, with the reason: a CPU figure never passes for an accelerator's."""
+    ran = dict.fromkeys(f"{row['backend']}: {row['backend_why']}" for row in result.get("rows", [])
+                        if row.get("backend") and row.get("backend_why"))
+    lines = [f"Backend {text}." for text in ran]
+    return lines + [f"Not run: {skipped['backend']}: {skipped['reason']}" for skipped in result.get("skipped", [])]
 
 
 def format_summary(result: dict, width: int = TABLE_WIDTH) -> str:
