@@ -3,6 +3,8 @@ ran named, an Edge TPU compile that works with or without the compiler here, one
 that was not written, and a preview without GUI support that says what to use instead."""
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -46,3 +48,112 @@ def test_keys_generate_is_quiet_where_git_ignores_the_key_or_there_is_no_git(tmp
     outside = tmp_path / "not-a-repo" / "keys"
     assert main(["keys", "generate", "--out", str(outside)]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+# -- the Edge TPU compile, with a stand-in compiler: the real one ships for x86-64 Debian/Ubuntu only --------
+FAKE_COMPILER = """#!/bin/sh
+# stand-in for Coral's edgetpu_compiler -s -o OUT MODEL: copies MODEL to OUT/NAME_edgetpu.tflite, writes its log
+out=""; model=""
+while [ $# -gt 0 ]; do case "$1" in -o) out=$2; shift 2;; -s) shift;; *) model=$1; shift;; esac; done
+name=$(basename "$model" .tflite)
+cp "$model" "$out/${name}_edgetpu.tflite" && echo "stand-in" > "$out/${name}_edgetpu.log"
+echo "Model compiled successfully (stand-in: a copy)"
+"""
+
+
+@pytest.fixture
+def fake_compiler(tmp_path, monkeypatch):
+    folder = tmp_path / "fake-bin"
+    folder.mkdir()
+    (folder / "edgetpu_compiler").write_text(FAKE_COMPILER)
+    (folder / "edgetpu_compiler").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    return folder
+
+
+@pytest.fixture
+def no_compiler(monkeypatch):
+    if shutil.which("edgetpu_compiler"):
+        pytest.skip("the real edgetpu_compiler is installed here")
+
+
+def coral_export(run, out, **options):
+    pytest.importorskip("ai_edge_litert", reason="the tflite export needs the export-tflite extra")
+    from sensorveil.export import export_run
+    return export_run(run, None, out, target="coral-usb", calibration=16, int8_check=False, **options)
+
+
+def edgetpu_graph(bundle: Path) -> dict:
+    return json.loads((bundle / "manifest.json").read_text())["artifacts"]["edgetpu"]["graphs"]["model"]
+
+
+def test_export_runs_the_compiler_when_installed_and_lists_the_compiled_model(digits_run, tmp_path, fake_compiler):
+    from sensorveil.runtime.bundle import open_bundle
+    bundle = coral_export(digits_run, tmp_path / "coral")
+    entry = edgetpu_graph(bundle)
+    assert entry["compiled"] is True and entry["file"] == "model_int8_edgetpu.tflite"
+    assert "model_int8_edgetpu.tflite" in open_bundle(bundle).manifest["files"]
+    assert not list(bundle.glob("*.log"))     # the compiler's log is not part of the bundle
+
+
+def test_without_the_compiler_the_printed_next_step_compiles_lists_and_re_signs(digits_run, tmp_path, capsys,
+                                                                                no_compiler, monkeypatch):
+    from sensorveil.runtime import Privatizer
+    assert main(["keys", "generate", "--out", str(tmp_path / "keys")]) == 0
+    bundle = coral_export(digits_run, tmp_path / "coral", sign_key=tmp_path / "keys" / "signer.key")
+    entry = edgetpu_graph(bundle)
+    assert entry["compiled"] is False
+    assert entry["compile_command"] == f"sensorveil devices compile {bundle}"
+    assert entry["compile_command"] in capsys.readouterr().err    # said at export, not only in the manifest
+    # what the walk-through did: edgetpu_compiler by hand into the bundle, an unlisted file the runtime refuses
+    (bundle / "model_int8_edgetpu.tflite").write_bytes((bundle / "model_int8.tflite").read_bytes())
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "edgetpu_compiler").write_text(FAKE_COMPILER)
+    (fake / "edgetpu_compiler").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    assert main(entry["compile_command"].split()[1:]) == 2          # signed: it asks for the key, changes nothing
+    assert "--sign KEY" in capsys.readouterr().err and edgetpu_graph(bundle)["compiled"] is False
+    assert main(entry["compile_command"].split()[1:] + ["--sign", str(tmp_path / "keys" / "signer.key")]) == 0
+    entry = edgetpu_graph(bundle)
+    assert entry["compiled"] is True and entry["file"] == "model_int8_edgetpu.tflite"
+    privatizer = Privatizer.load(bundle, backend="litert", trusted_keys=[tmp_path / "keys" / "signer.pub"])
+    assert privatizer.signature["status"] == "trusted"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bin", "coral", "keys"]   # no staging left
+
+
+def test_auto_says_why_it_runs_an_edge_tpu_bundle_on_the_cpu(digits_run, tmp_path, monkeypatch, no_compiler):
+    from sensorveil.runtime import Privatizer, backends
+    bundle = coral_export(digits_run, tmp_path / "coral")
+    monkeypatch.setattr(backends, "_detected_backends", lambda: [])
+    privatizer = Privatizer.load(bundle)
+    assert privatizer.backend_name == "litert"
+    assert privatizer.backend_why == "auto: edgetpu: no Coral Edge TPU detected; running on the CPU"
+    monkeypatch.setattr(backends, "_detected_backends", lambda: ["edgetpu"])     # a Coral plugged in
+    privatizer = Privatizer.load(bundle)
+    assert privatizer.backend_name == "litert" and "edgetpu: model not compiled" in privatizer.backend_why
+    assert Privatizer.load(bundle, backend="litert").backend_why == "as asked; running on the CPU"
+
+
+def test_run_names_the_backend_on_the_console_and_in_its_json(digits_run, tmp_path, capsys, no_compiler):
+    bundle = coral_export(digits_run, tmp_path / "coral")
+    capsys.readouterr()
+    assert main(["run", str(bundle), "--source", "synthetic-depth", "--frames", "5",
+                 "--json", str(tmp_path / "run.json")]) == 0
+    out = capsys.readouterr().out
+    assert "backend: litert (auto: edgetpu: no Coral Edge TPU detected; running on the CPU)" in out
+    report = json.loads((tmp_path / "run.json").read_text())
+    assert report["backend"] == "litert" and "no Coral Edge TPU detected" in report["backend_why"]
+
+
+def test_benchmark_report_names_the_backend_that_ran_and_the_one_that_did_not(digits_run, tmp_path, capsys,
+                                                                              no_compiler):
+    bundle = coral_export(digits_run, tmp_path / "coral")
+    assert main(["benchmark", str(bundle), "--backend", "all", "--frames", "20", "--attacker-epochs", "0",
+                 "--json", str(tmp_path / "bench.json")]) == 0
+    out = " ".join(capsys.readouterr().out.split())     # the terminal table wraps its footer
+    markdown = " ".join((tmp_path / "bench.md").read_text().split())
+    for text in (out, markdown):
+        assert "Backend litert: as asked; running on the CPU." in text
+        assert "Not run: edgetpu:" in text and "sensorveil devices compile" in text
+    assert json.loads((tmp_path / "bench.json").read_text())["rows"][0]["backend_why"]
