@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,23 @@ def test_benchmark_report_names_the_backend_that_ran_and_the_one_that_did_not(di
         assert "Backend litert: as asked; running on the CPU." in text
         assert "Not run: edgetpu:" in text and "sensorveil devices compile" in text
     assert json.loads((tmp_path / "bench.json").read_text())["rows"][0]["backend_why"]
+
+
+# -- one FPS, and no file announced that was not written ----------------------------------------------------
+def test_fps_has_one_definition_in_the_guide_the_report_and_the_stream_ratio():
+    from sensorveil.benchmarks.report import summary_footer
+    from sensorveil.cli.benchmark import stream_line
+    guide = " ".join((REPO / "docs" / "guides" / "benchmarks.md").read_text().split())
+    footer = " ".join(summary_footer({"rows": []}))
+    assert "1000 / the mean call" in guide and "1000 / the mean call" in footer and "1000 / p50" not in guide
+    row = {"format": "onnx", "precision": "fp32", "stream_fps": 609.5, "runtime_p50_ms": 0.033, "fps": 1451.0}
+    assert "0.42x the table's FPS" in stream_line("synthetic-depth", row)    # the walk-through's 0.02x
+
+
+def test_benchmark_without_matplotlib_does_not_announce_the_png(depth_bundle, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)      # import matplotlib raises ImportError
+    assert main(["benchmark", str(depth_bundle), "--frames", "10", "--attacker-epochs", "0",
+                 "--json", str(tmp_path / "bench.json")]) == 0
+    out = capsys.readouterr().out
+    assert not (tmp_path / "bench.png").exists()
+    assert f"{tmp_path / 'bench.md'}; no {tmp_path / 'bench.png'}: matplotlib is not installed" in out
