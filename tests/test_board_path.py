@@ -178,3 +178,25 @@ def test_benchmark_without_matplotlib_does_not_announce_the_png(depth_bundle, tm
     out = capsys.readouterr().out
     assert not (tmp_path / "bench.png").exists()
     assert f"{tmp_path / 'bench.md'}; no {tmp_path / 'bench.png'}: matplotlib is not installed" in out
+
+
+# -- a preview window where none can open ------------------------------------------------------------------
+def test_preview_without_a_window_says_headless_or_web_in_one_line(depth_bundle, capsys):
+    cv2 = pytest.importorskip("cv2", reason="the preview needs OpenCV")
+    from sensorveil.runtime.preview import window_missing
+    if window_missing(cv2) is None:
+        pytest.skip("this machine can open a preview window")
+    assert main(["preview", str(depth_bundle), "--source", "synthetic-depth", "--frames", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--headless --out" in err[0] and "--web" in err[0] and "cmake" not in err[0]
+
+
+def test_a_gui_opencv_without_a_display_is_found_before_it_can_abort():
+    from types import SimpleNamespace
+
+    from sensorveil.runtime.preview import window_missing
+    gui = SimpleNamespace(getBuildInformation=lambda: "  GUI:                           GTK3\n")
+    assert "no display" in window_missing(gui, environ={}, system="Linux")
+    assert window_missing(gui, environ={"DISPLAY": ":0"}, system="Linux") is None
+    headless = SimpleNamespace(getBuildInformation=lambda: "  GUI:                           NONE\n")
+    assert "without GUI support" in window_missing(headless, environ={"DISPLAY": ":0"}, system="Linux")
