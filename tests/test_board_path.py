@@ -200,3 +200,40 @@ def test_a_gui_opencv_without_a_display_is_found_before_it_can_abort():
     assert window_missing(gui, environ={"DISPLAY": ":0"}, system="Linux") is None
     headless = SimpleNamespace(getBuildInformation=lambda: "  GUI:                           NONE\n")
     assert "without GUI support" in window_missing(headless, environ={"DISPLAY": ":0"}, system="Linux")
+
+
+# -- no silence over 30 seconds ------------------------------------------------------------------------------
+def test_a_heartbeat_speaks_only_when_the_work_is_silent():
+    import time
+
+    from sensorveil.export.heartbeat import Heartbeat
+    lines = []
+    with Heartbeat("quiet work", lines.append, every=0.1):
+        time.sleep(0.35)
+    assert 2 <= sum("quiet work: still working" in line for line in lines) <= 4
+    lines.clear()
+    with Heartbeat("chatty work", lines.append, every=0.2) as beat:
+        for step in range(6):
+            beat.say(f"step {step}")
+            time.sleep(0.05)
+    assert lines == [f"step {step}" for step in range(6)]
+
+
+def test_the_int8_privacy_check_says_what_it_does_and_keeps_talking(monkeypatch, capsys):
+    """The walk-through's six silent minutes after 'int8 calibration: 200 of 200' were this audit."""
+    import time
+
+    from sensorveil.export import heartbeat, validate
+    from sensorveil.sdk import assess
+
+    def slow_audit(path, backend="auto", seeds=3, attacker_epochs=20, log=None):
+        log("audit: 1/2 linear attacker, seed 0")
+        time.sleep(0.3)
+        raise validate.BackendUnavailableError("stand-in: no audit here")
+    monkeypatch.setattr(heartbeat, "HEARTBEAT_S", 0.1)
+    monkeypatch.setattr(assess, "audit_path", slow_audit)
+    record = validate.int8_privacy_record("bundle", "onnxruntime", "run", attacker_epochs=1)
+    err = capsys.readouterr().err
+    assert record["status"] == "skipped"
+    assert "int8 privacy check (onnxruntime): the audit of the fp32 model" in err
+    assert "int8 privacy check, fp32 model: audit: 1/2" in err and "still working" in err

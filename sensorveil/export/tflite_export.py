@@ -71,7 +71,7 @@ def _quiet():
 
 def convert_fp32(model: torch.nn.Module, example: np.ndarray, path: Path) -> Path:
     import litert_torch
-    with Heartbeat(f"{path.name}: converting with litert-torch", _progress), _quiet():
+    with Heartbeat(f"{path.name}: converting with litert-torch"), _quiet():
         edge_model = litert_torch.convert(model.eval(), (torch.from_numpy(example[:1]),))
         edge_model.export(str(path))
     return path
@@ -90,7 +90,7 @@ def quantize_fp16(float_path: Path, path: Path) -> Path:
     manager = recipe_manager.RecipeManager()
     manager.add_weight_only_config(regex=".*", operation_name=qtyping.TFLOperationName.ALL_SUPPORTED, num_bits=16,
                                    algorithm_key=AlgorithmName.FLOAT_CASTING)
-    with Heartbeat(f"{path.name}: float16 weights", _progress), _quiet():
+    with Heartbeat(f"{path.name}: float16 weights"), _quiet():
         quantizer.Quantizer(str(float_path), manager.get_quantization_recipe()).quantize().export_model(
             str(path), overwrite=True)
     return path
@@ -105,7 +105,7 @@ def quantize_int8(float_path: Path, calibration: np.ndarray, path: Path) -> Path
     q = quantizer.Quantizer(str(float_path), recipe.static_wi8_ai8())
     float_io = path.with_name(path.stem + "_float_io.tflite")
     stats = calibrate(q, signature, input_name, calibration)
-    with Heartbeat(f"{path.name}: int8 quantization", _progress), _quiet():
+    with Heartbeat(f"{path.name}: int8 quantization"), _quiet():
         q.quantize(stats).export_model(str(float_io), overwrite=True)
         inline_buffers(float_io)
         status = interface.modify_model_interface(str(float_io), str(path), schema.TensorType.INT8,
@@ -121,14 +121,14 @@ def calibrate(q, signature: str, input_name: str, calibration: np.ndarray, log=N
     previous chunk's result, with a progress line per chunk. The quantizer's own bar counts samples x
     operators (14 operators x 200 samples read as a 2,800-step bar) and its interpreter defaulted to 16
     threads on a 2-core machine; both are replaced here."""
-    log = log or _progress
     stats, total = None, len(calibration)
-    for start in range(0, total, CALIBRATION_CHUNK):
-        chunk = calibration[start:start + CALIBRATION_CHUNK]
-        with _quiet(), contextlib.redirect_stderr(io.StringIO()):
-            stats = q.calibrate({signature: [{input_name: sample[None]} for sample in chunk]},
-                                previous_calibration_result=stats, num_threads=CALIBRATION_THREADS)
-        log(f"int8 calibration: {start + len(chunk)} of {total} samples")
+    with Heartbeat("int8 calibration", log) as beat:     # its lines bypass the stderr silenced below
+        for start in range(0, total, CALIBRATION_CHUNK):
+            chunk = calibration[start:start + CALIBRATION_CHUNK]
+            with _quiet(), contextlib.redirect_stderr(io.StringIO()):
+                stats = q.calibrate({signature: [{input_name: sample[None]} for sample in chunk]},
+                                    previous_calibration_result=stats, num_threads=CALIBRATION_THREADS)
+            beat.say(f"int8 calibration: {start + len(chunk)} of {total} samples")
     return stats
 
 
