@@ -9,8 +9,8 @@
 # Measures every backend the bundle carries whose library is installed (`--backend all`):
 # model-only latency and FPS, end-to-end stream FPS with the capture / preprocess / inference /
 # postprocess split, peak memory, and ESTIMATES for the profiled devices (labelled as such).
-# The report is REPORT_DIR/DEVICE-YYYYmmdd-HHMMSS.{json,md,png} (default REPORT_DIR: reports),
-# DEVICE being the detected device profile (sensorveil.devices.detect) or the platform.
+# The report is REPORT_DIR/DEVICE-YYYYmmdd-HHMMSS.{json,md} (default REPORT_DIR: reports), and .png where
+# matplotlib is installed, DEVICE being the detected device profile (sensorveil.devices.detect) or the platform.
 set -eu
 
 if [ "$#" -lt 1 ]; then

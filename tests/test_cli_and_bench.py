@@ -168,7 +168,7 @@ def test_a_camera_stream_is_not_read_against_the_per_crop_table():
     so '0.02x the table's FPS' would read as a fault. The camera line says why it is no bound instead."""
     from sensorveil.cli.benchmark import stream_line
     row = {"format": "onnx", "precision": "fp32", "stream_fps": 60.0, "stream_cpu_ms_per_frame": 16.0,
-           "runtime_p50_ms": 0.5}
-    assert "the table's FPS" in stream_line("clip.avi", row)
+           "runtime_p50_ms": 0.5, "fps": 1200.0}
+    assert "0.05x the table's FPS (1,200" in stream_line("clip.avi", row)    # like with like: FPS over FPS
     camera = stream_line("clip.avi", {**row, "stream_preprocessor": "person-crops"})
     assert "x the table's FPS" not in camera and "people new to the tracker" in camera

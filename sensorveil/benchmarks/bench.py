@@ -82,7 +82,7 @@ def benchmark_backend(bundle_dir, backend: str, iters: int, warmup: int) -> dict
         calls["raw_onnxruntime"] = lambda: raw_session.run(None, {input_name: model_input})
     stats = paired_latency(calls, iters, warmup, f"benchmark {privatizer.backend_name}")
     complexity = manifest.get("complexity", {})
-    row = {"backend": privatizer.backend_name,
+    row = {"backend": privatizer.backend_name, "backend_why": privatizer.backend_why,
            "precision": manifest["artifacts"][privatizer.backend_name].get("precision", "fp32"),
            "params": complexity.get("params"), "flops_torch": complexity.get("flops_torch"),
            "flops_onnx": complexity.get("flops_onnx"), "output_mode": privatizer.output_mode}

@@ -4,7 +4,6 @@ import json
 import math
 import os
 import platform
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -188,11 +187,21 @@ def summary_footer(result: dict) -> "list[str]":
     if any(row.get("privacy_source") == "manifest" for row in rows):
         lines.append("*: the figures recorded in the manifest at export (the fp32 model), not measured on this "
                      "artefact here (--attacker-epochs 0, or the training run is not on this machine).")
+    lines += backend_notes(result)
     lines.append("p50 ms: median batch-1 call through the runtime (validation, unit mapping, backend). FPS: calls "
                  "per second, 1000 / the mean call (slow calls count), the same figure as the JSON's 'fps' and the "
                  "quickstart's table. Overhead: the call's p50 over the bare backend's (a raw onnxruntime session "
                  "for onnx).")
     return lines
+
+
+def backend_notes(result: dict) -> "list[str]":
+    """Which backend ran each row and why it was chosen (auto names what it passed over), and each backend
+    the bundle carries that did not run here, with the reason: a CPU figure never passes for an accelerator's."""
+    ran = dict.fromkeys(f"{row['backend']}: {row['backend_why']}" for row in result.get("rows", [])
+                        if row.get("backend") and row.get("backend_why"))
+    lines = [f"Backend {text}." for text in ran]
+    return lines + [f"Not run: {skipped['backend']}: {skipped['reason']}" for skipped in result.get("skipped", [])]
 
 
 def format_summary(result: dict, width: int = TABLE_WIDTH) -> str:
@@ -238,19 +247,18 @@ def _row_label(row, i) -> str:
     return " ".join(parts) or f"row {i}"
 
 
-def _plot_benchmark(results: dict, path) -> bool:
-    """Left: the latency distribution of each artefact; right: its privacy-utility point."""
+def _plot_benchmark(results: dict, path) -> "str | None":
+    """Left: the latency distribution of each artefact; right: its privacy-utility point. Returns why no
+    plot was drawn, or None when it was written."""
     try:
         import matplotlib
         matplotlib.use("Agg")  # headless: CI and devices have no display
         import matplotlib.pyplot as plt
     except ImportError:
-        warnings.warn("matplotlib not installed; skipping the benchmark plot", RuntimeWarning)
-        return False
+        return "matplotlib is not installed (pip install matplotlib)"
     rows = [(i, r) for i, r in enumerate(results.get("rows", [])) if r.get("runtime_samples_ms")]
     if not rows:
-        warnings.warn("no row has latency samples; skipping the benchmark plot", RuntimeWarning)
-        return False
+        return "no row has latency samples"
     labels = [_row_label(r, i) for i, r in rows]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     try:
@@ -289,12 +297,13 @@ def _plot_benchmark(results: dict, path) -> bool:
         fig.savefig(path, format="png", dpi=100)
     finally:
         plt.close(fig)  # long benchmark sessions would otherwise leak figures
-    return True
+    return None
 
 
 # ------------------------------------------------------------------- report
 def write_report(results: dict, json_path=None, markdown_path=None, plot_path=None) -> dict:
-    """Write whichever outputs are requested; returns {kind: path} written."""
+    """Write whichever outputs are requested; returns {kind: path} written, and 'plot_skipped': why, where a
+    plot was asked for and not drawn (never announce a file that was not written)."""
     written = {}
     if json_path:
         Path(json_path).write_text(
@@ -303,6 +312,10 @@ def write_report(results: dict, json_path=None, markdown_path=None, plot_path=No
     if markdown_path:
         Path(markdown_path).write_text(_markdown_document(results), encoding="utf-8")
         written["markdown"] = str(markdown_path)
-    if plot_path and _plot_benchmark(results, plot_path):
-        written["plot"] = str(plot_path)
+    if plot_path:
+        skipped = _plot_benchmark(results, plot_path)
+        if skipped is None:
+            written["plot"] = str(plot_path)
+        else:
+            written["plot_skipped"] = skipped
     return written

@@ -63,6 +63,7 @@ def benchmark_stream(bundle_dir, source: str, backend: str = "auto", frames: "in
             pass
         report = stream.report()
     report["backend"] = privatizer.backend_name
+    report["backend_why"] = getattr(privatizer, "backend_why", None)
     report["model_threads"] = privatizer.backend_options.get("threads")   # None: the library's default
     report["peak_rss_mb"] = peak_rss_mb()
     if last is not None and not getattr(stream.preprocessor, "batched", False) and report.get("fps"):
@@ -90,7 +91,8 @@ def model_alone_fps(privatizer: Privatizer, sample: np.ndarray, calls: int = 300
 def stream_columns(report: dict) -> dict:
     """The measured stream figures as flat table columns."""
     stages = report.get("stages_ms", {})
-    columns = {"stream_fps": report.get("fps"), "stream_model_alone_fps": report.get("model_alone_fps"),
+    columns = {"stream_backend_why": report.get("backend_why"),
+               "stream_fps": report.get("fps"), "stream_model_alone_fps": report.get("model_alone_fps"),
                "stream_vs_model": report.get("stream_vs_model"), "stream_model_threads": report.get("model_threads"),
                "stream_prepared_ahead": report.get("prepared_ahead"),
                "stream_cpu_ms_per_frame": report.get("cpu_ms_per_frame"),

@@ -58,9 +58,7 @@ def cmd_benchmark(args) -> int:
     result = benchmark_formats(args.bundle, formats=args.formats, bundles_dir=args.bundles, iters=args.frames,
                                attacker_epochs=args.attacker_epochs, source=args.source, stream_frames=args.frames,
                                backend=args.backend, log=lambda line: print(line, file=sys.stderr, flush=True))
-    print(format_summary(result))
-    for skipped in result.get("skipped", []):
-        print(f"skipped {skipped['backend']}: {skipped['reason']}")
+    print(format_summary(result))    # its footer names each backend that ran, why, and each that did not
     for row in result["rows"]:
         if row.get("stream_fps"):
             print(stream_line(args.source, row))
@@ -72,10 +70,11 @@ def cmd_benchmark(args) -> int:
         write_report(result, json_path=args.json)
         # measured rows and the ESTIMATES table stay apart in the Markdown report
         measured = {key: value for key, value in result.items() if key != "estimates"}
-        write_report(measured, markdown_path=f"{stem}.md", plot_path=f"{stem}.png")
+        written = write_report(measured, markdown_path=f"{stem}.md", plot_path=f"{stem}.png")
         with open(f"{stem}.md", "a", encoding="utf-8") as markdown:
             markdown.write("\n" + format_estimates(result))
-        print(f"wrote {args.json} (every figure), {stem}.md, {stem}.png")
+        print(f"wrote {args.json} (every figure), {stem}.md" + (f", {stem}.png" if "plot" in written else
+              f"; no {stem}.png: {written.get('plot_skipped', 'the plot was not drawn')}"))
     return 0
 
 
@@ -106,8 +105,8 @@ def stream_line(source: str, row: dict) -> str:
     if row.get("stream_preprocessor") == "person-crops":   # a frame is a batch of crops plus finding people
         line += "; a camera frame runs the detector, pastes every person and calls the model on the crops of " \
                 "people new to the tracker, so the table's per-crop FPS is no bound on it"
-    elif row.get("runtime_p50_ms"):   # the table's FPS column: 1000 / p50 ms, the library's default threads
-        line += f", {row['stream_fps'] * row['runtime_p50_ms'] / 1000:.2f}x the table's FPS"
+    elif row.get("fps"):   # the table's FPS column: 1000 / the mean call, like stream_fps (frames / wall time)
+        line += f", {row['stream_fps'] / row['fps']:.2f}x the table's FPS ({row['fps']:,.0f}, default threads)"
     return line
 
 

@@ -1,4 +1,4 @@
-"""sensorveil devices [list | formats | detect | check BUNDLE --device NAME]."""
+"""sensorveil devices [list | formats | detect | check BUNDLE --device NAME | compile BUNDLE [--sign KEY]]."""
 from sensorveil.cli.common import UsageError, print_mapping, write_json
 from sensorveil.runtime import capabilities
 
@@ -34,6 +34,8 @@ def cmd_devices(args) -> int:
         if not matches:
             print("no device profile matches this machine")
         return 0
+    if args.action == "compile":
+        return cmd_compile(args)
     if not args.bundle or not args.device:
         raise UsageError("devices check needs a bundle and a device: sensorveil devices check BUNDLE --device NAME")
     from sensorveil.export.device_check import check_bundle
@@ -49,12 +51,24 @@ def cmd_devices(args) -> int:
     return 0 if report["compatible"] else 1
 
 
+def cmd_compile(args) -> int:
+    """devices compile BUNDLE [--sign KEY]: the Edge TPU compile an export without edgetpu_compiler left to do."""
+    if not args.bundle:
+        raise UsageError("devices compile needs a bundle: sensorveil devices compile BUNDLE [--sign KEY]")
+    from sensorveil.export.edgetpu_compile import compile_bundle
+    compile_bundle(args.bundle, sign_key=args.sign)
+    return 0
+
+
 def add_parser(verbs) -> None:
     p = verbs.add_parser("devices", help="device profiles: list, formats (what exports to what), detect this "
-                         "machine, check a bundle's operators")
-    p.add_argument("action", nargs="?", default="list", choices=("list", "formats", "detect", "check"))
-    p.add_argument("bundle", nargs="?", default=None, help="check: the bundle directory")
+                         "machine, check a bundle's operators, compile a bundle for the Edge TPU")
+    p.add_argument("action", nargs="?", default="list", choices=("list", "formats", "detect", "check", "compile"))
+    p.add_argument("bundle", nargs="?", default=None, help="check, compile: the bundle directory")
     p.add_argument("--device", default=None, help="check: a profile name from `sensorveil devices list`")
     p.add_argument("--json", default=None, help="check: also write the report to this JSON file")
     p.add_argument("--markdown", action="store_true", help="formats: as the README's markdown table")
+    p.add_argument("--sign", default=None, metavar="KEY",
+                   help="compile: re-sign the compiled bundle with this Ed25519 private key (required for a signed "
+                   "bundle; `sensorveil keys generate`)")
     p.set_defaults(func=cmd_devices)

@@ -7,6 +7,7 @@ from sensorveil.cli.common import (
     progress_for,
     scene_still_from,
 )
+from sensorveil.cli.run import backend_fields, backend_line
 
 
 def cmd_preview(args) -> int:
@@ -18,18 +19,19 @@ def cmd_preview(args) -> int:
         raise UsageError("--no-raw and --loop apply to the web preview (--web [HOST:]PORT)")
     privatizer = load_for_stream(args.bundle, backend=args.backend, threads=args.threads,
                                  scene_still=scene_still_from(args))
+    print(backend_line(privatizer))
     if args.web is not None:
         from sensorveil.runtime.web_preview import serve
         open_source(args.source).close()   # a missing file or camera is one clear error before serving
         report = serve(privatizer, lambda: open_source(args.source), args.web, frames=args.frames,
                        raw=not args.no_raw, loop=args.loop)
-        print_stream_report(report)
+        print_stream_report({**backend_fields(privatizer), **report})
         return 0
     from sensorveil.runtime.preview import preview
     with open_source(args.source) as source:
         report = preview(privatizer, source, out=args.out, headless=args.headless, frames=args.frames,
                          progress=progress_for(source, args.frames) if args.headless else None)
-    print_stream_report(report)
+    print_stream_report({**backend_fields(privatizer), **report})
     if args.out:
         print(f"wrote {report['video']} ({report['frames_out']} frames, {report['video_size'][0]}x"
               f"{report['video_size'][1]}) and {report['contact_sheet']}")

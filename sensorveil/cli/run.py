@@ -20,6 +20,7 @@ def cmd_run(args) -> int:
     privatizer = load_for_stream(args.bundle, backend=args.backend, threads=args.threads,
                                  scene_still=scene_still_from(args))
     print(f"bundle signature: {privatizer.signature['status']} ({privatizer.signature['detail']})")
+    print(backend_line(privatizer))
     spec = privatizer.output_spec
     with open_source(args.source) as source:
         sink = open_sink(args.sink, fps=source.fps, value_range=(spec.low, spec.high), depth=is_depth_spec(spec))
@@ -35,10 +36,20 @@ def cmd_run(args) -> int:
             progress.close(stream.counters)
             if sink is not None:
                 sink.close()
-    report = stream.report()
+    report = {**backend_fields(privatizer), **stream.report()}
     print_stream_report(report)
     write_json(report, args.json)
     return stream_exit_code(report, args.max_bad_share)
+
+
+def backend_fields(privatizer) -> dict:
+    """The backend that ran and why it was chosen: the JSON report's 'backend' and 'backend_why'."""
+    return {"backend": privatizer.backend_name, "backend_why": privatizer.backend_why}
+
+
+def backend_line(privatizer) -> str:
+    """One console line: "backend: litert (auto: edgetpu: model not compiled ...; running on the CPU)"."""
+    return f"backend: {privatizer.backend_name} ({privatizer.backend_why})"
 
 
 def stream_exit_code(report: dict, max_bad_share: float) -> int:

@@ -7,8 +7,9 @@
 * int8: static quantization of weights and activations by ai-edge-quantizer, calibrated on
   ``--calibration N`` real training samples; then the float input/output are replaced by int8
   ones (TFLite's modify_model_interface, as TF's inference_input_type=int8 does), which is what
-  the Edge TPU needs. ``edgetpu_compiler`` runs when it is on PATH; otherwise the bundle says
-  the model is not compiled and carries the exact command to run on a machine that has it.
+  the Edge TPU needs. ``edgetpu_compiler`` runs when it is on PATH and the compiled file is listed;
+  otherwise the bundle says the model is not compiled and carries the command that compiles, lists and
+  re-signs it on a machine that has the compiler (``sensorveil devices compile``, edgetpu_compile.py).
 """
 from __future__ import annotations
 
@@ -16,9 +17,6 @@ import contextlib
 import io
 import logging
 import os
-import shlex
-import shutil
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -26,8 +24,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from sensorveil.export.edgetpu_compile import (
+    COMPILER,
+    compiled_entry,
+    compiler_available,
+    next_step,
+    run_compiler,
+    uncompiled_entry,
+)
+from sensorveil.export.heartbeat import Heartbeat
+
 FP32_FILE, FP16_FILE, INT8_FILE = "model_fp32.tflite", "model_fp16.tflite", "model_int8.tflite"
-EDGETPU_SUFFIX = "_edgetpu.tflite"
 DEFAULT_CALIBRATION = 200
 
 # TensorFlow's and absl's C++ logging (oneDNN notices, op counts, "log messages before InitializeLog")
@@ -38,6 +45,11 @@ for _variable, _value in (("TF_CPP_MIN_LOG_LEVEL", "3"), ("GLOG_minloglevel", "2
 # kernels that a CPU machine cannot load, torch's notice about an Enum a dependency registers
 for _logger in ("torchao", "torch.utils._pytree"):
     logging.getLogger(_logger).setLevel(logging.ERROR)
+
+def _progress(line: str) -> None:
+    """Export progress on stderr, as the exporter's other steps print theirs."""
+    print(line, file=sys.stderr, flush=True)
+
 
 CALIBRATION_CHUNK = 50      # samples per calibration call: one progress line each
 # the quantizer's interpreter threads during calibration; its default of 16 oversubscribes a small machine
@@ -59,7 +71,7 @@ def _quiet():
 
 def convert_fp32(model: torch.nn.Module, example: np.ndarray, path: Path) -> Path:
     import litert_torch
-    with _quiet():
+    with Heartbeat(f"{path.name}: converting with litert-torch"), _quiet():
         edge_model = litert_torch.convert(model.eval(), (torch.from_numpy(example[:1]),))
         edge_model.export(str(path))
     return path
@@ -78,7 +90,7 @@ def quantize_fp16(float_path: Path, path: Path) -> Path:
     manager = recipe_manager.RecipeManager()
     manager.add_weight_only_config(regex=".*", operation_name=qtyping.TFLOperationName.ALL_SUPPORTED, num_bits=16,
                                    algorithm_key=AlgorithmName.FLOAT_CASTING)
-    with _quiet():
+    with Heartbeat(f"{path.name}: float16 weights"), _quiet():
         quantizer.Quantizer(str(float_path), manager.get_quantization_recipe()).quantize().export_model(
             str(path), overwrite=True)
     return path
@@ -93,10 +105,11 @@ def quantize_int8(float_path: Path, calibration: np.ndarray, path: Path) -> Path
     q = quantizer.Quantizer(str(float_path), recipe.static_wi8_ai8())
     float_io = path.with_name(path.stem + "_float_io.tflite")
     stats = calibrate(q, signature, input_name, calibration)
-    with _quiet():
+    with Heartbeat(f"{path.name}: int8 quantization"), _quiet():
         q.quantize(stats).export_model(str(float_io), overwrite=True)
-    inline_buffers(float_io)
-    status = interface.modify_model_interface(str(float_io), str(path), schema.TensorType.INT8, schema.TensorType.INT8)
+        inline_buffers(float_io)
+        status = interface.modify_model_interface(str(float_io), str(path), schema.TensorType.INT8,
+                                                  schema.TensorType.INT8)
     float_io.unlink()
     if status != 0:
         raise RuntimeError(f"could not give {path.name} int8 inputs/outputs (modify_model_interface status {status})")
@@ -108,14 +121,14 @@ def calibrate(q, signature: str, input_name: str, calibration: np.ndarray, log=N
     previous chunk's result, with a progress line per chunk. The quantizer's own bar counts samples x
     operators (14 operators x 200 samples read as a 2,800-step bar) and its interpreter defaulted to 16
     threads on a 2-core machine; both are replaced here."""
-    log = log or (lambda line: print(line, file=sys.stderr, flush=True))
     stats, total = None, len(calibration)
-    for start in range(0, total, CALIBRATION_CHUNK):
-        chunk = calibration[start:start + CALIBRATION_CHUNK]
-        with _quiet(), contextlib.redirect_stderr(io.StringIO()):
-            stats = q.calibrate({signature: [{input_name: sample[None]} for sample in chunk]},
-                                previous_calibration_result=stats, num_threads=CALIBRATION_THREADS)
-        log(f"int8 calibration: {start + len(chunk)} of {total} samples")
+    with Heartbeat("int8 calibration", log) as beat:     # its lines bypass the stderr silenced below
+        for start in range(0, total, CALIBRATION_CHUNK):
+            chunk = calibration[start:start + CALIBRATION_CHUNK]
+            with _quiet(), contextlib.redirect_stderr(io.StringIO()):
+                stats = q.calibrate({signature: [{input_name: sample[None]} for sample in chunk]},
+                                    previous_calibration_result=stats, num_threads=CALIBRATION_THREADS)
+            beat.say(f"int8 calibration: {start + len(chunk)} of {total} samples")
     return stats
 
 
@@ -141,24 +154,16 @@ def inline_buffers(path: Path) -> Path:
     return path
 
 
-def compile_command(out_dir: Path, model_file: str) -> str:
-    return f"edgetpu_compiler -s -o {shlex.quote(str(out_dir))} {shlex.quote(str(out_dir / model_file))}"
-
-
 def compile_for_edgetpu(out_dir: Path, model_file: str) -> tuple:
-    """The 'edgetpu' artifact of one graph: compiled when edgetpu_compiler is here, else the command."""
-    command = compile_command(out_dir, model_file)
-    compiled_file = model_file.replace(".tflite", EDGETPU_SUFFIX)
+    """The 'edgetpu' artifact of one graph: compiled and listed when edgetpu_compiler is here; else marked
+    not compiled, with the command that compiles, lists and re-signs it later (edgetpu_compile.py)."""
     shared = {"format": "tflite", "precision": "int8"}
-    if shutil.which("edgetpu_compiler") is None:
-        return shared, {"file": model_file, "compiled": False, "compile_command": command,
-                        "note": "edgetpu_compiler is not on PATH here (it ships for x86-64 Debian/Ubuntu only)"}
-    result = subprocess.run(shlex.split(command), capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"edgetpu_compiler failed: {result.stdout}{result.stderr}")
-    (out_dir / model_file.replace(".tflite", "_edgetpu.log")).unlink(missing_ok=True)
-    return shared, {"file": compiled_file, "compiled": True, "compile_command": command,
-                    "compiler_output": result.stdout[-2000:]}
+    if not compiler_available():
+        _progress(f"{model_file}: not compiled for the Edge TPU here ({COMPILER} is not on PATH); the bundle "
+                  f"records the next step: {next_step(out_dir)} [--sign KEY], on an x86-64 Linux host with {COMPILER}")
+        return shared, uncompiled_entry(model_file, out_dir)
+    compiled, output = run_compiler(out_dir, model_file, _progress)
+    return shared, compiled_entry(model_file, compiled, output)
 
 
 def write_tflite(job) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from sensorveil.export.heartbeat import Heartbeat
 from sensorveil.runtime import Privatizer
 from sensorveil.runtime.backends import library_available
 from sensorveil.runtime.errors import BackendUnavailableError
@@ -84,8 +85,14 @@ def int8_privacy_record(bundle_dir, backend: str, run_dir, attacker_epochs: int 
     if not library_available(backend):   # before the fp32 audit: minutes of attackers for a row that cannot run
         return {**record, "status": "skipped", "reason": f"the {backend} library is not installed here"}
     try:
-        fp32 = audit_path(run_dir, seeds=seeds, attacker_epochs=attacker_epochs)
-        int8 = audit_path(bundle_dir, backend=backend, seeds=seeds, attacker_epochs=attacker_epochs)
+        with Heartbeat(f"int8 privacy check ({backend})") as beat:   # minutes of attackers: never silent
+            beat.say(f"int8 privacy check ({backend}): the audit of the fp32 model, then of the int8 bundle, "
+                     f"{seeds} seeds, attackers trained {attacker_epochs} epochs (--skip-int8-privacy-check skips "
+                     "it; not recommended)")
+            fp32 = audit_path(run_dir, seeds=seeds, attacker_epochs=attacker_epochs,
+                              log=lambda line: beat.say(f"int8 privacy check, fp32 model: {line}"))
+            int8 = audit_path(bundle_dir, backend=backend, seeds=seeds, attacker_epochs=attacker_epochs,
+                              log=lambda line: beat.say(f"int8 privacy check, int8 bundle: {line}"))
     except BackendUnavailableError as error:
         return {**record, "status": "skipped", "reason": str(error)}
     above = {family: int8["private"][family]["mean"] - figure["high"]

@@ -15,6 +15,9 @@ frame, the frame with every person's crop privatized and pasted back, and their 
 The difference panel is |raw - privatized| over a quarter of the sensor range, colour-mapped.
 """
 import collections
+import os
+import platform
+import re
 import time
 from pathlib import Path
 
@@ -198,17 +201,32 @@ def preview(privatizer: Privatizer, source: Source, out: "str | Path | None" = N
     return report
 
 
+NO_WINDOW = "; run with --headless --out FILE.mp4 (a video) or --web 8080 (a page in a browser) instead"
+
+
 def _open_window():
+    """OpenCV's window, or one line that says why there is none and what to run instead (OpenCV's own
+    error ends in advice to rebuild it with cmake, which is not what a board owner should do)."""
     cv2 = _cv2()
-    try:
-        cv2.namedWindow(WINDOW, cv2.WINDOW_NORMAL)
-    except cv2.error as error:
-        raise BackendUnavailableError(
-            "no window can be opened (no display, or OpenCV built without GUI support, e.g. "
-            "opencv-python-headless); run with --headless --out FILE.mp4, or pip install opencv-python "
-            f"on a machine with a display ({str(error).strip().splitlines()[-1]})"
-        ) from None
-    return cv2
+    reason = window_missing(cv2)
+    if reason is None:
+        try:
+            cv2.namedWindow(WINDOW, cv2.WINDOW_NORMAL)
+            return cv2
+        except cv2.error:
+            reason = "OpenCV could not open a window here"
+    raise BackendUnavailableError("no preview window: " + reason + NO_WINDOW)
+
+
+def window_missing(cv2, environ=None, system: "str | None" = None) -> "str | None":
+    """Why no window can open, known before trying (a Qt build aborts the process without a display)."""
+    environ = os.environ if environ is None else environ
+    build = cv2.getBuildInformation()
+    if re.search(r"^\s*GUI:\s*NONE\s*$", build, re.MULTILINE):
+        return "this OpenCV is built without GUI support (opencv-python-headless)"
+    if (system or platform.system()) == "Linux" and not (environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY")):
+        return "no display (DISPLAY and WAYLAND_DISPLAY are unset)"
+    return None
 
 
 def _show(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sensorveil.runtime.backends import create_backend, resolve_backend
+from sensorveil.runtime.backends import choose_backend, create_backend
 from sensorveil.runtime.bundle import Bundle, open_bundle
 from sensorveil.runtime.errors import InputError, OutputError
 from sensorveil.runtime.schema import check_model_io, graphs_of
@@ -41,7 +41,8 @@ class Privatizer:
         self.input_spec = TensorSpec.from_manifest(bundle.manifest["input"])
         self.output_spec = TensorSpec.from_manifest(bundle.manifest["output"])
         self.kind = bundle.manifest["mechanism"].get("kind", "perturbation")
-        self.backend_name = resolve_backend(bundle, backend)
+        # the backend and why it was chosen (backend='auto' names what it passed over): reports print both
+        self.backend_name, self.backend_why = choose_backend(bundle, backend)
         self.backend_options = dict(backend_options, cpu_policy=cpu_policy)   # as given (e.g. threads), for reports
         # one adapter per graph; a one-model bundle has one graph, "model"
         self.graphs = {name: create_backend(bundle, self.backend_name, graph=name, **self.backend_options)

@@ -46,7 +46,7 @@ from typing import Iterator
 
 import numpy as np
 
-from sensorveil.runtime.backends import resolve_backend
+from sensorveil.runtime.backends import choose_backend
 from sensorveil.runtime.bundle import open_bundle
 from sensorveil.runtime.errors import InputError, OutputError
 from sensorveil.runtime.manifest_fields import pipeline_of
@@ -345,12 +345,14 @@ def load_for_stream(path, backend: str = "auto", threads: "int | None" = None, c
     when the stream will read ahead; accelerators and camera bundles keep their defaults. A stream runs
     beside a decoder and a camera app: ``cpu_policy`` "shared" (threads that sleep) by default."""
     bundle = open_bundle(path, trusted_keys=options.pop("trusted_keys", None))
-    name = resolve_backend(bundle, backend)
+    name, why = choose_backend(bundle, backend)
     if name in CPU_BACKENDS and (threads or can_prepare_ahead(bundle.manifest)):
         options["threads"] = threads or stream_threads()
     if options.get("output") is None and colour_release(bundle.manifest):
         options["output"] = "colour"    # the camera release pastes its bank people in colour
-    return Privatizer(bundle, backend=name, cpu_policy=cpu_policy, **options)
+    privatizer = Privatizer(bundle, backend=name, cpu_policy=cpu_policy, **options)
+    privatizer.backend_why = why      # auto's reasons, not "asked for": the name was resolved here
+    return privatizer
 
 
 def colour_release(manifest: dict) -> bool:

@@ -6,6 +6,7 @@ imports on a device that has just one of them.
 """
 import importlib
 import importlib.util
+from collections import namedtuple
 
 from sensorveil.runtime.backends.base import Backend
 from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, check_cpu_policy
@@ -38,31 +39,77 @@ def library_available(backend: str) -> bool:
 
 def auto_order() -> "list[str]":
     """Backends of the detected device profiles first, then AUTO_ORDER without undetected hardware."""
+    return _auto_order(_detected_backends())
+
+
+def _detected_backends() -> "list[str]":
     from sensorveil.devices import detect, load_profile
-    detected = [load_profile(match["name"])["backend"] for match in detect()]
+    return [load_profile(match["name"])["backend"] for match in detect()]
+
+
+def _auto_order(detected: "list[str]") -> "list[str]":
     rest = [name for name in AUTO_ORDER if name not in HARDWARE_BACKENDS]
     return list(dict.fromkeys(detected + rest))
 
 
+# (chosen backend name, why: one line a console, a JSON report and a benchmark table can show)
+BackendChoice = namedtuple("BackendChoice", ["name", "why"])
+
+
 def resolve_backend(bundle: Bundle, requested: str) -> str:
     """'auto' picks the first backend the bundle has an artifact for and whose library imports."""
+    return choose_backend(bundle, requested).name
+
+
+def choose_backend(bundle: Bundle, requested: str) -> BackendChoice:
+    """The backend that will run ``bundle`` and why, in words. 'auto' walks the detected boards'
+    backends, then AUTO_ORDER, and says why it passed over each backend the bundle carries (hardware not
+    detected, library not installed, an Edge TPU model not compiled): a CPU run is never silent."""
     if requested != "auto":
         if requested not in REGISTRY:
             raise BackendUnavailableError(
                 f"unknown backend {requested!r}; expected one of: auto, {', '.join(REGISTRY)}")
-        return requested
+        return BackendChoice(requested, f"as asked; {runs_on(requested)}")
     known = [name for name in bundle.manifest["artifacts"] if name in REGISTRY]
     if not known:   # a bundle problem (or a newer exporter's), not a library to install
         raise BundleError(f"{bundle.root}: the bundle's artifacts {sorted(bundle.manifest['artifacts'])} name no "
                           f"backend this runtime knows; expected one of {', '.join(REGISTRY)} (upgrade sensorveil "
                           "or re-export the bundle)")
-    carried = [name for name in auto_order() if name in known]
+    order = _auto_order(_detected_backends())
+    carried = [name for name in order if name in known]
+    passed_over = ["{}: {}".format(name, NOT_DETECTED.format(row_for_backend(name).accelerator))
+                   for name in known if name not in order]
     for name in carried:
-        if library_available(name):
-            return name
+        reason = _unusable(bundle, name)
+        if reason is None:
+            return BackendChoice(name, "auto: " + "; ".join(passed_over + [runs_on(name)]))
+        passed_over.append(f"{name}: {reason}")
     raise BackendUnavailableError(
         f"no backend library for this bundle is installed; the bundle carries {carried or 'nothing usable'}; "
         + "; ".join(f"install '{REGISTRY[name][2]}' for {name}" for name in carried))
+
+
+NOT_DETECTED = "no {} detected"
+
+
+def runs_on(backend: str) -> str:
+    """Where a backend runs the model, in the words the console prints."""
+    accelerator = row_for_backend(backend).accelerator
+    if accelerator:
+        return f"running on the {accelerator}"
+    if backend == "openvino":
+        return "running on OpenVINO's device (an NCS2 when one is plugged in, else the CPU)"
+    return "running on the CPU"
+
+
+def _unusable(bundle: Bundle, name: str) -> "str | None":
+    """Why 'auto' cannot take ``name`` for this bundle, or None."""
+    if not library_available(name):
+        return f"package '{REGISTRY[name][2]}' not installed"
+    if name == "edgetpu":
+        if not all(bundle.graph_artifact(name, graph).get("compiled") for graph in bundle.graph_names(name)):
+            return "model not compiled (sensorveil devices compile BUNDLE, on a host with edgetpu_compiler)"
+    return None
 
 
 def create_backend(bundle: Bundle, name: str, **options) -> Backend:

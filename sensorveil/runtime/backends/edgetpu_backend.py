@@ -22,9 +22,10 @@ class EdgeTPUBackend(LiteRTBackend):
         artifact = bundle.graph_artifact(self.name, graph)
         if not artifact.get("compiled"):
             raise BackendUnavailableError(
-                f"{bundle.root}: the Edge TPU model is not compiled yet; on an x86-64 Linux host run: "
-                f"{artifact.get('compile_command', 'edgetpu_compiler -s -o BUNDLE BUNDLE/model_int8.tflite')} "
-                "then re-export, or use backend='litert' to run the int8 model on the CPU")
+                f"{bundle.root}: the Edge TPU model is not compiled yet; on an x86-64 Linux host with "
+                f"edgetpu_compiler run: sensorveil devices compile {bundle.root} [--sign KEY] (it compiles, lists "
+                "the compiled file in the manifest and re-signs), or use backend='litert' to run the int8 model "
+                "on the CPU")
         self.device = device   # 'usb', 'usb:0', 'pci:0' ... None: the first Edge TPU found
         super().__init__(bundle, graph=graph, threads=threads, cpu_policy=cpu_policy)
 
