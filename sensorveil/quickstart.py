@@ -164,6 +164,7 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
     from sensorveil.runtime.stream import load_for_stream
     from sensorveil.sdk.assess import audit_path
     from sensorveil.sdk.audit import write_report as write_audit
+    from sensorveil.sdk.reid_audit import audit_bundle as audit_identity
     from sensorveil.sdk.runs import train_run
 
     out, clip = Path(out), Path(clip)
@@ -179,15 +180,17 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
     # named for the clip, so runs on two cameras in one OUT neither overwrite nor mislabel each other
     # ("walkway" below is the camera-crops loader's name, whatever the clip)
     name = f"pass-{clip_slug(clip)}"
-    print(f"[1/3] training pass on people crops of {clip.name} (private: appearance, useful: walking direction)")
+    print(f"[1/4] training pass on people crops of {clip.name} (private: appearance, useful: walking direction)")
     run_dir = train_run("pass", "walkway", data_path=str(clip), out=out / "runs" / name, settings=dict(CAMERA_SETTINGS),
                         dataset_options={"bank": bank})
     bundle = export_run(run_dir, "onnx", out / "bundles" / name, person_detector=person_detector,
                         camera_speed=camera_speed)
-    print(f"[2/3] auditing the bundle through the torch-free runtime ({seeds} seeds per attacker)")
+    print(f"[2/4] auditing the bundle through the torch-free runtime ({seeds} seeds per attacker)")
     audit = audit_path(bundle, seeds=seeds, log=progress_line)
     report = write_audit(audit, f"audit of the {name} bundle", out / "reports" / f"audit-{name}.md")
-    print(f"[3/3] previewing raw beside privatized over {clip.name}")
+    print("[3/4] re-identifying the release's people: a re-id network trained on raw crops of other people")
+    identity = audit_identity(bundle, log=progress_line)
+    print(f"[4/4] previewing raw beside privatized over {clip.name}")
     with open_source(str(clip)) as source:
         shown = preview(load_for_stream(bundle), source, out=out / "camera-preview.mp4", headless=True)
     summary = {
@@ -202,6 +205,10 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
         "video": str(shown["video"]),
         "contact_sheet": str(shown["contact_sheet"]),
         "substitutes": load_for_stream(bundle).describe().get("substitutes"),
+        "identity": identity,
+        # protects only when every part holds: the attribute audit and the re-identification
+        "verdict": "protects" if (audit["verdict"], identity["verdict"]) == ("protects", "protects") else
+                   next(v for v in (identity["verdict"], audit["verdict"]) if v != "protects"),
     }
     (out / "camera-summary.json").write_text(json.dumps(summary, indent=2, default=str))
     print_camera_summary(summary)
@@ -215,6 +222,7 @@ def clip_slug(clip: Path) -> str:
 
 
 def print_camera_summary(summary: dict) -> None:
+    from sensorveil.sdk.reid_audit import format_identity
     row = summary["mechanisms"]["pass"]
     print("\n== sensorveil quickstart --camera: people made substitutes, walking direction kept ==")
     print(
@@ -223,6 +231,9 @@ def print_camera_summary(summary: dict) -> None:
     )
     print(f"  direction kept               {figure(row['utility'])}")
     print(f"  whole pipeline               {row['fps']:.1f} FPS (decode, detect, privatize, paste back)")
+    print(format_identity(summary["identity"]))
+    print(f"  camera verdict: {summary['verdict']} (protects only when the attribute audit and the "
+          "re-identification both do)")
     print(f"  {summary['substitutes']}")
     print(f"  preview   {summary['video']} (raw | privatized), {summary['contact_sheet']}")
     print(f"  bundle    {summary['bundle']}; audit {summary['audit_report']}; {summary['seconds']:.0f} s in all")
