@@ -261,6 +261,12 @@ def validate_camera(where, manifest):
         )
     if camera.get("paste", "window") not in ("window", "cut-out"):
         fail(where, "camera.paste", camera.get("paste"), "'window' (the default) or 'cut-out'")
+    # the paste mode and the bank are checked together: a bank of cut-out people pasted as windows would paste
+    # their black surroundings, and a window mechanism's crops are no cut-outs; either mismatch is an edited file
+    cut_out = any(isinstance(stage, dict) and stage.get("cut_out") is True for stage in manifest.get("pipeline", []))
+    if cut_out != (camera.get("paste", "window") == "cut-out"):
+        fail(where, "camera.paste", camera.get("paste"),
+             "'cut-out' for a bank of cut-out people" if cut_out else "'window' for crops that are not cut-outs")
     margin = camera.get("margin", 0.0)
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin <= 2:
         fail(where, "camera.margin", margin, "a number from 0 to 2")

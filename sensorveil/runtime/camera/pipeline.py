@@ -71,8 +71,8 @@ class PersonCrops(Preprocessor):
 
     ``paste``: "window" pastes each privatized crop over its whole window (a perturbation mechanism's
     output is the person's crop, background included); "cut-out" is for substitution bundles whose
-    substitutes are people cut out of their crops (0 = not the person): the frame released is the
-    background model's empty scene with the substitutes pasted on it (nothing of the camera's frame).
+    substitutes are people cut out of their crops (0 = not the person). In both, the frame released around
+    the crops is the quiet scene (runtime.camera.scene), never the camera's frame as it is.
     ``keys`` gives the tracker's person ids, so a substitution bundle keeps one substitute per tracked
     person (runtime.stages.substitution.HeldDraws)."""
 
@@ -109,8 +109,10 @@ class PersonCrops(Preprocessor):
         directions = self.direction.update(tracks, boxes)
         windows = crop_windows(boxes, image.shape, self.crop_shape, self.margin)
         self.last_boxes, self.last_windows, self.last_directions = boxes, windows, directions
-        scene = self.update_scene(image, boxes) if self.paste == "cut-out" else None
-        contrast = self.scene.contrast if scene is not None else None
+        # both paste modes release the quiet scene around the people, never the camera's frame: until the
+        # detectors are warm (and after a reset) the scene is neutral, so nothing raw goes out meanwhile
+        scene = self.update_scene(image, boxes)
+        contrast = self.scene.contrast
         context = CropContext(image, boxes, windows, directions, tracks, scene, contrast)
         return crop_people(image, windows, self.crop_shape), context
 
@@ -156,7 +158,7 @@ class PersonCrops(Preprocessor):
 
     def restore(self, privatized, context):
         image, boxes, windows = context.frame, context.boxes, context.windows
-        scene = image if self.paste == "window" else channels_like(self.scene_of(context), image)
+        scene = channels_like(self.scene_of(context), image)
         if len(windows) == 0:
             return scene.copy()
         # a substitute bank's crops come back uint8 already: np.rint would round them again in float16
@@ -164,8 +166,8 @@ class PersonCrops(Preprocessor):
             np.minimum(np.maximum(np.rint(privatized), 0), 255).astype(np.uint8)
         if crops.ndim == 4 and image.ndim == 2:   # colour substitutes on a grey camera: released in grey
             crops = np.stack([to_gray(crop) for crop in crops])
-        if self.paste == "window":
-            return paste_people(image, crops, windows)
+        if self.paste == "window":     # the privatized crop over its whole window, on the quiet scene
+            return paste_people(scene, crops, windows)
         return paste_people(scene, crops, windows, scene, boxes=boxes, contrast=context.contrast)
 
     def scene_of(self, context):
