@@ -17,6 +17,7 @@ import argparse
 import platform
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +63,11 @@ def benchmark_stream(bundle_dir, source: str, backend: str = "auto", frames: "in
         for last in stream:
             pass
         report = stream.report()
+    if frames is not None and report.get("timed_frames", 0) < frames:    # the source ended first
+        report["frames_asked"] = frames
+        warnings.warn("{}: asked for {} timed frames, the source gave {} (after {} warm-up frames); the report "
+                      "records the frames measured".format(source, frames, report.get("timed_frames", 0), warmup),
+                      stacklevel=2)
     report["backend"] = privatizer.backend_name
     report["backend_why"] = getattr(privatizer, "backend_why", None)
     report["model_threads"] = privatizer.backend_options.get("threads")   # None: the library's default
@@ -96,7 +102,7 @@ def stream_columns(report: dict) -> dict:
                "stream_vs_model": report.get("stream_vs_model"), "stream_model_threads": report.get("model_threads"),
                "stream_prepared_ahead": report.get("prepared_ahead"),
                "stream_cpu_ms_per_frame": report.get("cpu_ms_per_frame"),
-               "stream_preprocessor": report.get("preprocessor")}
+               "stream_preprocessor": report.get("preprocessor"), "stream_timed_frames": report.get("timed_frames")}
     columns.update({f"{stage}_ms": stages[stage]["mean"] for stage in
                     ("capture", "preprocess", "inference", "postprocess") if stage in stages})
     columns.update({"runtime_added_pct": _percent(report.get("runtime_added_fraction")),
@@ -164,7 +170,9 @@ def add_stream_and_estimates(result: dict, bundle_dir, source: "str | None", fra
             row.update(stream_columns(report))
             row["stream_errors"] = report["errors"] or None
         result["source"] = source
-        result["stream_frames"] = frames
+        # the frames measured, not the frames asked for: a short clip ends before --frames
+        result["stream_frames"] = min(row.get("stream_timed_frames") or 0 for row in result["rows"])
+        result["stream_frames_asked"] = frames
     flops = next((row.get("flops_torch") or row.get("flops_onnx") for row in result["rows"]), None)
     result["estimates"] = estimate_devices(flops / 2 if flops else None)   # FLOPs = 2 * MACs (flops.py)
     result["device"] = detected_device()
