@@ -159,6 +159,7 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
     ``camera_speed``: export's --camera-speed ("recall" or "fast"); ``bank``: who the substitutes are (the
     walkway loader's ``bank``: "rendered" walkers by default, "clip" for this camera's own bystanders)."""
     from sensorveil.export import export_run
+    from sensorveil.export.heartbeat import Heartbeat
     from sensorveil.runtime.preview import preview
     from sensorveil.runtime.sources import open_source
     from sensorveil.runtime.stream import load_for_stream
@@ -180,21 +181,33 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
     # named for the clip, so runs on two cameras in one OUT neither overwrite nor mislabel each other
     # ("walkway" below is the camera-crops loader's name, whatever the clip)
     name = f"pass-{clip_slug(clip)}"
-    print(f"[1/4] training pass on people crops of {clip.name} (private: appearance, useful: walking direction)")
-    run_dir = train_run("pass", "walkway", data_path=str(clip), out=out / "runs" / name, settings=dict(CAMERA_SETTINGS),
-                        dataset_options={"bank": bank})
-    bundle = export_run(run_dir, "onnx", out / "bundles" / name, person_detector=person_detector,
-                        camera_speed=camera_speed)
-    print(f"[2/4] auditing the bundle through the torch-free runtime ({seeds} seeds per attacker)")
-    audit = audit_path(bundle, seeds=seeds, log=progress_line)
-    report = write_audit(audit, f"audit of the {name} bundle", out / "reports" / f"audit-{name}.md")
-    print("[3/4] re-identifying the release's people: a re-id network trained on raw crops of other people")
-    identity = audit_identity(bundle, log=progress_line)
-    print(f"[4/4] previewing raw beside privatized over {clip.name}")
-    with open_source(str(clip)) as source:
-        shown = preview(load_for_stream(bundle), source, out=out / "camera-preview.mp4", headless=True)
-    summary = {
-        "seconds": round(time.time() - started, 1),
+    # a line at least every 20 s: training and the audits have quiet stretches of minutes on a large frame
+    with Heartbeat("camera quickstart"):
+        print(f"[1/4] training pass on people crops of {clip.name} (private: appearance, useful: walking direction)")
+        run_dir = train_run("pass", "walkway", data_path=str(clip), out=out / "runs" / name,
+                            settings=dict(CAMERA_SETTINGS), dataset_options={"bank": bank})
+        bundle = export_run(run_dir, "onnx", out / "bundles" / name, person_detector=person_detector,
+                            camera_speed=camera_speed)
+        print(f"[2/4] auditing the bundle through the torch-free runtime ({seeds} seeds per attacker)")
+        audit = audit_path(bundle, seeds=seeds, log=progress_line)
+        report = write_audit(audit, f"audit of the {name} bundle", out / "reports" / f"audit-{name}.md")
+        print("[3/4] re-identifying the release's people: a re-id network trained on raw crops of other people")
+        identity = audit_identity(bundle, log=progress_line)
+        print(f"[4/4] previewing raw beside privatized over {clip.name}")
+        with open_source(str(clip)) as source:
+            shown = preview(load_for_stream(bundle), source, out=out / "camera-preview.mp4", headless=True)
+    summary = camera_summary(time.time() - started, bundle, report, audit, identity, shown)
+    summary["substitutes"] = load_for_stream(bundle).describe().get("substitutes")
+    (out / "camera-summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    print_camera_summary(summary)
+    return summary
+
+
+def camera_summary(seconds: float, bundle, report, audit: dict, identity: dict, shown: dict) -> dict:
+    """The camera quickstart's summary (camera-summary.json): the attribute audit's row, the identity audit and
+    the camera verdict, which holds only when both protect."""
+    return {
+        "seconds": round(seconds, 1),
         "bundle": str(bundle),
         "audit_report": str(report),
         "mechanisms": {
@@ -204,15 +217,11 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
         },
         "video": str(shown["video"]),
         "contact_sheet": str(shown["contact_sheet"]),
-        "substitutes": load_for_stream(bundle).describe().get("substitutes"),
         "identity": identity,
         # protects only when every part holds: the attribute audit and the re-identification
         "verdict": "protects" if (audit["verdict"], identity["verdict"]) == ("protects", "protects") else
                    next(v for v in (identity["verdict"], audit["verdict"]) if v != "protects"),
     }
-    (out / "camera-summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    print_camera_summary(summary)
-    return summary
 
 
 def clip_slug(clip: Path) -> str:

@@ -72,3 +72,17 @@ def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip
                                        shown, query, seed=0)
     assert clip_bank["found"]["mean"] >= 0.5 and clip_bank["rank1_of_clip_people"]["rank1"]["mean"] >= 0.3
     assert "identity: re-identification" in reid_audit.format_identity(result)
+
+
+@pytest.mark.parametrize("attributes, identity, expected", [
+    ("protects", "protects", "protects"), ("protects", "no verdict", "no verdict"),
+    ("leaks", "protects", "leaks"), ("protects", "leaks", "leaks"),
+])
+def test_the_camera_quickstart_protects_only_when_both_audits_do(attributes, identity, expected):
+    from sensorveil.quickstart import camera_summary
+    interval = {"mean": 0.3, "low": 0.2, "high": 0.4}
+    audit = {"strongest_attacker": "trees", "private": {"trees": interval}, "random_star": 0.3, "useful": interval,
+             "goal": {"strongest_within_5_points_of_random_star": True}, "verdict": attributes,
+             "power": {"raw_strongest_accuracy": 0.5}}
+    summary = camera_summary(1.0, "b", "r", audit, {"verdict": identity}, {"video": "v", "contact_sheet": "c"})
+    assert summary["verdict"] == expected
