@@ -145,19 +145,22 @@ def compile_command(out_dir: Path, model_file: str) -> str:
     return f"edgetpu_compiler -s -o {shlex.quote(str(out_dir))} {shlex.quote(str(out_dir / model_file))}"
 
 
-def compile_for_edgetpu(out_dir: Path, model_file: str) -> tuple:
-    """The 'edgetpu' artifact of one graph: compiled when edgetpu_compiler is here, else the command."""
+def compile_for_edgetpu(out_dir: Path, model_file: str, final_dir: Path | None = None) -> tuple:
+    """The 'edgetpu' artifact of one graph: compiled when edgetpu_compiler is here, else the command. The
+    manifest records the command on ``final_dir``, where the bundle lands (``out_dir`` is the folder beside it
+    that the export writes in and renames into place)."""
     command = compile_command(out_dir, model_file)
+    recorded = compile_command(Path(final_dir) if final_dir is not None else out_dir, model_file)
     compiled_file = model_file.replace(".tflite", EDGETPU_SUFFIX)
     shared = {"format": "tflite", "precision": "int8"}
     if shutil.which("edgetpu_compiler") is None:
-        return shared, {"file": model_file, "compiled": False, "compile_command": command,
+        return shared, {"file": model_file, "compiled": False, "compile_command": recorded,
                         "note": "edgetpu_compiler is not on PATH here (it ships for x86-64 Debian/Ubuntu only)"}
     result = subprocess.run(shlex.split(command), capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"edgetpu_compiler failed: {result.stdout}{result.stderr}")
     (out_dir / model_file.replace(".tflite", "_edgetpu.log")).unlink(missing_ok=True)
-    return shared, {"file": compiled_file, "compiled": True, "compile_command": command,
+    return shared, {"file": compiled_file, "compiled": True, "compile_command": recorded,
                     "compiler_output": result.stdout[-2000:]}
 
 
@@ -181,5 +184,5 @@ def write_tflite(job) -> dict:
                              "calibration": {"file": calibration_file, "samples": int(len(calibration)),
                                              "drawn_from": "training split"}})}
     if job.target and job.target.get("backend") == "edgetpu":
-        artifacts["edgetpu"] = compile_for_edgetpu(out, int8_path.name)
+        artifacts["edgetpu"] = compile_for_edgetpu(out, int8_path.name, job.final_dir)
     return artifacts
