@@ -122,8 +122,17 @@ def open_regular(path: str, what: str, follow_links: bool = True):
 
 
 def read_capped(path: Path, limit: int, what: str) -> bytes:
-    """A small file read whole, refusing one larger than ``limit`` instead of filling memory."""
-    with open_regular(str(path), what) as handle:
+    """A small file of the bundle read whole, refusing one larger than ``limit`` instead of filling memory,
+    and one reached through a symbolic link (manifest.json and manifest.sig are the bundle's own regular
+    files: a link could make a manifest from elsewhere, or a signature from another bundle, speak for it)."""
+    try:
+        handle = open_regular(str(path), what, follow_links=False)
+    except OSError as error:
+        if error.errno == errno.ELOOP or os.path.islink(str(path)):
+            raise BundleError("{} is a symbolic link; expected {}, a regular file inside the bundle".format(
+                path, what)) from None
+        raise
+    with handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise BundleError(f"{path} is larger than {limit} bytes; expected {what}")

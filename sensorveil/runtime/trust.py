@@ -44,6 +44,7 @@ import json
 import os
 
 from sensorveil.runtime.errors import BundleError
+from sensorveil.runtime.regular import read_regular
 
 SIGNATURE_NAME = "manifest.sig"
 SIGNATURE_SCHEME = "sensorveil-ed25519-v1"
@@ -119,14 +120,11 @@ def load_trusted_keys(paths):
     ed25519, serialization, _ = _ed25519()
     keys = {}
     for path in paths:
+        # a regular file only: a FIFO named as a key would otherwise hold the load until someone writes to it
+        pem = read_regular(path, MAX_KEY_BYTES, "a trusted key: a regular file holding a PEM public key written "
+                           "by `sensorveil keys generate`", TrustError)
         try:
-            with open(path, "rb") as handle:
-                pem = handle.read(MAX_KEY_BYTES + 1)
-        except OSError as error:
-            raise TrustError("trusted key {} cannot be read ({}); expected a PEM public key written by "
-                             "`sensorveil keys generate`".format(path, error.strerror or error))
-        try:
-            key = serialization.load_pem_public_key(pem[:MAX_KEY_BYTES])
+            key = serialization.load_pem_public_key(pem)
         except (ValueError, TypeError) as error:
             raise TrustError("trusted key {} is not a PEM public key ({}); expected the signer.pub written by "
                              "`sensorveil keys generate`, never the private signer.key".format(path, error))
