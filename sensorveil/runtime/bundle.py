@@ -19,7 +19,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sensorveil.runtime import trust
+from sensorveil.runtime import engine_cache, trust
 from sensorveil.runtime.errors import BundleError
 from sensorveil.runtime.schema import (  # noqa: F401
     MANIFEST_NAME,
@@ -213,6 +213,8 @@ def refuse_unlisted(root: Path, manifest: dict) -> None:
         relative = os.path.relpath(folder, str(root)).replace(os.sep, "/")
         prefix = "" if relative == "." else relative + "/"
         if not prefix and ENGINE_CACHE_DIR in subfolders and "tensorrt" in manifest["artifacts"]:
+            # not hashed by the manifest: only engines this runtime built and recorded (engine_cache.py)
+            engine_cache.check_cache_dir(os.path.join(str(root), ENGINE_CACHE_DIR))
             subfolders.remove(ENGINE_CACHE_DIR)
         # os.walk does not descend into linked folders; a link is an entry like a file
         links = [name for name in subfolders if os.path.islink(os.path.join(folder, name))]

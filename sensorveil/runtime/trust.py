@@ -84,10 +84,14 @@ def configured_key_paths(trusted_keys=None):
     if isinstance(trusted_keys, (str, bytes, os.PathLike)):
         trusted_keys = [trusted_keys]     # one path, not a sequence of characters
     paths = [str(path) for path in (trusted_keys or [])]
-    for entry in os.environ.get(TRUSTED_KEYS_ENV, "").split(os.pathsep):
-        entry = entry.strip()
-        if not entry:
-            continue
+    setting = os.environ.get(TRUSTED_KEYS_ENV)
+    entries = [entry.strip() for entry in (setting or "").split(os.pathsep) if entry.strip()]
+    if setting is not None and not entries:
+        # set but naming nothing (":", "  ", an empty $VARIABLE): the device meant a policy, so it is an error,
+        # as an unusable SENSORVEIL_MIN_SERIAL is, never a silent "no keys"
+        raise TrustError("{}={!r} names no key; expected key files or folders of *.pub keys separated by {!r} "
+                         "(or unset it)".format(TRUSTED_KEYS_ENV, setting[:60], os.pathsep))
+    for entry in entries:
         if os.path.isdir(entry):
             found = sorted(os.path.join(entry, name) for name in os.listdir(entry) if name.endswith(".pub"))
             if not found:
