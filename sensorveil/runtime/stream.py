@@ -39,7 +39,7 @@ import os
 import signal
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -62,6 +62,7 @@ STAGES = ("capture", "preprocess", "inference", "postprocess", "sink")
 CPU_BACKENDS = ("onnxruntime", "openvino", "litert")   # those whose adapters take ``threads``
 TIMING_WINDOW = 10000   # frames whose stage times the report's percentiles describe
 MAX_ERRORS_KEPT = 5
+MAX_PREPROCESSORS = 8   # kinds of frame whose pre-processors a stream keeps (least recently used goes first)
 
 
 @dataclass
@@ -134,7 +135,7 @@ class Stream:
             check_preprocessor(preprocessor)
         self.preprocessor = preprocessor
         self.fixed_preprocessor = preprocessor is not None   # the caller's choice serves every frame
-        self.preprocessors = {}        # kind of frame -> its pre-processor (see the module docstring)
+        self.preprocessors = OrderedDict()   # kind of frame -> its pre-processor, least recently used first
         self.preprocessed = {}         # pre-processor name -> frames it prepared
         self.source_ended = False
         self.split = privatizer.single_model
@@ -285,6 +286,12 @@ class Stream:
                                                              self.privatizer.camera,
                                                              self.privatizer.run_graph,
                                                              self.privatizer.scene_still)
+                # bounded by construction: a source whose frame size changes every frame (hostile or broken)
+                # would otherwise grow one pre-processor (and its buffers) per size for ever. An evicted one is
+                # made again from scratch, as at the stream's start (a camera pipeline's scene starts over)
+                while len(self.preprocessors) > MAX_PREPROCESSORS:
+                    self.preprocessors.popitem(last=False)
+            self.preprocessors.move_to_end(kind)
             self.preprocessor = self.preprocessors[kind]
         return self.preprocessor
 
