@@ -36,6 +36,10 @@ from sensorveil.runtime.schema import (  # noqa: F401
 )
 
 MAX_MANIFEST_BYTES = 16 << 20      # a real manifest is a few KB; this keeps a hostile one from filling memory
+# every listed file is held in memory (the backends load the very bytes that were hashed): the sum of the sizes
+# the manifest declares is checked against this before a byte is read. ONNX's own protobuf limit is 2 GiB, and
+# a privatizer with its person detector and bank is tens of MB.
+MAX_BUNDLE_BYTES = 2 << 30
 # TensorRT builds its engine on the device and caches it here, inside the bundle (tensorrt_backend.py);
 # the only unlisted folder a bundle may hold, and only when it carries a tensorrt artifact.
 ENGINE_CACHE_DIR = "engines"
@@ -192,10 +196,19 @@ def read_verified(root: Path, name: str, record: dict) -> bytes:
         reason = "is a symbolic link" if error.errno == errno.ELOOP else f"cannot be read ({error.strerror})"
         raise BundleError(f"{root}: listed file {name!r} {reason}; expected a regular file in the bundle") from None
     with handle:
+        # the size first, from the file system: a file of another size is refused before a byte is read
+        found = os.fstat(handle.fileno()).st_size
+        if found != record["size"]:
+            raise BundleError(f"{root}: {name} has {found} bytes, the manifest says {record['size']}; the bundle was "
+                              "modified or truncated, refusing to load it")
+        # one read of at most the declared size (+1 to see a file that grew since): its bytes are kept for the
+        # backends anyway, so reading in pieces would only add a copy; what bounds the read is the size, checked
+        # against the file system here and, with every other listed size, against MAX_BUNDLE_BYTES before any read
         data = handle.read(record["size"] + 1)
-    if len(data) != record["size"]:
+    size = len(data)
+    if size != record["size"]:
         raise BundleError(
-            f"{root}: {name} has {'more than ' if len(data) > record['size'] else ''}{len(data)} bytes, the manifest "
+            f"{root}: {name} has {'more than ' if size > record['size'] else ''}{size} bytes, the manifest "
             f"says {record['size']}; the bundle was modified or truncated, refusing to load it")
     actual = hashlib.sha256(data).hexdigest()
     if actual != record["sha256"]:
@@ -228,6 +241,17 @@ def refuse_unlisted(root: Path, manifest: dict) -> None:
             raise BundleError(f"{root} holds more than {MAX_FILES} files; expected a bundle")
 
 
+def check_declared_sizes(root: Path, manifest: dict) -> None:
+    """Before any file is read: the listed files together fit in what the runtime holds in memory."""
+    sizes = {name: record["size"] for name, record in manifest["files"].items()}
+    total = sum(sizes.values())
+    if total > MAX_BUNDLE_BYTES:
+        largest = max(sizes, key=sizes.get)
+        raise BundleError(f"{root}: the manifest lists {total} bytes of files ({largest} alone {sizes[largest]}), more "
+                          f"than the {MAX_BUNDLE_BYTES} bytes this runtime reads into memory; expected a bundle of at "
+                          "most 2 GiB, refusing to read it")
+
+
 def open_bundle(path: "str | Path", trusted_keys=None, min_serial: "int | None" = None) -> Bundle:
     """Read, check the signature of, validate and verify a bundle; one BundleError (or subclass) says why
     it is refused. ``trusted_keys``: public key files; SENSORVEIL_TRUSTED_KEYS adds to them.
@@ -243,5 +267,6 @@ def open_bundle(path: "str | Path", trusted_keys=None, min_serial: "int | None" 
     trust.check_serial(manifest, signature, min_serial, root)
     validate_manifest(manifest, root)
     refuse_unlisted(root, manifest)
+    check_declared_sizes(root, manifest)
     contents = {name: read_verified(root, name, record) for name, record in manifest["files"].items()}
     return Bundle(root=root, manifest=manifest, contents=contents, signature=signature)
