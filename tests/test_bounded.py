@@ -41,3 +41,54 @@ def test_a_sparse_3_gib_file_is_refused_without_reading_it(tmp_path, declared):
     expected = "more than the 2147483648 bytes" if declared == 3 * GIB else f"big.bin has {3 * GIB} bytes, the " \
         "manifest says 1000"
     assert done.stdout.startswith("BundleError") and expected in done.stdout, done.stdout
+
+
+# -- every source has an overall stall limit (part 1c) ----------------------------------------------------
+@pytest.fixture()
+def silent_server():
+    """A real TCP server on localhost that accepts every connection and never sends a byte."""
+    import socket
+    import threading
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held, stop = [], threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join(2)
+    for connection in held:
+        connection.close()
+    server.close()
+
+
+STALLED = ("import sys, time\nfrom sensorveil.runtime.errors import BackendUnavailableError\n"
+           "from sensorveil.runtime.sources import Reconnecting\nfrom sensorveil.runtime.sources.video import "
+           "OpenCVSource\nstart = time.monotonic()\n"
+           "source = Reconnecting(OpenCVSource(sys.argv[1], sys.argv[1], live=True, network_timeout_s=1), "
+           "base_delay_s=0.1, max_attempts=1000, stall_limit_s=3)\n"
+           "try:\n    source.open()\n    source.read()\n    print('a frame')\n"
+           "except BackendUnavailableError as error:\n    print('BackendUnavailableError', error)\n"
+           "print(round(time.monotonic() - start))\n")
+
+
+def test_an_http_source_that_never_sends_ends_with_one_error_in_bounded_time(silent_server):
+    pytest.importorskip("cv2")
+    url = f"http://127.0.0.1:{silent_server}/stream.mjpg"
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", STALLED, url], env=environment, capture_output=True, text=True,
+                          timeout=60)
+    lines = done.stdout.strip().splitlines()
+    assert done.returncode == 0 and lines, done.stderr[-2000:]
+    assert lines[0].startswith("BackendUnavailableError") and "no frame for" in lines[0], lines
+    assert int(lines[-1]) < 20

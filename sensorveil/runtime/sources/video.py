@@ -21,17 +21,22 @@ READS_PAST_DAMAGE = 5
 # host) and left the other core to the model (docs/stream_plumbing.md). Cameras use their own capture
 # backend and are not affected.
 DECODER_THREADS = 1
+# A network stream that accepts and never sends would hold FFmpeg's open or read for as long as the server
+# likes; OpenCV (4.5.4+) ends each after this long, and the source reports a disconnect (Reconnecting's
+# overall stall limit then bounds the whole wait).
+NETWORK_TIMEOUT_S = 10.0
 
 
 # -- OpenCV: cameras, video files, network streams ---------------------------------------
 class OpenCVSource(Source):
     """camera:N, video files and network URLs through ``cv2.VideoCapture``."""
 
-    def __init__(self, uri: str, target, live: bool):
+    def __init__(self, uri: str, target, live: bool, network_timeout_s: float = NETWORK_TIMEOUT_S):
         super().__init__(uri)
         self.target = target
         self.live = live
         self.capture = None
+        self.network_timeout_s = network_timeout_s
 
     def open(self) -> None:
         cv2 = _cv2()
@@ -59,11 +64,17 @@ class OpenCVSource(Source):
         """A capture for the target; files and network streams with FFmpeg's decoder on
         DECODER_THREADS threads where this OpenCV can set it (4.6+), as OpenCV opens them otherwise."""
         threads = getattr(cv2, "CAP_PROP_N_THREADS", None)
+        timeouts = []
+        if isinstance(self.target, str) and "://" in self.target and hasattr(cv2, "CAP_PROP_OPEN_TIMEOUT_MSEC"):
+            milliseconds = int(self.network_timeout_s * 1000)     # a network stream: bounded open and read
+            timeouts = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, milliseconds, cv2.CAP_PROP_READ_TIMEOUT_MSEC, milliseconds]
         if isinstance(self.target, str) and threads is not None:
-            capture = cv2.VideoCapture(self.target, cv2.CAP_FFMPEG, [threads, DECODER_THREADS])
+            capture = cv2.VideoCapture(self.target, cv2.CAP_FFMPEG, [threads, DECODER_THREADS] + timeouts)
             if capture.isOpened():
                 return capture
             capture.release()   # not FFmpeg's to read (a GStreamer URL, an image sequence): OpenCV picks
+        if timeouts:
+            return cv2.VideoCapture(self.target, cv2.CAP_ANY, timeouts)
         return cv2.VideoCapture(self.target)
 
     def read(self) -> "Frame | None":
