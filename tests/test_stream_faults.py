@@ -237,3 +237,27 @@ def test_a_stream_reading_ahead_reads_prefetching_in_its_own_reader_thread(depth
         assert source._reader is None                      # Prefetching's own thread never started
     assert indices == [0, 2, 3] and stream.report()["bad"] == 1
     assert set(readers) == {"sensorveil read-ahead"}        # every read ran in the stream's reader thread
+
+
+# -- bounded by construction (issue 52, part 1a) ---------------------------------------------------------
+def test_frames_of_ever_new_sizes_keep_the_preprocessor_cache_at_its_bound():
+    """A source whose frame width changes every frame (400 widths) must not grow one pre-processor per width."""
+    from sensorveil.runtime import stream as stream_module
+    bound = getattr(stream_module, "MAX_PREPROCESSORS", 8)
+
+    class Widening(Source):
+        def open(self):
+            pass
+
+        def read(self):
+            index = self._next_index()
+            if index >= 400:
+                return None
+            width = 9 + index     # never the 8x8 sample shape itself (that would be passed through)
+            return Frame(np.full((8, width), index % 256, np.uint8), index / 30, index, "gray")
+
+    fixture = Path(__file__).parent / "fixtures" / "schema1-prgan-digits-onnx"
+    stream = stream_module.Stream(Privatizer.load(fixture, seed=0), Widening("widening:"), prepare_ahead=False)
+    sizes = [len(stream.preprocessors) for _ in stream]
+    assert stream.counters.frames_in == 400 and stream.counters.bad == 0
+    assert max(sizes) == bound == len(stream.preprocessors) and bound <= 16

@@ -128,4 +128,8 @@ def scene_still_from(args):
     if getattr(args, "scene_still", None) is None:
         return None
     from sensorveil.runtime.camera.scene import read_scene_still
+    from sensorveil.runtime.regular import check_regular
+    # a FIFO or a device would hold the image reader until someone writes to it: refused before it is opened
+    check_regular(args.scene_still, "a picture (PNG, JPEG) of the empty place, a regular file",
+                  name="--scene-still {}".format(args.scene_still))
     return read_scene_still(args.scene_still)

@@ -16,7 +16,7 @@ def cmd_export(args) -> int:
                      include_samples=not args.index_only, target=args.target, calibration=args.calibration,
                      int8_check=not args.skip_int8_privacy_check, attacker_epochs=args.int8_attacker_epochs,
                      sign_key=args.sign, sensor_units=args.units == "sensor", serial=args.serial,
-                     person_detector=args.person_detector, camera_speed=args.camera_speed)
+                     person_detector=args.person_detector, camera_speed=args.camera_speed, force=args.force)
     manifest = json.loads((out / "manifest.json").read_text())
     units = [stage for stage in manifest.get("pipeline", []) if "units" in stage]
     if units:
@@ -28,7 +28,7 @@ def cmd_export(args) -> int:
     uncompiled = [entry["compile_command"] for entry in edgetpu.values() if not entry.get("compiled")]
     if uncompiled:
         print("not yet compiled for the Edge TPU; on an x86-64 Linux host with edgetpu_compiler run:\n  "
-              + "\n  ".join(uncompiled) + "\nthen re-run the export there, or copy the compiled file in and re-export")
+              + "\n  ".join(uncompiled) + "\n(it compiles, lists the compiled file in the manifest and re-signs with --sign KEY; no re-export)")
     print(f"bundle written to {out}" + (f", signed with {args.sign} (manifest.sig)" if args.sign else ""))
     return 0
 
@@ -60,7 +60,10 @@ def add_parser(verbs) -> None:
     p.add_argument("--int8-attacker-epochs", type=positive_int, default=None, metavar="N",
                    help="int8: training epochs of the privacy audit's neural attackers (default 20; fewer is "
                    "quicker and weaker)")
-    p.add_argument("--out", required=True, help="bundle directory to write")
+    p.add_argument("--out", required=True, help="bundle directory to write: absent, empty or an earlier bundle "
+                   "(written beside it and renamed into place; never the run folder)")
+    p.add_argument("--force", action="store_true",
+                   help="let --out replace a folder or file that is not an earlier bundle (never the run folder)")
     p.add_argument("--index-only", action="store_true",
                    help="pass: leave the substitute samples out (the device emits bank indices only)")
     p.add_argument("--sign", default=None, metavar="KEY",

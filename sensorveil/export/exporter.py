@@ -23,6 +23,7 @@ from sensorveil.export.bundle_writer import write_manifest
 from sensorveil.export.device_check import plan_for_target
 from sensorveil.export.formats import FORMAT_WRITERS
 from sensorveil.export.person_detector import CAMERA_SPEEDS, PERSON_DETECTORS, DetectorJob, add_person_detector
+from sensorveil.export.placement import check_out, export_lock, move_into_place, staging_folder
 from sensorveil.export.self_test import write_self_test
 from sensorveil.export.sensor_units import SensorUnits, UnitsPlan, plan_units
 from sensorveil.export.signing import load_private_key, sign_bundle
@@ -62,6 +63,7 @@ class GraphJob:
     out_dir: Path
     precision: str
     target: dict | None
+    final_dir: Path | None = None             # where the bundle lands (out_dir is the folder it is written in)
 
     def file(self, default_name: str) -> str:
         """A one-graph bundle keeps the historic names (model.onnx); others name files by graph."""
@@ -76,10 +78,15 @@ class Exporter:
     def __init__(self, run_dir, out_dir, precision: str = "fp32", include_samples: bool = True,
                  target: str | None = None, calibration: int | None = None, int8_check: bool = True,
                  attacker_epochs: int | None = None, sign_key=None, sensor_units: bool = True,
-                 serial: int | None = None, person_detector: str = "ssdlite", camera_speed: str = "recall"):
+                 serial: int | None = None, person_detector: str = "ssdlite", camera_speed: str = "recall",
+                 force: bool = False):
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; expected one of {PRECISIONS}")
         self.run_dir = Path(run_dir)
+        # --out is checked before any work: never the run folder, never a folder holding other things than an
+        # earlier bundle unless forced (export.placement); the bundle is written beside it and renamed in
+        self.final_dir, self.force = Path(out_dir), force
+        check_out(self.final_dir, self.run_dir, force)
         self.run = read_run(run_dir)
         self.mechanism = mechanisms.get(self.run["mechanism"])
         if not self.mechanism.exportable:
@@ -88,7 +95,7 @@ class Exporter:
                 f"({self.mechanism.summary}); evaluate its run instead"
             )
         self.graphs = self.mechanism.graphs(self.run_dir, self.run)
-        self.out_dir = Path(out_dir)
+        self.out_dir = self.final_dir     # during export(): the new folder beside final_dir it writes in
         self.precision = precision
         # substitution (PASS) bundles: also ship the substitute samples, so output="sample" works
         self.include_samples = include_samples
@@ -173,6 +180,7 @@ class Exporter:
             out_dir=self.out_dir,
             precision=self.precision,
             target=self.target,
+            final_dir=self.final_dir,
         )
 
     def exported_module(self, name: str) -> tuple:
@@ -185,25 +193,30 @@ class Exporter:
         return wrapped, self._sensor_samples(wrapped)
 
     def export(self, fmt: str) -> Path:
-        """Write and validate the bundle; on any failure nothing is left at ``out_dir`` (a half-written
-        or failed bundle must never be mistaken for a deployable one)."""
+        """Write and validate the bundle in a new folder beside ``--out`` and rename it into place; on any
+        failure that folder is removed and ``--out`` is left as it was (a half-written or failed bundle must
+        never be mistaken for a deployable one, and an earlier bundle is only replaced by a whole one)."""
         if fmt not in FORMAT_WRITERS:
             raise ValueError(f"unknown export format {fmt!r}; expected one of {FORMATS}")
         if self.precision not in precisions_of(fmt):
             raise ValueError(f"the {fmt} format is exported in {' or '.join(precisions_of(fmt))}; use --format "
                              f"{' or '.join(formats_writing(self.precision))} for {self.precision} "
                              "(sensorveil devices formats)")
-        if self.out_dir.exists():
-            shutil.rmtree(self.out_dir)
-        self.out_dir.mkdir(parents=True)
-        try:
-            return self._export(fmt)
-        except ModuleNotFoundError as error:
-            shutil.rmtree(self.out_dir, ignore_errors=True)
-            raise ValueError(self._missing_library(fmt, error)) from None
-        except BaseException:
-            shutil.rmtree(self.out_dir, ignore_errors=True)
-            raise
+        with export_lock(self.final_dir):
+            check_out(self.final_dir, self.run_dir, self.force)   # again, now that no other export can write
+            self.out_dir = staging_folder(self.final_dir)
+            try:
+                self._export(fmt)
+                move_into_place(self.out_dir, self.final_dir)
+            except ModuleNotFoundError as error:
+                shutil.rmtree(self.out_dir, ignore_errors=True)
+                raise ValueError(self._missing_library(fmt, error)) from None
+            except BaseException:
+                shutil.rmtree(self.out_dir, ignore_errors=True)
+                raise
+            finally:
+                self.out_dir = self.final_dir
+        return self.final_dir
 
     def _missing_library(self, fmt: str, error: ModuleNotFoundError) -> str:
         module = (error.name or "").split(".")[0]
@@ -231,7 +244,7 @@ class Exporter:
         entry = {**{k: v for k, v in camera.items() if k != "bank"}, "paste": "cut-out" if cut_out else "window"}
         if self.person_detector == "ssdlite":
             clip = self.run["dataset"].get("path")
-            job = DetectorJob(self.out_dir, self.precision, clip, speed=self.camera_speed)
+            job = DetectorJob(self.out_dir, self.precision, clip, speed=self.camera_speed, final_dir=self.final_dir)
             entry.update(add_person_detector(artifacts, job))
         return {"camera": entry}
 
@@ -370,7 +383,8 @@ def export_run(run_dir, fmt: str | None, out_dir, precision: str | None = None, 
                **options) -> Path:
     """``target`` (a device profile) fills in the format and precision the device runs. ``options`` are the
     Exporter's: ``sign_key`` (an Ed25519 private key PEM file) signs the manifest, with rollback ``serial``
-    (default: the Unix time); ``sensor_units=False`` keeps the normalization in the runtime even where the
+    (default: the Unix time); ``force=True`` lets ``out_dir`` replace a folder that is not an earlier bundle
+    (never the run folder); ``sensor_units=False`` keeps the normalization in the runtime even where the
     graph could take it (sensor_units.py says where it cannot); include_samples, calibration, int8_check,
     attacker_epochs."""
     fmt, precision = plan_for_target(target, fmt, precision)

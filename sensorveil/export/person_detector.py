@@ -220,10 +220,12 @@ class DetectorJob:
     """What a writer needs: the bundle folder, the export's precision, the clip the run was trained on (int8
     calibration frames come from its first part, where the training crops come from) and a progress line."""
 
-    def __init__(self, out_dir: Path, precision: str, clip: str | None, progress=print, speed: str = "recall"):
+    def __init__(self, out_dir: Path, precision: str, clip: str | None, progress=print, speed: str = "recall",
+                 final_dir: Path | None = None):
         if speed not in CAMERA_SPEEDS:
             raise ValueError(f"camera speed {speed!r}; expected one of {list(CAMERA_SPEEDS)}")
         self.out_dir, self.precision, self.clip, self.progress = Path(out_dir), precision, clip, progress
+        self.final_dir = Path(final_dir) if final_dir is not None else self.out_dir   # where the bundle lands
         self.speed = speed
         self.frames = None
         self.tflite_entry = None    # the litert graph entry, which the edgetpu artifact compiles from
@@ -306,7 +308,7 @@ def edgetpu_detector(job: DetectorJob) -> dict:
     command."""
     from sensorveil.export.tflite_export import compile_for_edgetpu
     entry = tflite_detector(job)
-    _, compiled = compile_for_edgetpu(job.out_dir, entry["file"])
+    _, compiled = compile_for_edgetpu(job.out_dir, entry["file"], job.final_dir)
     # the Edge TPU runs the same int8 arithmetic as the file it was compiled from, so the file's threshold holds
     return {**compiled, "precision": "int8", ANCHORS_KEY: entry[ANCHORS_KEY], GRAPH_SCORE_KEY: entry[GRAPH_SCORE_KEY]}
 

@@ -154,14 +154,18 @@ def inline_buffers(path: Path) -> Path:
     return path
 
 
-def compile_for_edgetpu(out_dir: Path, model_file: str) -> tuple:
+def compile_for_edgetpu(out_dir: Path, model_file: str, final_dir: "Path | None" = None) -> tuple:
     """The 'edgetpu' artifact of one graph: compiled and listed when edgetpu_compiler is here; else marked
-    not compiled, with the command that compiles, lists and re-signs it later (edgetpu_compile.py)."""
+    not compiled, with the command that compiles, lists and re-signs it later (edgetpu_compile.py). The
+    command names ``final_dir``, where the bundle lands (``out_dir`` is the folder beside it that the export
+    writes in and renames into place)."""
     shared = {"format": "tflite", "precision": "int8"}
+    bundle_dir = Path(final_dir) if final_dir is not None else out_dir
     if not compiler_available():
         _progress(f"{model_file}: not compiled for the Edge TPU here ({COMPILER} is not on PATH); the bundle "
-                  f"records the next step: {next_step(out_dir)} [--sign KEY], on an x86-64 Linux host with {COMPILER}")
-        return shared, uncompiled_entry(model_file, out_dir)
+                  f"records the next step: {next_step(bundle_dir)} [--sign KEY], on an x86-64 Linux host with "
+                  f"{COMPILER}")
+        return shared, uncompiled_entry(model_file, bundle_dir)
     compiled, output = run_compiler(out_dir, model_file, _progress)
     return shared, compiled_entry(model_file, compiled, output)
 
@@ -186,5 +190,5 @@ def write_tflite(job) -> dict:
                              "calibration": {"file": calibration_file, "samples": int(len(calibration)),
                                              "drawn_from": "training split"}})}
     if job.target and job.target.get("backend") == "edgetpu":
-        artifacts["edgetpu"] = compile_for_edgetpu(out, int8_path.name)
+        artifacts["edgetpu"] = compile_for_edgetpu(out, int8_path.name, job.final_dir)
     return artifacts

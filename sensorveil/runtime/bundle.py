@@ -19,7 +19,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sensorveil.runtime import trust
+from sensorveil.runtime import engine_cache, trust
 from sensorveil.runtime.errors import BundleError
 from sensorveil.runtime.schema import (  # noqa: F401
     MANIFEST_NAME,
@@ -36,6 +36,10 @@ from sensorveil.runtime.schema import (  # noqa: F401
 )
 
 MAX_MANIFEST_BYTES = 16 << 20      # a real manifest is a few KB; this keeps a hostile one from filling memory
+# every listed file is held in memory (the backends load the very bytes that were hashed): the sum of the sizes
+# the manifest declares is checked against this before a byte is read. ONNX's own protobuf limit is 2 GiB, and
+# a privatizer with its person detector and bank is tens of MB.
+MAX_BUNDLE_BYTES = 2 << 30
 # TensorRT builds its engine on the device and caches it here, inside the bundle (tensorrt_backend.py);
 # the only unlisted folder a bundle may hold, and only when it carries a tensorrt artifact.
 ENGINE_CACHE_DIR = "engines"
@@ -122,8 +126,17 @@ def open_regular(path: str, what: str, follow_links: bool = True):
 
 
 def read_capped(path: Path, limit: int, what: str) -> bytes:
-    """A small file read whole, refusing one larger than ``limit`` instead of filling memory."""
-    with open_regular(str(path), what) as handle:
+    """A small file of the bundle read whole, refusing one larger than ``limit`` instead of filling memory,
+    and one reached through a symbolic link (manifest.json and manifest.sig are the bundle's own regular
+    files: a link could make a manifest from elsewhere, or a signature from another bundle, speak for it)."""
+    try:
+        handle = open_regular(str(path), what, follow_links=False)
+    except OSError as error:
+        if error.errno == errno.ELOOP or os.path.islink(str(path)):
+            raise BundleError("{} is a symbolic link; expected {}, a regular file inside the bundle".format(
+                path, what)) from None
+        raise
+    with handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise BundleError(f"{path} is larger than {limit} bytes; expected {what}")
@@ -183,10 +196,19 @@ def read_verified(root: Path, name: str, record: dict) -> bytes:
         reason = "is a symbolic link" if error.errno == errno.ELOOP else f"cannot be read ({error.strerror})"
         raise BundleError(f"{root}: listed file {name!r} {reason}; expected a regular file in the bundle") from None
     with handle:
+        # the size first, from the file system: a file of another size is refused before a byte is read
+        found = os.fstat(handle.fileno()).st_size
+        if found != record["size"]:
+            raise BundleError(f"{root}: {name} has {found} bytes, the manifest says {record['size']}; the bundle was "
+                              "modified or truncated, refusing to load it")
+        # one read of at most the declared size (+1 to see a file that grew since): its bytes are kept for the
+        # backends anyway, so reading in pieces would only add a copy; what bounds the read is the size, checked
+        # against the file system here and, with every other listed size, against MAX_BUNDLE_BYTES before any read
         data = handle.read(record["size"] + 1)
-    if len(data) != record["size"]:
+    size = len(data)
+    if size != record["size"]:
         raise BundleError(
-            f"{root}: {name} has {'more than ' if len(data) > record['size'] else ''}{len(data)} bytes, the manifest "
+            f"{root}: {name} has {'more than ' if size > record['size'] else ''}{size} bytes, the manifest "
             f"says {record['size']}; the bundle was modified or truncated, refusing to load it")
     actual = hashlib.sha256(data).hexdigest()
     if actual != record["sha256"]:
@@ -204,6 +226,8 @@ def refuse_unlisted(root: Path, manifest: dict) -> None:
         relative = os.path.relpath(folder, str(root)).replace(os.sep, "/")
         prefix = "" if relative == "." else relative + "/"
         if not prefix and ENGINE_CACHE_DIR in subfolders and "tensorrt" in manifest["artifacts"]:
+            # not hashed by the manifest: only engines this runtime built and recorded (engine_cache.py)
+            engine_cache.check_cache_dir(os.path.join(str(root), ENGINE_CACHE_DIR))
             subfolders.remove(ENGINE_CACHE_DIR)
         # os.walk does not descend into linked folders; a link is an entry like a file
         links = [name for name in subfolders if os.path.islink(os.path.join(folder, name))]
@@ -215,6 +239,17 @@ def refuse_unlisted(root: Path, manifest: dict) -> None:
                                   "the file, or re-export the bundle)")
         if entries > MAX_FILES + 2:
             raise BundleError(f"{root} holds more than {MAX_FILES} files; expected a bundle")
+
+
+def check_declared_sizes(root: Path, manifest: dict) -> None:
+    """Before any file is read: the listed files together fit in what the runtime holds in memory."""
+    sizes = {name: record["size"] for name, record in manifest["files"].items()}
+    total = sum(sizes.values())
+    if total > MAX_BUNDLE_BYTES:
+        largest = max(sizes, key=sizes.get)
+        raise BundleError(f"{root}: the manifest lists {total} bytes of files ({largest} alone {sizes[largest]}), more "
+                          f"than the {MAX_BUNDLE_BYTES} bytes this runtime reads into memory; expected a bundle of at "
+                          "most 2 GiB, refusing to read it")
 
 
 def open_bundle(path: "str | Path", trusted_keys=None, min_serial: "int | None" = None) -> Bundle:
@@ -232,5 +267,6 @@ def open_bundle(path: "str | Path", trusted_keys=None, min_serial: "int | None" 
     trust.check_serial(manifest, signature, min_serial, root)
     validate_manifest(manifest, root)
     refuse_unlisted(root, manifest)
+    check_declared_sizes(root, manifest)
     contents = {name: read_verified(root, name, record) for name, record in manifest["files"].items()}
     return Bundle(root=root, manifest=manifest, contents=contents, signature=signature)

@@ -6,6 +6,9 @@ Implementations: Passthrough, DepthPersonPatch, FitToBundle (sensorveil.runtime.
 PersonCrops (sensorveil.runtime.camera.pipeline).
 """
 import abc
+from collections import OrderedDict
+
+MAX_PREPROCESSORS = 8   # kinds of frame whose pre-processors a stream keeps (least recently used goes first)
 
 
 class Preprocessor(abc.ABC):
@@ -34,3 +37,22 @@ def check_preprocessor(preprocessor) -> None:
     if not isinstance(preprocessor, Preprocessor):
         raise TypeError(f"preprocessor: got {type(preprocessor).__name__}; expected a subclass of "
                         "sensorveil.runtime.preprocessor.Preprocessor (prepare and restore)")
+
+
+class PreprocessorCache(OrderedDict):
+    """A stream's pre-processors by kind of frame, bounded by construction: a source whose frame size changes
+    every frame (hostile or broken) would otherwise grow one pre-processor (and its buffers) per size for ever.
+    The least recently used goes first; it is made again from scratch when its kind returns, as at the stream's
+    start (a camera pipeline's scene starts over)."""
+
+    def __init__(self, limit=MAX_PREPROCESSORS):
+        super().__init__()
+        self.limit = limit
+
+    def get_or_make(self, kind, make):
+        if kind not in self:
+            self[kind] = make()
+            while len(self) > self.limit:
+                self.popitem(last=False)
+        self.move_to_end(kind)
+        return self[kind]

@@ -51,7 +51,7 @@ from sensorveil.runtime.bundle import open_bundle
 from sensorveil.runtime.errors import InputError, OutputError
 from sensorveil.runtime.manifest_fields import pipeline_of
 from sensorveil.runtime.preprocess import make_preprocessor
-from sensorveil.runtime.preprocessor import check_preprocessor
+from sensorveil.runtime.preprocessor import MAX_PREPROCESSORS, PreprocessorCache, check_preprocessor  # noqa: F401
 from sensorveil.runtime.privatizer import Privatizer
 from sensorveil.runtime.sinks import Sink, SinkError
 from sensorveil.runtime.sources import BadFrame, Frame, ReadAhead, Source
@@ -134,7 +134,7 @@ class Stream:
             check_preprocessor(preprocessor)
         self.preprocessor = preprocessor
         self.fixed_preprocessor = preprocessor is not None   # the caller's choice serves every frame
-        self.preprocessors = {}        # kind of frame -> its pre-processor (see the module docstring)
+        self.preprocessors = PreprocessorCache()   # kind of frame -> its pre-processor, bounded (LRU)
         self.preprocessed = {}         # pre-processor name -> frames it prepared
         self.source_ended = False
         self.split = privatizer.single_model
@@ -280,12 +280,10 @@ class Stream:
     def _preprocessor_for(self, frame: Frame):
         if not self.fixed_preprocessor:
             kind = (frame.data.shape, frame.data.dtype.str, frame.modality)
-            if kind not in self.preprocessors:
-                self.preprocessors[kind] = make_preprocessor(frame, self.privatizer.input_spec, self.depth_output,
-                                                             self.privatizer.camera,
-                                                             self.privatizer.run_graph,
-                                                             self.privatizer.scene_still)
-            self.preprocessor = self.preprocessors[kind]
+            privatizer = self.privatizer
+            self.preprocessor = self.preprocessors.get_or_make(kind, lambda: make_preprocessor(
+                frame, privatizer.input_spec, self.depth_output, privatizer.camera, privatizer.run_graph,
+                privatizer.scene_still))
         return self.preprocessor
 
     def frames_missing(self) -> "int | None":

@@ -44,6 +44,7 @@ import json
 import os
 
 from sensorveil.runtime.errors import BundleError
+from sensorveil.runtime.regular import read_regular
 
 SIGNATURE_NAME = "manifest.sig"
 SIGNATURE_SCHEME = "sensorveil-ed25519-v1"
@@ -83,10 +84,14 @@ def configured_key_paths(trusted_keys=None):
     if isinstance(trusted_keys, (str, bytes, os.PathLike)):
         trusted_keys = [trusted_keys]     # one path, not a sequence of characters
     paths = [str(path) for path in (trusted_keys or [])]
-    for entry in os.environ.get(TRUSTED_KEYS_ENV, "").split(os.pathsep):
-        entry = entry.strip()
-        if not entry:
-            continue
+    setting = os.environ.get(TRUSTED_KEYS_ENV)
+    entries = [entry.strip() for entry in (setting or "").split(os.pathsep) if entry.strip()]
+    if setting is not None and not entries:
+        # set but naming nothing (":", "  ", an empty $VARIABLE): the device meant a policy, so it is an error,
+        # as an unusable SENSORVEIL_MIN_SERIAL is, never a silent "no keys"
+        raise TrustError("{}={!r} names no key; expected key files or folders of *.pub keys separated by {!r} "
+                         "(or unset it)".format(TRUSTED_KEYS_ENV, setting[:60], os.pathsep))
+    for entry in entries:
         if os.path.isdir(entry):
             found = sorted(os.path.join(entry, name) for name in os.listdir(entry) if name.endswith(".pub"))
             if not found:
@@ -119,14 +124,11 @@ def load_trusted_keys(paths):
     ed25519, serialization, _ = _ed25519()
     keys = {}
     for path in paths:
+        # a regular file only: a FIFO named as a key would otherwise hold the load until someone writes to it
+        pem = read_regular(path, MAX_KEY_BYTES, "a trusted key: a regular file holding a PEM public key written "
+                           "by `sensorveil keys generate`", TrustError)
         try:
-            with open(path, "rb") as handle:
-                pem = handle.read(MAX_KEY_BYTES + 1)
-        except OSError as error:
-            raise TrustError("trusted key {} cannot be read ({}); expected a PEM public key written by "
-                             "`sensorveil keys generate`".format(path, error.strerror or error))
-        try:
-            key = serialization.load_pem_public_key(pem[:MAX_KEY_BYTES])
+            key = serialization.load_pem_public_key(pem)
         except (ValueError, TypeError) as error:
             raise TrustError("trusted key {} is not a PEM public key ({}); expected the signer.pub written by "
                              "`sensorveil keys generate`, never the private signer.key".format(path, error))

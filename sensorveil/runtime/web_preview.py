@@ -49,8 +49,10 @@ from sensorveil.runtime.web_page import BOUNDARY, FIGURES, privacy_figures, rend
 from sensorveil.runtime.web_security import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_STREAMS,
+    HEADER_TIMEOUT_S,
     MAX_CONNECTIONS_ENV,
     MAX_STREAMS_ENV,
+    SEND_TIMEOUT_S,
     AddressCheck,
     HostGuard,
     Refused,
@@ -92,10 +94,11 @@ def is_loopback(host: str) -> bool:
 class PreviewRoutes:
     """The app's handlers over one feed: the page, MJPEG streams, JSON counters, the raw switch."""
 
-    def __init__(self, feed: LiveFeed, figures: dict, max_streams: int = DEFAULT_MAX_STREAMS):
+    def __init__(self, feed: LiveFeed, figures: dict, max_streams: int = DEFAULT_MAX_STREAMS,
+                 send_timeout_s: float = SEND_TIMEOUT_S):
         from starlette import responses
         self.feed, self.figures, self.responses = feed, figures, responses
-        self.slots = StreamSlots(max_streams)
+        self.slots = StreamSlots(max_streams, send_timeout_s)
 
     def raw_refused(self, view: str):
         if view not in VIEWS:   # an unknown name is a plain 404, never a lookup error
@@ -174,7 +177,7 @@ class PreviewRoutes:
 
 
 def build_app(feed: LiveFeed, manifest: dict, bound: "Tuple[str, int]" = (DEFAULT_HOST, 8080),
-              max_streams: "int | None" = None):
+              max_streams: "int | None" = None, send_timeout_s: float = SEND_TIMEOUT_S):
     """The Starlette app over ``feed``: the page, MJPEG streams, JSON counters, the raw switch.
     ``bound``: the (host, port) the server listens on; requests must name it in their Host."""
     try:
@@ -185,7 +188,8 @@ def build_app(feed: LiveFeed, manifest: dict, bound: "Tuple[str, int]" = (DEFAUL
         raise BackendUnavailableError(WEB_EXTRA) from None
     figures = privacy_figures(manifest)
     figures["signature"] = feed.privatizer.signature   # trusted, signed, unsigned (runtime.trust)
-    routes = PreviewRoutes(feed, figures, limit_setting(max_streams, MAX_STREAMS_ENV, DEFAULT_MAX_STREAMS))
+    routes = PreviewRoutes(feed, figures, limit_setting(max_streams, MAX_STREAMS_ENV, DEFAULT_MAX_STREAMS),
+                           send_timeout_s)
     views = "{view:str}"
     return Starlette(routes=[
         Route("/", routes.page),
@@ -203,7 +207,7 @@ def serve(privatizer: Privatizer, open_source: Callable[[], Source], address: st
     """Serve the page until Ctrl-C (SIGINT/SIGTERM); return the stream report. ``max_connections``
     and ``max_streams`` default to SENSORVEIL_WEB_MAX_CONNECTIONS / _MAX_STREAMS, else 32 and 8."""
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  (checked here, before any work; feed_server uses it)
     except ImportError:
         raise BackendUnavailableError(WEB_EXTRA) from None
     host, port = parse_web_address(address)
@@ -224,11 +228,7 @@ def serve(privatizer: Privatizer, open_source: Callable[[], Source], address: st
     # graceful shutdown would otherwise wait for endless MJPEG responses; closing ends them
     # the bounded protocol below keeps connections at max_connections; uvicorn's own limit (a 503
     # once connections or tasks reach it) is one above, so it bites only on requests in flight
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, lifespan="off",
-                            limit_concurrency=max_connections + 1)
-    config.load()   # resolves the HTTP protocol class, which is then bounded (the server keeps a loaded config)
-    config.http_protocol_class = bounded_protocol(config.http_protocol_class, max_connections)
-    server = _feed_server(config, feed)
+    server = feed_server(app, feed, max_connections)
     # uvicorn shuts down gracefully on SIGINT/SIGTERM, then hands the signal on to the previous
     # handler; SIGTERM's default would kill the process before the report is printed
     try:
@@ -258,6 +258,19 @@ def _listening_socket(host: str, port: int) -> socket.socket:
                          "expected a free port on an address of this machine") from None
     sock.listen(64)
     return sock
+
+
+def feed_server(app, feed: LiveFeed, max_connections: int, header_timeout_s: float = HEADER_TIMEOUT_S):
+    """The uvicorn server of ``app``: its connections bounded (web_security.bounded_protocol: at most
+    ``max_connections``, each closed when it starts no request for ``header_timeout_s``)."""
+    import uvicorn
+    # the bounded protocol keeps connections at max_connections; uvicorn's own limit (a 503 once connections or
+    # tasks reach it) is one above, so it bites only on requests in flight
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, lifespan="off",
+                            limit_concurrency=max_connections + 1)
+    config.load()   # resolves the HTTP protocol class, which is then bounded (the server keeps a loaded config)
+    config.http_protocol_class = bounded_protocol(config.http_protocol_class, max_connections, header_timeout_s)
+    return _feed_server(config, feed)
 
 
 def _feed_server(config, feed: LiveFeed):

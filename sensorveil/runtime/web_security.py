@@ -12,7 +12,13 @@ rebinding) can send requests to the preview from another origin. So:
   (a cross-origin form or a ``no-cors`` fetch cannot send that) with a small body that is read
   incrementally and refused past ``MAX_BODY_BYTES`` (413) without being buffered whole;
 * at most ``max_connections`` connections are held open (the rest are closed as they are
-  accepted) and at most ``max_streams`` MJPEG responses run at once (the rest are a 503).
+  accepted) and at most ``max_streams`` MJPEG responses run at once (the rest are a 503);
+* a connection that starts no new request for a while is closed, the first request or any later
+  one on a kept-alive connection (slowloris: headers sent a byte at a time), and an MJPEG
+  response whose client stops reading ends once a frame cannot be sent within ``SEND_TIMEOUT_S``,
+  so a few bad clients cannot hold every connection or stream slot;
+* a request with more than one Host header is refused (400): which one names the server would
+  depend on who reads it.
 """
 import asyncio
 import ipaddress
@@ -24,7 +30,8 @@ from sensorveil.runtime.errors import InputError
 
 MAX_BODY_BYTES = 1024          # {"enabled": false} is 18 bytes
 BODY_TIMEOUT_S = 5.0           # a client that trickles its body holds a connection no longer
-HEADER_TIMEOUT_S = 10.0        # a connection that never completes its first request is closed
+HEADER_TIMEOUT_S = 10.0        # a connection that starts no new request for this long (and more) is closed
+SEND_TIMEOUT_S = 10.0          # an MJPEG response whose client reads nothing for this long ends
 DEFAULT_MAX_CONNECTIONS = 32   # a browser opens up to 6 per server; a few viewers and dashboards
 DEFAULT_MAX_STREAMS = 8        # MJPEG responses at once: the page shows two
 MAX_CONNECTIONS_ENV = "SENSORVEIL_WEB_MAX_CONNECTIONS"
@@ -129,6 +136,12 @@ class HostGuard:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}
+        hosts = [value for key, value in scope["headers"] if key.lower() == b"host"]
+        if len(hosts) > 1:
+            from starlette.responses import JSONResponse
+            await JSONResponse({"error": "{} Host headers refused: expected exactly one naming this server".format(
+                len(hosts))}, status_code=400, headers={"Connection": "close"})(scope, receive, send)
+            return
         local = (scope.get("server") or (None,))[0]
         refusal = (self.check.host_refusal(headers.get("host"), local)
                    or self.check.origin_refusal(headers.get("origin"), headers.get("host", "")))
@@ -188,22 +201,35 @@ def parse_switch(body: bytes) -> bool:
 
 
 # -- how many at once --------------------------------------------------------------------
+class StalledClient(Exception):
+    """A streaming client read nothing for SEND_TIMEOUT_S: its response ends."""
+
+
 class StreamSlots:
     """At most ``limit`` MJPEG responses at once; each holds its slot until it ends."""
 
-    def __init__(self, limit: int):
-        self.limit, self.open = limit, 0
+    def __init__(self, limit: int, send_timeout_s: float = SEND_TIMEOUT_S):
+        self.limit, self.open, self.send_timeout_s = limit, 0, send_timeout_s
 
     def full(self) -> bool:
         return self.open >= self.limit
 
     def hold(self, response):
         """An ASGI app that runs ``response`` in a slot and always closes its generator: an
-        abandoned stream must not keep polling the feed."""
+        abandoned stream must not keep polling the feed. A part that cannot be sent within
+        ``send_timeout_s`` (the client stopped reading, and the server's buffers are full) ends the
+        response and frees the slot; the server then closes the connection."""
         async def app(scope, receive, send):
+            async def timed_send(message):
+                try:
+                    await asyncio.wait_for(send(message), self.send_timeout_s)
+                except asyncio.TimeoutError:
+                    raise StalledClient() from None
             self.open += 1
             try:
-                await response(scope, receive, send)
+                await response(scope, receive, timed_send)
+            except StalledClient:
+                pass      # the response is unfinished: uvicorn closes the connection
             finally:
                 self.open -= 1
                 await response.body_iterator.aclose()
@@ -212,18 +238,31 @@ class StreamSlots:
 
 def bounded_protocol(base, max_connections: int, header_timeout_s: float = HEADER_TIMEOUT_S):
     """uvicorn's HTTP protocol class ``base``, closing each connection accepted past
-    ``max_connections`` at once and any that has not completed a request in ``header_timeout_s``:
-    slow or idle clients cannot pile up open sockets. (uvicorn's ``limit_concurrency`` only
-    answers 503 once a request has arrived; the connection stays open until then.)"""
+    ``max_connections`` at once, and any connection that has not completed a request's headers in
+    ``header_timeout_s``: the first request, or the next one on a kept-alive connection, whose headers
+    a slowloris client may send a byte at a time (uvicorn's keep-alive timer stops at the first byte).
+    A response that is still running (an MJPEG stream) keeps its connection; the stream's own send
+    timeout bounds it (StreamSlots). Slow or idle clients cannot pile up open sockets. (uvicorn's
+    ``limit_concurrency`` only answers 503 once a request has arrived.)"""
     class BoundedProtocol(base):
         def connection_made(self, transport):
             super().connection_made(transport)
             if len(self.connections) > max_connections:
                 transport.close()
                 return
+            self._checked_cycle = None
             asyncio.get_event_loop().call_later(header_timeout_s, self._close_if_idle)
 
         def _close_if_idle(self):
-            if self.cycle is None and not self.transport.is_closing():
+            """Every ``header_timeout_s``: close unless a new request began since the last look, or the
+            current one is still being answered."""
+            if self.transport.is_closing():
+                return
+            cycle = self.cycle
+            idle = cycle is None or (cycle is self._checked_cycle and cycle.response_complete)
+            if idle:
                 self.transport.close()
+                return
+            self._checked_cycle = cycle
+            asyncio.get_event_loop().call_later(header_timeout_s, self._close_if_idle)
     return BoundedProtocol

@@ -7,12 +7,14 @@ next to the bundle is keyed by both, plus the ONNX file's hash and the build set
 ``BUNDLE/engines/<gpu>-trt<version>-<precision>-<onnx sha>.engine``.
 """
 import io
+import os
 import re
 from pathlib import Path
 
 import numpy as np
 import tensorrt as trt
 
+from sensorveil.runtime import engine_cache
 from sensorveil.runtime.backends.base import Backend
 from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, SHARED, check_cpu_policy
 from sensorveil.runtime.bundle import ENGINE_CACHE_DIR, Bundle
@@ -141,10 +143,11 @@ class Int8Calibrator(trt.IInt8EntropyCalibrator2):
         return [self.pointer]
 
     def read_calibration_cache(self):
-        return self.cache_path.read_bytes() if self.cache_path.is_file() else None
+        # only a cache this runtime wrote and recorded (engine_cache.py); TensorRT trusts what it reads here
+        return engine_cache.read_recorded(self.cache_path) if os.path.lexists(str(self.cache_path)) else None
 
     def write_calibration_cache(self, cache):
-        self.cache_path.write_bytes(bytes(cache))
+        engine_cache.write_recorded(self.cache_path, bytes(cache), tensorrt=trt.__version__)
 
 
 def engine_path(cache_dir: Path, gpu: str, build: dict, onnx_sha: str, calibration_sha: str = "") -> Path:
@@ -212,23 +215,25 @@ class TensorRTBackend(Backend):
         # unlisted folder open_bundle lets a tensorrt bundle hold
         self.cache_dir = Path(cache_dir) if cache_dir else bundle.root / ENGINE_CACHE_DIR
         self.cache_dir.mkdir(parents=True, exist_ok=True)
+        engine_cache.check_cache_dir(self.cache_dir)   # open_bundle checked BUNDLE/engines; a cache_dir= too
         # a graph's own input shape (a decoder takes a latent); schema-1 bundles: the bundle input
         self.sample_shape = tuple(artifact.get("input_shape") or bundle.manifest["input"]["model_shape"][1:])
         sha = bundle.manifest["files"][artifact["file"]]["sha256"]
         calibration_sha = (bundle.manifest["files"].get(self.build["calibration"], {}).get("sha256", "")
                            if self.build["precision"] == "int8" else "")
         self.engine_file = engine_path(self.cache_dir, self.gpu, self.build, sha, calibration_sha)
-        self.built_now = rebuild or not self.engine_file.is_file()
+        self.built_now = rebuild or not os.path.lexists(str(self.engine_file))
         if self.built_now:
             refuse_external_data(bundle.read(artifact["file"]), bundle.root, artifact["file"])
             calibration = (np.load(io.BytesIO(bundle.read(self.build["calibration"])), allow_pickle=False)
                            if self.build["precision"] == "int8" else None)
-            self.engine_file.write_bytes(build_engine(self.onnx_path, bundle.read(artifact["file"]), self.build,
-                                                      self.sample_shape, calibration, self.memory, self.cache_dir))
-        # the cached engine is read once and deserialized from those bytes. It is the device's own build
-        # output, outside the bundle's hashes and signature: keep the cache folder writable by the
-        # service alone, or pass cache_dir= a folder that is
-        self.engine = trt.Runtime(LOGGER).deserialize_cuda_engine(self.engine_file.read_bytes())
+            engine_cache.write_recorded(self.engine_file, build_engine(
+                self.onnx_path, bundle.read(artifact["file"]), self.build, self.sample_shape, calibration,
+                self.memory, self.cache_dir), onnx_sha256=sha, tensorrt=trt.__version__, gpu=self.gpu)
+        # the cached engine is read once, checked against the record written when it was built here, and
+        # deserialized from those bytes. It is the device's own build output, outside the bundle's hashes and
+        # signature: keep the cache folder writable by the service alone, or pass cache_dir= a folder that is
+        self.engine = trt.Runtime(LOGGER).deserialize_cuda_engine(engine_cache.read_recorded(self.engine_file))
         self.context = self.engine.create_execution_context()
         self.max_batch = int(self.build["max_batch"])
         self.buffers = self._allocate()

@@ -1,10 +1,16 @@
 """Recorded depth and arrays: a folder of 16-bit PNG depth frames, a .npy array of frames."""
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
 
 from sensorveil.runtime.errors import InputError
+from sensorveil.runtime.regular import OPEN_FLAGS, kind_of, read_regular
 from sensorveil.runtime.sources.base import MAX_FRAME_PIXELS, BadFrame, Frame, Source, _cv2, check_pixels
+
+# a 16-bit PNG frame is at most its raw pixels plus PNG's overhead; a larger file is no depth frame
+MAX_PNG_BYTES = MAX_FRAME_PIXELS * 2 + (1 << 20)
 
 
 # -- recorded depth and arrays -----------------------------------------------------------
@@ -37,15 +43,28 @@ class DepthDirSource(RecordedSource):
         self.files = sorted(self.path.glob("*.png"))
         if not self.files:
             raise InputError(f"{self.uri}: no .png files in {self.path}; expected 16-bit PNG depth frames (mm)")
+        for path in self.files:   # a FIFO among them would hold the stream until someone writes to it
+            try:
+                mode = os.stat(str(path)).st_mode
+            except OSError as error:
+                raise InputError(f"{self.uri}: {path} cannot be read ({error.strerror or error}); expected "
+                                 "16-bit PNG depth frames (mm), each a regular file") from None
+            if not stat.S_ISREG(mode):
+                raise InputError(f"{self.uri}: {path} is {kind_of(mode)}; expected 16-bit PNG depth frames (mm), "
+                                 "each a regular file")
         self.length, self._count = len(self.files), 0
         self.announced_frames = self.length
 
     def _load(self, index: int) -> np.ndarray:
         path = self.files[index]
-        size = png_size(path)
+        # read here (O_NONBLOCK, checked on what was opened): a file swapped for a FIFO after open() is a bad
+        # frame, never a wait; the decoder gets the bytes that were checked
+        data = read_regular(path, MAX_PNG_BYTES, "a 16-bit PNG depth frame, a regular file", BadFrame)
+        size = png_header_size(data[:24])
         if size is not None:   # refused from its header, before a decoder allocates the pixels
             check_pixels(size, path.name)
-        image = _cv2().imread(str(path), -1)   # -1 = IMREAD_UNCHANGED: keep 16 bits
+        cv2 = _cv2()
+        image = cv2.imdecode(np.frombuffer(data, np.uint8), -1) if data else None   # -1: keep 16 bits
         if image is None or image.ndim != 2 or image.dtype != np.uint16:
             found = "unreadable" if image is None else f"{image.dtype} {image.shape}"
             raise BadFrame(f"{path.name}: {found}; expected a single-channel 16-bit PNG (depth in mm)")
@@ -82,10 +101,18 @@ class NpySource(RecordedSource):
 def png_size(path: Path) -> "tuple[int, int] | None":
     """(height, width) from a PNG's IHDR chunk, without decoding; None if it is not a PNG."""
     try:
-        with open(str(path), "rb") as handle:
-            head = handle.read(24)
+        descriptor = os.open(str(path), OPEN_FLAGS)   # O_NONBLOCK: a FIFO opens at once, and is then no PNG
     except OSError:
         return None   # the decoder's own error names it
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        head = handle.read(24)
+    return png_header_size(head)
+
+
+def png_header_size(head: bytes) -> "tuple[int, int] | None":
+    """(height, width) from a PNG's first 24 bytes; None if they are not a PNG's."""
     if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
         return None
     return int.from_bytes(head[20:24], "big"), int.from_bytes(head[16:20], "big")

@@ -8,24 +8,34 @@ from typing import Callable
 from sensorveil.runtime.errors import BackendUnavailableError, InputError
 from sensorveil.runtime.sources.base import BadFrame, Frame, Source, SourceDisconnected
 
-
 # -- resilience --------------------------------------------------------------------------
+STALL_LIMIT_S = 60.0   # a live source that delivers no frame for this long (across reconnects) has ended
+
+
 class Reconnecting(Source):
     """Wraps a live source: on disconnect, close it and reopen with exponential back-off.
 
     Waits ``base_delay_s * 2**k`` (capped at ``max_delay_s``) before attempt k; after
     ``max_attempts`` failed reopenings in a row it raises BackendUnavailableError that names
     the source and the last reason. ``reconnects`` counts successful reopenings.
+
+    Overall stall limit: a source that reopens fine and then never delivers (a server that accepts and never
+    sends, a camera that enumerates and stays dark) would otherwise be reopened without end. When no frame has
+    come for ``stall_limit_s`` (since the last frame, or since the first open), the next disconnect ends the
+    source with one BackendUnavailableError.
     """
 
     def __init__(self, inner: Source, max_attempts: int = 6, base_delay_s: float = 0.5,
-                 max_delay_s: float = 8.0, sleep: Callable[[float], None] = time.sleep):
+                 max_delay_s: float = 8.0, sleep: Callable[[float], None] = time.sleep,
+                 stall_limit_s: float = STALL_LIMIT_S, clock: Callable[[], float] = time.monotonic):
         super().__init__(inner.uri)
         self.inner = inner
         self.live = inner.live
         self.max_attempts, self.base_delay_s, self.max_delay_s = max_attempts, base_delay_s, max_delay_s
         self.sleep = sleep
         self.reconnects = 0
+        self.stall_limit_s, self.clock = stall_limit_s, clock
+        self._last_progress = None     # when the last frame came (or the first open began)
 
     @property
     def fps(self):
@@ -36,21 +46,35 @@ class Reconnecting(Source):
         return self.inner.announced_frames
 
     def open(self) -> None:
+        self._last_progress = self.clock()
         try:
             self.inner.open()
         except SourceDisconnected as error:
             self._reopen(error)
 
     def read(self) -> "Frame | None":
-        try:
-            return self.inner.read()
-        except SourceDisconnected as error:
-            self._reopen(error)
-            self.reconnects += 1
-            return self.read()
+        while True:     # a loop, not a recursion: a source that reopens and drops at once must not deepen the stack
+            try:
+                frame = self.inner.read()
+            except SourceDisconnected as error:
+                self._reopen(error)
+                self.reconnects += 1
+                continue
+            self._last_progress = self.clock()
+            return frame
+
+    def _check_stall(self, reason) -> None:
+        if self._last_progress is None:
+            self._last_progress = self.clock()
+        stalled = self.clock() - self._last_progress
+        if stalled > self.stall_limit_s:
+            raise BackendUnavailableError(
+                f"{self.uri}: no frame for {stalled:.0f} s (the stall limit is {self.stall_limit_s:g} s); gave up "
+                f"after {self.reconnects} reconnect(s); last error: {reason}")
 
     def _reopen(self, reason: SourceDisconnected) -> None:
         for attempt in range(self.max_attempts):
+            self._check_stall(reason)
             self.inner.close()
             self.sleep(min(self.base_delay_s * 2 ** attempt, self.max_delay_s))
             try:
@@ -58,6 +82,7 @@ class Reconnecting(Source):
                 return
             except SourceDisconnected as error:
                 reason = error
+        self._check_stall(reason)
         raise BackendUnavailableError(
             f"{self.uri}: gave up after {self.max_attempts} attempts to (re)open it; last error: {reason}")
 
