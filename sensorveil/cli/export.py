@@ -28,7 +28,8 @@ def cmd_export(args) -> int:
     uncompiled = [entry["compile_command"] for entry in edgetpu.values() if not entry.get("compiled")]
     if uncompiled:
         print("not yet compiled for the Edge TPU; on an x86-64 Linux host with edgetpu_compiler run:\n  "
-              + "\n  ".join(uncompiled) + "\n(it compiles, lists the compiled file in the manifest and re-signs with --sign KEY; no re-export)")
+              + "\n  ".join(uncompiled)
+              + "\n(it compiles, lists the compiled file in the manifest and re-signs with --sign KEY; no re-export)")
     print(f"bundle written to {out}" + (f", signed with {args.sign} (manifest.sig)" if args.sign else ""))
     return 0
 
