@@ -1,6 +1,6 @@
 """deface's CPU time per frame as each way of installing it runs: the reference of the camera speed goal.
 
-Issue 29 asks the camera pipeline for 10x deface's frames per CPU-second and quotes deface 1.5.0 at 0.165
+The camera pipeline aims at 10x deface's frames per CPU-second; deface 1.5.0 was quoted at 0.165
 CPU-s a frame on this machine. deface picks its model runner itself: onnxruntime where it imports (a venv
 that also holds sensorveil has it), else OpenCV's DNN module (a plain ``pip install deface`` has only
 OpenCV), and ``--backend`` forces one. This script measures each given deface executable with each given

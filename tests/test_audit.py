@@ -130,7 +130,7 @@ def test_the_verdict_needs_an_audit_with_power():
 
 
 def test_the_re_id_attacker_learns_on_raw_data_and_reads_the_release():
-    """The re-identification attacker (issue 29 part 4) trains on RAW rows and meets the released test rows: a
+    """The re-identification attacker trains on RAW rows and meets the released test rows: a
     release whose test rows still look raw is caught by it even though its own training rows teach the fresh
     attackers nothing; a release of noise is not."""
     import torch

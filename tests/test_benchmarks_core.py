@@ -182,7 +182,7 @@ def test_cpu_description_keys():
 
 
 def test_the_summary_table_fps_is_the_json_fps_not_one_over_the_median():
-    """One FPS per bundle (issue 31 part 6): the table, the report's JSON and the quickstart all show 1000 / mean."""
+    """One FPS per bundle: the table, the report's JSON and the quickstart all show 1000 / mean."""
     from sensorveil.benchmarks.report import SUMMARY_COLUMNS, summary_cells
     row = {"format": "onnx", "precision": "fp32", "backend": "onnxruntime", "status": "ok",
            "runtime_p50_ms": 0.1, "fps": 1234.4}   # a median of 0.1 ms would read 10,000 FPS

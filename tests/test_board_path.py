@@ -1,4 +1,4 @@
-"""The path onto a board, as a board owner walks it (issue 54): keys that git ignores, the backend that
+"""The path onto a board, as a board owner walks it: keys that git ignores, the backend that
 ran named, an Edge TPU compile that works with or without the compiler here, one FPS, no announced file
 that was not written, and a preview without GUI support that says what to use instead."""
 from __future__ import annotations

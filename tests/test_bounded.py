@@ -1,4 +1,4 @@
-"""Bounded by construction (issue 52, part 1): a bundle's listed sizes are checked before a byte is read, every
+"""Bounded by construction: a bundle's listed sizes are checked before a byte is read, every
 source ends a stall with one error in bounded time, and the web preview drops clients that hold it without
 reading or sending."""
 from __future__ import annotations

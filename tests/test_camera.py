@@ -530,7 +530,7 @@ def test_camera_bundle_runs_torch_free_on_walkway(tmp_path):
 def test_the_quiet_scene_shows_the_camera_only_where_nobody_was_for_the_horizon():
     """The released scene starts neutral (or from the operator's still), not from the first raw frames; a slow
     walker, whom a background model learns into its picture as a trail, never gets into it; and a scene handed
-    to an earlier frame is never changed under it (issue 29 part 2)."""
+    to an earlier frame is never changed under it."""
     from sensorveil.runtime.camera.scene import NEUTRAL_GREY, QuietScene, busy_mask
     rng = np.random.default_rng(1)
     scene, detector = QuietScene((120, 160), horizon=30), MotionPeopleDetector()
@@ -670,7 +670,7 @@ def test_the_quiet_scene_follows_a_slow_lighting_drift_and_starts_neutral():
     assert abs(released.mean() - frame.mean()) < 2 and released.mean() > 130
 
 def check_colour_substitutes(bundle, clip):
-    """A camera bundle from colour crops ships its bank people in colour too (issue 29 part 3): the same
+    """A camera bundle from colour crops ships its bank people in colour too: the same
     cut-outs as the grey ones; a stream pastes them in colour; a colour bank whose people are not where the
     grey ones are is refused at load."""
     import json
@@ -710,7 +710,7 @@ def check_colour_substitutes(bundle, clip):
 
 
 def check_scene_still(bundle, clip, tmp_path):
-    """An operator's still of the empty place (issue 29 part 2) is where the released scene starts, from the
+    """An operator's still of the empty place is where the released scene starts, from the
     Python API and from `sensorveil run --scene-still`; a still of another size releases nothing."""
     import cv2
 

@@ -1,4 +1,4 @@
-"""The extension contracts of the house (issue 31 part 2): one capability table that the exporter, the benchmark,
+"""The extension contracts of the house: one capability table that the exporter, the benchmark,
 the runtime's backends, the device profiles, the CLI and the README all read; every backend adapter declares the
 Backend interface and every pre-processor the Preprocessor interface."""
 import ast

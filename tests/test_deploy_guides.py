@@ -1,4 +1,4 @@
-"""The deploy guides, executed (issue 54): each guide's bash blocks run as written, off the board, so a guide
+"""The deploy guides, executed: each guide's bash blocks run as written, off the board, so a guide
 and its scripts cannot drift apart. What cannot run here is swapped, never the commands themselves: `scp`
 copies into a stand-in home, the board's runtime Python (`~/.sensorveil/bin/...`) is this interpreter, the
 camera is synthetic-depth, 300 frames are 20, an int8 export's privacy audit trains its attackers 1 epoch,

@@ -1,5 +1,5 @@
 """The README and the guides a newcomer follows: every relative link resolves to a file of this checkout, lines
-stay within the house's 120 columns, and the README's test command is the one `.ci/run` runs (issue 31 part 5)."""
+stay within the house's 120 columns, and the README's test command is the one `.ci/run` runs."""
 from __future__ import annotations
 
 import re

@@ -1,4 +1,4 @@
-"""Nothing lost on export (issue 52, part 2): `sensorveil export RUN --out DIR` writes beside DIR and renames
+"""Nothing lost on export: `sensorveil export RUN --out DIR` writes beside DIR and renames
 into place; it refuses an --out that holds anything but an earlier bundle (unless --force), and never the run
 folder or a parent of it; two exports into one --out cannot both succeed or remove each other's work."""
 from __future__ import annotations

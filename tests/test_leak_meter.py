@@ -1,4 +1,4 @@
-"""The leak meter of the camera results (issue 29 part 2): it calls a missed person leaking when the release
+"""The leak meter of the camera results: it calls a missed person leaking when the release
 shows them, and not when the release shows the empty scene, a neutral one or the pipeline's quiet scene."""
 import numpy as np
 

@@ -1,4 +1,4 @@
-"""Where a camera source cannot be opened (issue 52, part 5): `camera:N` with no camera is one clear line at
+"""Where a camera source cannot be opened: `camera:N` with no camera is one clear line at
 once, not OpenCV's warnings from each capture backend and half a minute of reconnecting."""
 from __future__ import annotations
 

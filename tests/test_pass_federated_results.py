@@ -1,4 +1,4 @@
-"""scripts/pass_federated_results.py (issue 33 part 3): a --quick run on digits writes the JSON and the page with
+"""scripts/pass_federated_results.py: a --quick run on digits writes the JSON and the page with
 the federation's settings, the bundle audit, the goal and central PASS / TAPPFL beside it; and the arithmetic it
 adds (mNAG from the audit, the goal's verdict) against a computation written out here."""
 from __future__ import annotations

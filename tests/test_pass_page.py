@@ -1,5 +1,5 @@
 """scripts/pass_results.py's page renderer: docs/pass_results.md from a tiny hand-made results dict names the
-command that regenerates it, the paper's tables it quotes, and every dataset in the JSON (issue 33 part 5)."""
+command that regenerates it, the paper's tables it quotes, and every dataset in the JSON."""
 from __future__ import annotations
 
 import importlib.util

@@ -1,4 +1,4 @@
-"""Regular files only wherever a path is read (issue 52, part 3): trusted keys (trusted_keys=[...],
+"""Regular files only wherever a path is read: trusted keys (trusted_keys=[...],
 SENSORVEIL_TRUSTED_KEYS, a keys folder), depthdir: entries, --scene-still, and manifest.json / manifest.sig
 reached through links. Each is refused in bounded time with one error; a FIFO is never opened to be read.
 The FIFO cases run in a child process with a timeout, so a regression hangs the child, not the suite."""

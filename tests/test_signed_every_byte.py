@@ -1,4 +1,4 @@
-"""Signed means every byte (issue 52, part 4): an unusable SENSORVEIL_TRUSTED_KEYS is an error, and a TensorRT
+"""Signed means every byte: an unusable SENSORVEIL_TRUSTED_KEYS is an error, and a TensorRT
 bundle's engines/ holds only engines the runtime built and recorded; anything else is refused before TensorRT
 is imported (TensorRT is not needed to run these)."""
 from __future__ import annotations

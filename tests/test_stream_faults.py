@@ -239,7 +239,7 @@ def test_a_stream_reading_ahead_reads_prefetching_in_its_own_reader_thread(depth
     assert set(readers) == {"sensorveil read-ahead"}        # every read ran in the stream's reader thread
 
 
-# -- bounded by construction (issue 52, part 1a) ---------------------------------------------------------
+# -- bounded by construction ---------------------------------------------------------
 def test_frames_of_ever_new_sizes_keep_the_preprocessor_cache_at_its_bound():
     """A source whose frame width changes every frame (400 widths) must not grow one pre-processor per width."""
     from sensorveil.runtime import stream as stream_module

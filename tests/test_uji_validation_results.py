@@ -1,4 +1,4 @@
-"""scripts/uji_validation_results.py (issue 33 part 4): a --quick run on UJIIndoorLoc's validation split writes the
+"""scripts/uji_validation_results.py: a --quick run on UJIIndoorLoc's validation split writes the
 JSON and the page (PASS and PR-GAN's bundle audits beside the raw-data reference, the settings given with
 --pass-set, the goal's verdict), --render-only rewrites the same page from the JSON, and the goal's arithmetic
 matches a computation written out here. --select chooses PASS's setting on the loader's held-out-users split

@@ -1,5 +1,5 @@
 """A line at least every HEARTBEAT_S seconds while quiet work runs (quantization, the int8 privacy audit, a
-compiler): someone watching an export never waits more than 30 seconds without a word (issue 54)."""
+compiler): someone watching an export never waits more than 30 seconds without a word."""
 import sys
 import threading
 import time

@@ -59,7 +59,7 @@ class Privatizer:
         self.output_mode = getattr(last, "output", None) or last.output_modes[0]
         # the whole call is one backend run when the pipeline is a single model (what streams time apart)
         self.single_model = len(self.stages) == 1 and self.stages[0].kind == "model"
-        # Randomness comes from the OS unless the caller asks for a replayable seed (DESIGN.md).
+        # Randomness comes from the OS unless the caller asks for a replayable seed (docs/design.md).
         self.rng = np.random.default_rng(seed)
         run_self_test(self)     # the recorded inputs still give the recorded output (self_test.py)
 
