@@ -54,7 +54,7 @@ from sensorveil.runtime.preprocess import make_preprocessor
 from sensorveil.runtime.preprocessor import MAX_PREPROCESSORS, PreprocessorCache, check_preprocessor  # noqa: F401
 from sensorveil.runtime.privatizer import Privatizer
 from sensorveil.runtime.sinks import Sink, SinkError
-from sensorveil.runtime.sources import BadFrame, Frame, ReadAhead, Source
+from sensorveil.runtime.sources import BadFrame, Frame, ReadAhead, Source, check_frame
 from sensorveil.runtime.spec import check_sensor_input
 from sensorveil.runtime.stream_figures import runtime_overhead, summarize_ms
 
@@ -112,6 +112,7 @@ class Counters:
     def record_error(self, error: Exception) -> None:
         if len(self.errors) < MAX_ERRORS_KEPT:
             self.errors.append(str(error))
+
 
 
 class Stream:
@@ -184,8 +185,9 @@ class Stream:
             return False
         self.counters.frames_in += 1
         self._count_gap(item.frame.index)
-        name = item.preprocessor.name
-        self.preprocessed[name] = self.preprocessed.get(name, 0) + 1
+        if item.preprocessor is not None:      # None: a frame refused before any pre-processor saw it
+            name = item.preprocessor.name
+            self.preprocessed[name] = self.preprocessed.get(name, 0) + 1
         if isinstance(item, Spoilt):
             self._bad(item.error)
             return False
@@ -204,9 +206,11 @@ class Stream:
         if frame is None:
             return None
         t_pre = clock()
-        preprocessor = self._preprocessor_for(frame)
+        preprocessor = None
         model_input = None
         try:
+            check_frame(frame.data)     # an odd frame is counted bad here, before any pre-processor sees it
+            preprocessor = self._preprocessor_for(frame)
             sample, context = preprocessor.prepare(frame)
             t_units_in = clock()
             batched = preprocessor.batched   # a batch per frame (camera crops)

@@ -101,8 +101,9 @@ class PersonCrops(Preprocessor):
 
     def prepare(self, frame):
         image = frame if isinstance(frame, np.ndarray) else frame.data
-        if image.dtype != np.uint8 or image.ndim not in (2, 3):
-            raise InputError("camera frame of {} {}; expected uint8 HxW or HxWx3".format(image.dtype, image.shape))
+        if image.dtype != np.uint8 or image.ndim not in (2, 3) or image.size == 0:
+            raise InputError("camera frame of {} {}; expected uint8 HxW or HxWx3 with pixels".format(
+                image.dtype, image.shape))
         boxes = self.detector.detect(image)
         tracks = self.tracker.update(boxes)
         self.detector.protect(self.walked_in(boxes, tracks))

@@ -23,6 +23,7 @@ from sensorveil.runtime.sources.base import (
     Source,
     SourceDisconnected,
     _cv2,
+    check_frame,
     check_pixels,
 )
 from sensorveil.runtime.sources.kinect import KINECT_V2_TICK_S, AzureKinectSource, KinectV2Source
@@ -34,7 +35,8 @@ from sensorveil.runtime.sources.wrappers import Prefetching, ReadAhead, Reconnec
 
 __all__ = [
     # base
-    "Frame", "Source", "SourceDisconnected", "BadFrame", "check_pixels", "DEPTH_MAX_MM", "MAX_FRAME_PIXELS",
+    "Frame", "Source", "SourceDisconnected", "BadFrame", "check_frame", "check_pixels", "DEPTH_MAX_MM",
+    "MAX_FRAME_PIXELS",
     "_cv2",   # OpenCV on demand, for preview, sinks and web_preview
     # video
     "OpenCVSource", "READS_PAST_DAMAGE", "DECODER_THREADS",

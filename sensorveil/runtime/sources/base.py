@@ -101,3 +101,19 @@ def check_pixels(shape, what: str) -> None:
     if height * width > MAX_FRAME_PIXELS:
         raise BadFrame(f"{what}: a {width}x{height} frame exceeds the cap of {MAX_FRAME_PIXELS:,} pixels; "
                        "refused (expected sensor-sized frames)")
+
+
+FRAME_CHANNELS = (1, 3, 4)     # grey, BGR, BGRA: what a camera, a depth sensor or a recording delivers
+
+
+def check_frame(data) -> None:
+    """One InputError for a frame no pre-processor can take: not an array, no numbers (bool, object), not one
+    image (2 or 3 axes), an odd channel count, or no pixels."""
+    if not isinstance(data, np.ndarray):
+        raise InputError("frame of type {}; expected a numpy array".format(type(data).__name__))
+    if data.dtype.kind not in "uif":
+        raise InputError("frame of dtype {}; expected integer or floating-point pixels".format(data.dtype))
+    if data.ndim not in (2, 3) or (data.ndim == 3 and data.shape[2] not in FRAME_CHANNELS):
+        raise InputError("frame of shape {}; expected HxW or HxWxC with C in {}".format(data.shape, FRAME_CHANNELS))
+    if data.size == 0:
+        raise InputError("frame of shape {} holds no pixels".format(data.shape))
