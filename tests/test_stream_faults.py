@@ -61,8 +61,35 @@ def test_a_truncated_video_reports_the_frames_it_never_delivered(depth_bundle, t
     assert report["frames_missing"] > 400 and report["frames_out"] < 400
     err = capsys.readouterr().err
     assert f"ended {report['frames_missing']} short of that" in err
-    # the missing frames count toward --max-bad-share: three quarters of the clip never came
-    assert code == 1 and f"{report['frames_missing']} missing" in err
+    # a file that ends short of its own frame count is a damaged source, whatever the share of bad frames
+    assert code == 1 and f"ended {report['frames_missing']} frames short of the 795 it announced" in err
+
+
+def test_half_a_recording_fails_even_under_the_bad_share_unless_the_user_allows_a_partial_file(depth_bundle,
+                                                                                              tmp_path, capsys):
+    if not WALKWAY.is_file():
+        pytest.skip(f"walkway.avi not found at {WALKWAY} (set SENSORVEIL_SHARED)")
+    whole = WALKWAY.read_bytes()
+    cut = tmp_path / "half.avi"
+    cut.write_bytes(whole[:len(whole) // 2])          # under half the frames missing: below --max-bad-share 0.5
+    from sensorveil.cli import main
+    from sensorveil.cli.run import stream_exit_code
+    out = tmp_path / "report.json"
+    assert main(["run", str(depth_bundle), "--source", str(cut), "--json", str(out)]) == 1
+    report = json.loads(out.read_text())
+    assert 0 < report["frames_missing"] < report["frames_announced"] / 2
+    assert "a damaged or truncated file (--allow-partial" in capsys.readouterr().err
+    assert stream_exit_code(report, 0.5, allow_partial=True) == 0     # the user says it may be partial
+
+
+def test_a_source_that_does_not_know_its_length_says_so_instead_of_a_negative_count(tmp_path):
+    import cv2
+    clip = tmp_path / "raw.mjpeg"      # a raw MJPEG stream: no container, no frame count
+    with open(clip, "wb") as f:
+        for k in range(5):
+            f.write(cv2.imencode(".jpg", np.full((32, 32, 3), 40 * k, np.uint8))[1].tobytes())
+    with open_source(str(clip)) as source:
+        assert source.announced_frames is None
 
 
 def test_the_preprocessor_follows_each_frame_not_the_first(depth_bundle):

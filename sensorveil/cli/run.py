@@ -39,7 +39,7 @@ def cmd_run(args) -> int:
     report = {**backend_fields(privatizer), **stream.report()}
     print_stream_report(report)
     write_json(report, args.json)
-    return stream_exit_code(report, args.max_bad_share)
+    return stream_exit_code(report, args.max_bad_share, allow_partial=args.allow_partial)
 
 
 def backend_fields(privatizer) -> dict:
@@ -52,12 +52,17 @@ def backend_line(privatizer) -> str:
     return f"backend: {privatizer.backend_name} ({privatizer.backend_why})"
 
 
-def stream_exit_code(report: dict, max_bad_share: float) -> int:
-    """1 when nothing left the device, or when more than ``max_bad_share`` of the frames were bad,
-    dropped or missing (announced by a file that ended short of them): a service manager must see a
-    stream that silently delivers nothing, or half a truncated recording, as failed."""
+def stream_exit_code(report: dict, max_bad_share: float, allow_partial: bool = False) -> int:
+    """1 when nothing left the device, when a file ended short of the frames it announced (a damaged
+    source, whatever the share, unless ``allow_partial``), or when more than ``max_bad_share`` of the frames
+    were bad, dropped or missing: a service manager must see a stream that silently delivers nothing, or a
+    truncated recording, as failed."""
     delivered = report["frames_out"] - report.get("undelivered", 0)
     missing = report.get("frames_missing") or 0
+    if missing and not allow_partial:
+        print(f"sensorveil run: error: the source ended {missing} frames short of the {report.get('frames_announced')} "
+              "it announced: a damaged or truncated file (--allow-partial if it may be partial)", file=sys.stderr)
+        return 1
     lost = report["bad"] + report["dropped"] + missing
     share = lost / max(1, delivered + lost)
     if delivered <= 0:
@@ -102,4 +107,6 @@ def add_parser(verbs) -> None:
         default=0.5,
         help="exit 1 when more than this share of frames was bad or dropped (default 0.5)",
     )
+    p.add_argument("--allow-partial", action="store_true",
+                   help="a file that ends short of the frames it announces is not an error (default: exit 1)")
     p.set_defaults(func=cmd_run)

@@ -63,7 +63,9 @@ class OpenCVSource(Source):
             raise InputError(f"{self.uri}: {width}x{height} frames exceed the cap of {MAX_FRAME_PIXELS:,} pixels; "
                              "expected a sensor stream (sources.MAX_FRAME_PIXELS)")
         if not self.live:
-            self.announced_frames = int(self.capture.get(cv2.CAP_PROP_FRAME_COUNT)) or None
+            # a container that does not know its length (raw MJPEG) reports 0 or a negative count: unknown
+            count = int(self.capture.get(cv2.CAP_PROP_FRAME_COUNT))
+            self.announced_frames = count if count > 0 else None
         self._after_damage = None
 
     def _check_camera_present(self) -> None:
