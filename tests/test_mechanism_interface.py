@@ -49,6 +49,15 @@ def test_settings_are_typed_by_the_config_and_unknown_keys_are_named():
         mechanisms.get("pass").make_config(request_with({"tau": "warm"}))
 
 
+@pytest.mark.parametrize("mechanism, key, value", [
+    ("pass", "batch_size", "0"), ("pass", "embedding_dim", "0"), ("pass", "embedding_dim", "99999999999"),
+    ("prgan", "batch_size", "0"), ("sanitizer", "latent_dim", "0"),
+])
+def test_a_size_that_cannot_train_is_refused_before_training_with_one_line(mechanism, key, value):
+    with pytest.raises(ValueError, match=f"{mechanism} setting {key}={value}: expected a size from 1 to 65,536"):
+        mechanisms.get(mechanism).make_config(request_with({key: value}))
+
+
 @pytest.fixture
 def toy_run(toy, tmp_path):
     from sensorveil.sdk.runs import train_run

@@ -191,6 +191,9 @@ def coerce(value, current, key: str):
         raise ValueError(f"setting {key}={value!r}: expected a {type(current).__name__}") from None
 
 
+MAX_SIZE = 1 << 16     # largest batch or layer width a setting may ask for
+
+
 def check_setting_range(mechanism: str, key: str, value) -> None:
     """Before any work starts: a number must be finite, a learning rate positive, an epoch count at least
     one (a run with no training would be recorded as if trained), other counts not negative."""
@@ -205,6 +208,10 @@ def check_setting_range(mechanism: str, key: str, value) -> None:
         raise ValueError(f"{mechanism} setting {key}={value}: expected 1 or more")
     if name.endswith(("epochs", "steps", "iterations", "batch_size", "substitutes")) and value < 0:
         raise ValueError(f"{mechanism} setting {key}={value}: expected 0 or more")
+    # sizes of a network or a batch: 0 trains nothing (or divides by it), and beyond MAX_SIZE the first
+    # allocation fails minutes in with a traceback
+    if name.endswith(("batch_size", "_dim", "hidden", "width", "channels")) and not 1 <= value <= MAX_SIZE:
+        raise ValueError(f"{mechanism} setting {key}={value}: expected a size from 1 to {MAX_SIZE:,}")
 
 
 def load_run_dataset(run: dict) -> SensorDataset:
