@@ -33,6 +33,27 @@ def test_every_format_has_one_writer_and_every_backend_one_adapter():
         {row.backend: row.runtime_package for row in capabilities.CAPABILITIES}
 
 
+def test_every_row_of_the_table_is_complete_and_names_what_exists():
+    """A new backend is one row: its adapter, its place in auto's order, its writer and its person-detector writer
+    are columns of that row, and each must name something real."""
+    import importlib.util
+    from sensorveil.export.formats import FORMAT_WRITERS
+    from sensorveil.export.person_detector import DETECTOR_WRITERS
+    from sensorveil.runtime.backends import AUTO_ORDER
+    ranks = [row.auto_rank for row in capabilities.CAPABILITIES]
+    assert sorted(ranks) == list(range(1, len(ranks) + 1)), "auto_rank: each backend its own place"
+    for row in capabilities.CAPABILITIES:
+        assert all(value not in (None, "") for key, value in row._asdict().items()
+                   if key not in ("accelerator", "runtime_alternatives", "benchmarked")), row
+        for column in ("adapter", "writer", "detector_writer"):   # read, not imported: the library may be absent
+            module, name = capabilities.split_reference(getattr(row, column))
+            source = Path(importlib.util.find_spec(module).origin).read_text()
+            assert re.search(rf"^(class|def) {name}\b", source, re.M), (row.backend, column)
+        assert FORMAT_WRITERS[row.format].__name__ == capabilities.split_reference(row.writer)[1]
+        assert DETECTOR_WRITERS[row.backend].__name__ == capabilities.split_reference(row.detector_writer)[1]
+    assert AUTO_ORDER == capabilities.auto_order_of_table()
+
+
 def test_the_extras_the_table_names_exist():
     config = configparser.ConfigParser()
     config.read(REPO / "setup.cfg")

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from sensorveil.export.onnx_export import OPSET, export_onnx, quantize_onnx_int8
+from sensorveil.runtime.capabilities import CAPABILITIES, split_reference
 
 
 def write_onnx(job) -> dict:
@@ -30,8 +31,12 @@ def write_onnx(job) -> dict:
                              "calibration": {"file": calibration_file, "samples": int(len(calibration)),
                                              "drawn_from": "training split"}})}
 
-from sensorveil.export.openvino_export import write_openvino  # noqa: E402  (writers import their libraries lazily)
-from sensorveil.export.tensorrt_export import write_tensorrt  # noqa: E402
-from sensorveil.export.tflite_export import write_tflite  # noqa: E402
+def resolve(reference: str):
+    """The function a capability table column names ("module:function")."""
+    import importlib
+    module, name = split_reference(reference)
+    return getattr(importlib.import_module(module), name)
 
-FORMAT_WRITERS = {"onnx": write_onnx, "tflite": write_tflite, "openvino": write_openvino, "tensorrt": write_tensorrt}
+
+# format -> its writer, from the capability table's writer column (writers import their libraries lazily)
+FORMAT_WRITERS = {row.format: resolve(row.writer) for row in CAPABILITIES}

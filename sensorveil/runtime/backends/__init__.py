@@ -11,25 +11,24 @@ from collections import namedtuple
 from sensorveil.runtime.backends.base import Backend
 from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, check_cpu_policy
 from sensorveil.runtime.bundle import Bundle
-from sensorveil.runtime.capabilities import CAPABILITIES, hardware_backends, row_for_backend
+from sensorveil.runtime.capabilities import (
+    CAPABILITIES,
+    auto_order_of_table,
+    hardware_backends,
+    row_for_backend,
+    split_reference,
+)
 from sensorveil.runtime.errors import BackendUnavailableError, BundleError, SensorveilError
 
-# backend name -> (adapter module, adapter class); what each backend runs and needs is in the capability table
-ADAPTERS = {
-    "onnxruntime": ("sensorveil.runtime.backends.onnxruntime_backend", "OnnxRuntimeBackend"),
-    "litert": ("sensorveil.runtime.backends.litert_backend", "LiteRTBackend"),
-    "edgetpu": ("sensorveil.runtime.backends.edgetpu_backend", "EdgeTPUBackend"),
-    "openvino": ("sensorveil.runtime.backends.openvino_backend", "OpenVINOBackend"),
-    "tensorrt": ("sensorveil.runtime.backends.tensorrt_backend", "TensorRTBackend"),
-}
-# backend name -> (module, class, the pip package that provides its library)
+# backend name -> (adapter module, adapter class), from the capability table's adapter column
+ADAPTERS = {row.backend: split_reference(row.adapter) for row in CAPABILITIES}
 REGISTRY = {name: adapter + (row_for_backend(name).runtime_package,) for name, adapter in ADAPTERS.items()}
 # Modules that provide the same library where the registry's package has no wheel (Coral boards).
 ALTERNATIVE_MODULES = {row.backend: row.runtime_alternatives for row in CAPABILITIES if row.runtime_alternatives}
 # Backends that need hardware: 'auto' takes them only when a matching device profile is detected.
 HARDWARE_BACKENDS = hardware_backends()
 # Order in which backend="auto" tries what the bundle carries: fastest accelerator first.
-AUTO_ORDER = ("tensorrt", "edgetpu", "openvino", "litert", "onnxruntime")
+AUTO_ORDER = auto_order_of_table()
 
 
 def library_available(backend: str) -> bool:
