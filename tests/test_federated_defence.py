@@ -189,7 +189,7 @@ def test_the_aggregation_setting_is_checked_with_one_clear_error():
 def test_the_strategies_are_flowers_own():
     from flwr.serverapp.strategy import FedAvg, FedMedian, FedTrimmedAvg
 
-    from sensorveil.sdk.federated_strategy import strategy_class
+    from sensorveil.sdk.federated.strategy import strategy_class
     assert issubclass(strategy_class("fedavg"), FedAvg) and strategy_class() is federated.strict_fedavg_class()
     assert issubclass(strategy_class("fedmedian"), FedMedian)
     trimmed = strategy_class("fedtrimmedavg")(beta=0.1)

@@ -8,8 +8,8 @@ devices train (../shared/papers/tappfl.md): the raw private rows stay on each de
 * A round: every device loads the global f and g, runs PASS's mini-batch steps on its own rows for
   ``local_epochs`` (eq. 2's P(X'|X), the loss of eq. 3 with L_S, L_U and L_X of eq. 4-8, AdamW as in
   Table 6, one cosine schedule over the whole federation), and sends f and g back; the server validates
-  every update (sdk.federated_validation, as TAPPFL's) and combines the valid ones with the configured
-  strategy (FedAvg by default; FedMedian, FedTrimmedAvg: sdk.federated_strategy).
+  every update (sdk.federated.validation, as TAPPFL's) and combines the valid ones with the configured
+  strategy (FedAvg by default; FedMedian, FedTrimmedAvg: sdk.federated.strategy).
 * After training the run directory holds the files of central PASS (weights and bank), so its export,
   bundle, runtime draw and evaluation are PASS's own (this mechanism subclasses PASSMechanism); the
   run record adds the federation: partition, and per round the devices sampled, aggregated and dropped.

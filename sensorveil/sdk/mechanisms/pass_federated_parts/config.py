@@ -20,7 +20,7 @@ class PassFederatedConfig(PASSConfig):
     alpha: float = 0.5                # Dirichlet concentration
     partition_by: str = ""            # the attribute dirichlet skews or groups splits (UJI: user, phone); "":
     # the first private attribute
-    aggregation: str = "fedavg"       # "fedavg", "fedmedian" or "fedtrimmedavg" (sdk/federated_strategy.py)
+    aggregation: str = "fedavg"       # "fedavg", "fedmedian" or "fedtrimmedavg" (sdk/federated/strategy.py)
     trim_fraction: float = 0.2        # fedtrimmedavg: share cut from each tail
     min_valid_replies: int = 0        # a round with fewer valid updates fails; 0: more than half the devices
     max_examples: int = 0             # largest "num-examples" a device may claim; 0: the largest partition
@@ -49,7 +49,7 @@ def check_config(config: PassFederatedConfig) -> None:
     if config.federation == "deployment" and not config.superlink:
         raise ValueError("federation=deployment needs superlink=NAME, a SuperLink connection in "
                          "$FLWR_HOME/config.toml")
-    from sensorveil.sdk.federated_strategy import check_aggregation
+    from sensorveil.sdk.federated.strategy import check_aggregation
     check_aggregation(config.aggregation, config.trim_fraction)
     if config.min_valid_replies < 0 or config.max_examples < 0 or not config.max_update_ratio >= 0:
         raise ValueError(f"min_valid_replies={config.min_valid_replies}, max_examples={config.max_examples}, "

@@ -45,7 +45,7 @@ class TAPPFLConfig:
     round_timeout_s: float = 600.0    # a device that has not replied by then fails the round
     cpus: int = 2                     # simulation: ClientApps run in parallel (one per CPU)
     aggregation: str = "fedavg"       # "fedavg" (weighted mean), "fedmedian" or "fedtrimmedavg": Flower's
-                                      # strategies of those names (sdk/federated_strategy.py)
+                                      # strategies of those names (sdk/federated/strategy.py)
     trim_fraction: float = 0.2        # fedtrimmedavg: share of updates cut from each tail (Flower's beta)
     min_valid_replies: int = 0        # a round with fewer valid updates fails; 0: more than half the sample
     max_examples: int = 0             # largest "num-examples" a device may claim; 0: the largest partition
@@ -67,7 +67,7 @@ def check_config(config: TAPPFLConfig, data: SensorDataset, private: str) -> Non
         raise ValueError(f"heldout={config.heldout}: the held-out share of each device's rows must lie in (0, 1)")
     if config.participation not in ("sampled", "all"):
         raise ValueError(f"participation={config.participation!r}; expected 'sampled' or 'all'")
-    from sensorveil.sdk.federated_strategy import check_aggregation
+    from sensorveil.sdk.federated.strategy import check_aggregation
     check_aggregation(config.aggregation, config.trim_fraction)
     if config.min_valid_replies < 0 or config.max_examples < 0 or not config.max_update_ratio >= 0:
         raise ValueError(f"min_valid_replies={config.min_valid_replies}, max_examples={config.max_examples}, "

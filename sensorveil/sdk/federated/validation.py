@@ -3,7 +3,7 @@
 Flower's strategies average whatever a device sends: one NaN makes the global model NaN, a claimed
 "num-examples" of 1e12 makes one device the whole weighted average, and numpy broadcasts a (1,) array
 over a layer without a word. A reply that fails any check here is dropped and its device named; the
-strategy (federated_strategy) decides whether the round can go on with the rest.
+strategy (federated.strategy) decides whether the round can go on with the rest.
 
 The checks, for a training reply (an evaluation reply carries metrics only):
 

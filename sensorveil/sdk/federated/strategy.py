@@ -11,7 +11,7 @@ One strategy per choice of ``aggregation``, each Flower's class with the same ch
   It resists floor(beta * n) outlying devices per coordinate.
 
 The checks, for every round: a sampled device that failed or did not answer in time fails the round
-(Flower's own strategies log it and go on); every reply is validated (federated_validation) and one that
+(Flower's own strategies log it and go on); every reply is validated (federated.validation) and one that
 fails is dropped and its device named, in a log line and in the progress report; a training round with
 fewer valid updates than ``min_valid_replies`` (0: more than half of the devices sampled) fails with one
 error naming every device dropped and why.
@@ -22,7 +22,7 @@ import logging
 import random
 import time
 
-from sensorveil.sdk.federated_validation import FederationError, UpdateLimits, split_replies, too_few_message
+from sensorveil.sdk.federated.validation import FederationError, UpdateLimits, split_replies, too_few_message
 
 AGGREGATIONS = ("fedavg", "fedmedian", "fedtrimmedavg")
 LOG = logging.getLogger("sensorveil.federated")
