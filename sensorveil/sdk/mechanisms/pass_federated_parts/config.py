@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sensorveil.sdk.mechanisms.pass_federated_parts.bank import BANK_SOURCES
 from sensorveil.sdk.mechanisms.pass_parts.config import PASSConfig
 
 FEDERATIONS = ("simulation", "deployment")
@@ -30,6 +31,10 @@ class PassFederatedConfig(PASSConfig):
     timeout_s: float = 3600.0         # wall-clock limit of the whole federation
     round_timeout_s: float = 600.0    # a device that has not replied by then fails the round
     cpus: int = 2                     # simulation: ClientApps run in parallel (one per CPU)
+    bank_source: str = "auto"         # the bank's rows (bank.py): "declared" (the dataset's bank rows),
+    # "server-split" (a share of the training split the server holds and no device is given), "auto" (declared
+    # when the dataset has them, else server-split)
+    server_share: float = 0.2         # server-split: the share of the training split the server holds
 
 
 def check_config(config: PassFederatedConfig) -> None:
@@ -49,6 +54,9 @@ def check_config(config: PassFederatedConfig) -> None:
     if config.federation == "deployment" and not config.superlink:
         raise ValueError("federation=deployment needs superlink=NAME, a SuperLink connection in "
                          "$FLWR_HOME/config.toml")
+    if config.bank_source not in BANK_SOURCES or not 0.0 < config.server_share < 1.0:
+        raise ValueError(f"bank_source={config.bank_source!r}, server_share={config.server_share}: expected "
+                         f"bank_source in {BANK_SOURCES} and server_share in (0, 1)")
     from sensorveil.sdk.federated.strategy import check_aggregation
     check_aggregation(config.aggregation, config.trim_fraction)
     if config.min_valid_replies < 0 or config.max_examples < 0 or not config.max_update_ratio >= 0:
