@@ -26,6 +26,8 @@ class PassFederatedConfig(PASSConfig):
     min_valid_replies: int = 0        # a round with fewer valid updates fails; 0: more than half the devices
     max_examples: int = 0             # largest "num-examples" a device may claim; 0: the largest partition
     max_update_ratio: float = 100.0   # drop an update moving f, g by more than this times their norm; 0: off
+    norm_multiple: float = 2.0        # drop an update moving the model by more than this times the round's
+    # median update (federated.validation); 0: off
     federation: str = "simulation"    # "simulation" (run_simulation) or "deployment" (flwr run)
     superlink: str = ""               # deployment: a SuperLink connection of $FLWR_HOME/config.toml
     timeout_s: float = 3600.0         # wall-clock limit of the whole federation
@@ -58,7 +60,9 @@ def check_config(config: PassFederatedConfig) -> None:
         raise ValueError(f"bank_source={config.bank_source!r}, server_share={config.server_share}: expected "
                          f"bank_source in {BANK_SOURCES} and server_share in (0, 1)")
     from sensorveil.sdk.federated.strategy import check_aggregation
-    check_aggregation(config.aggregation, config.trim_fraction)
-    if config.min_valid_replies < 0 or config.max_examples < 0 or not config.max_update_ratio >= 0:
+    check_aggregation(config.aggregation, config.trim_fraction, config.clients)   # every device every round
+    if config.min_valid_replies < 0 or config.max_examples < 0 or not config.max_update_ratio >= 0 \
+            or not (config.norm_multiple == 0 or config.norm_multiple >= 1):
         raise ValueError(f"min_valid_replies={config.min_valid_replies}, max_examples={config.max_examples}, "
-                         f"max_update_ratio={config.max_update_ratio}: each must be >= 0 (0: the default rule)")
+                         f"max_update_ratio={config.max_update_ratio}, norm_multiple={config.norm_multiple}: each "
+                         "must be >= 0 (0: the default rule; norm_multiple 0 or >= 1)")

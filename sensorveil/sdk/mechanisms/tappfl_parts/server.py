@@ -66,7 +66,8 @@ def strategy_settings(spec: dict) -> dict:
     from sensorveil.sdk.federated.validation import UpdateLimits
     cfg, limits = spec["config"], spec.get("limits", {})
     settings = {"limits": UpdateLimits(max_examples=limits.get("max_examples") or None,
-                                       max_update_ratio=float(cfg.get("max_update_ratio", 0.0))),
+                                       max_update_ratio=float(cfg.get("max_update_ratio", 0.0)),
+                                       norm_multiple=float(cfg.get("norm_multiple", 0.0))),
                 "min_valid_replies": int(cfg.get("min_valid_replies", 0))}
     if cfg.get("aggregation") == "fedtrimmedavg":
         settings["beta"] = float(cfg["trim_fraction"])
