@@ -49,7 +49,7 @@ DATASETS = ("digits", "ujiindoorloc")
 COMMAND = "python scripts/pass_federated_results.py"
 TAG = "[pass-federated-results]"
 GOAL = (f"the strongest attacker within {100 * GOAL_POINTS:.0f} points of Random* and mNAG >= "
-        f"{100 * GOAL_MNAG:.0f}%, trained without any raw row leaving its device")
+        f"{100 * GOAL_MNAG:.0f}%, trained with only model updates leaving each device")
 # The federation per dataset. digits: the mechanism's defaults (4 IID devices, 15 rounds x 10 local epochs = the
 # 150 epochs central PASS trains on digits). UJIIndoorLoc: one device per user ("clients" is computed: the users in
 # PASS's training split), 20 rounds x 1 local epoch (central PASS trains 10 epochs there; FedAvg over devices that
@@ -146,15 +146,8 @@ def federation_settings(dataset: str, data_path, options: dict, args) -> dict:
 
 
 def rows_per_device(run_dir: Path, run: dict) -> list:
-    """Each device's training rows, from the same partition code the devices ran (pass_federated_parts.device)."""
-    from sensorveil.sdk.mechanisms.pass_federated_parts.device import partitions, task_data
-
-    config, useful, private = run["config"], run["useful"], run["private"]
-    task = {"dataset": run["dataset"], "useful": useful, "private": private, "hidden": run.get("hidden", []),
-            "seed": config["seed"], "substitutes": config["substitutes"], "condition": config["condition"],
-            "clients": config["clients"], "partition": config["partition"], "alpha": config["alpha"],
-            "partition_by": config["partition_by"]}
-    return [int(len(part)) for part in partitions(task_data(task), task)]
+    """Each device's training rows, as the run recorded the partition its devices were given."""
+    return [int(n) for n in run["federation"]["partition"]["rows_per_device"]]
 
 
 def one_dataset(dataset: str, args, out: Path) -> dict:
@@ -195,6 +188,7 @@ def one_dataset(dataset: str, args, out: Path) -> dict:
         "federation": {"runtime": federation["runtime"], "flower": federation["flower"],
                        "aggregation": federation["aggregation"], "wall_seconds": federation["wall_seconds"],
                        "partition": federation["partition"], "rows_per_device": rows_per_device(run_dir, run),
+                       "bank_origin": run["substitution"]["bank_origin"],
                        "rounds": len(rounds), "updates_aggregated": sum(r["devices"] for r in rounds),
                        "updates_dropped": sum(len(r["dropped"]) for r in rounds),
                        "last_round_loss": rounds[-1]["train"] if rounds else None},
@@ -283,6 +277,22 @@ def settings_text(entry: dict) -> str:
             f"federation {fed['wall_seconds']:.0f} s")
 
 
+def rows_text(entry: dict) -> str:
+    """Where the training rows and the bank were: on the devices, or held by the server (the bank's origin)."""
+    metrics, fed, bank = entry["metrics"], entry["federation"], entry["training"]["bank_size"]
+    origin = fed.get("bank_origin")
+    if origin is None:   # a run from before the bank came from a declared, server-held source
+        return (f"{metrics['n_attacker_train']} training rows (all on the devices) / {metrics['n_test']} test rows; "
+                f"substitute bank {bank} rows sampled from those same training rows, its useful labels sent to every "
+                "device and the bank shipped in the bundle (this run predates the server-held bank: its server held "
+                "devices' rows)")
+    held = (f"the dataset's declared bank rows ({origin['pool_rows']})" if origin["source"] == "declared" else
+            f"{origin['pool_rows']} of them held by the server and given to no device")
+    return (f"{metrics['n_attacker_train']} training rows ({sum(fed['rows_per_device'])} on the devices; {held}) / "
+            f"{metrics['n_test']} test rows; substitute bank {bank} rows drawn from the server's set "
+            f"(bank_source {origin['source']}), its useful labels sent to every device")
+
+
 def strongest_text(device: "dict | None") -> str:
     if device is None:
         return "not audited"
@@ -355,10 +365,8 @@ def dataset_section(name: str, entry: dict) -> list:
     subset = f" (subset: {', '.join(f'{k}={v}' for k, v in options.items())})" if options else ""
     lines = [f"## {name}: private {', '.join(task['private'])}, useful {', '.join(task['useful'])}", "",
              para(f"{DESCRIPTIONS.get(name, name)}{subset}; computed {entry.get('timestamp', '?')}. "
-                  f"{settings_text(entry)}. {metrics['n_attacker_train']} training rows (all on the devices) / "
-                  f"{metrics['n_test']} test rows; substitute bank {training['bank_size']} rows (public, the same on "
-                  f"every device); lambda {training['lambda']:g}, mu {training['mu']:g}; whole run "
-                  f"{entry['seconds']:.0f} s."), ""]
+                  f"{settings_text(entry)}. {rows_text(entry)}; lambda {training['lambda']:g}, mu "
+                  f"{training['mu']:g}; whole run {entry['seconds']:.0f} s."), ""]
     lines += split_lines(name, entry)
     lines += ["| attribute | role | no suppr. | guessing | attacker: neural | NAG | attacker: trees |",
               "|---|---|---:|---:|---:|---:|---:|"]
@@ -398,6 +406,19 @@ def split_lines(name: str, entry: dict) -> list:
     return [para(line) + "\n" for line in lines]
 
 
+def predates_note(datasets: dict) -> list:
+    """For results from runs made before the bank came from a server-held set: what those runs did."""
+    old = [name for name, entry in datasets.items() if "skipped" not in entry
+           and "bank_origin" not in entry.get("federation", {})]
+    if not old:
+        return []
+    return [para(f"**These figures predate the server-held bank** ({', '.join(old)}): those runs sampled the "
+                 "substitute bank from the devices' own training rows, sent every device the bank's useful labels and "
+                 "shipped the bank in the bundle, and every simulated device loaded the whole data set to find its "
+                 "share. So the goal's last condition did not hold for them, whatever the verdicts below say; "
+                 f"`{COMMAND}` run again records where the bank came from (bank_source)."), ""]
+
+
 def markdown(results: dict) -> str:
     """docs/pass_federated_results.md from the JSON this script writes: nothing here is measured."""
     datasets = results["datasets"]
@@ -407,7 +428,9 @@ def markdown(results: dict) -> str:
              para(f"Every figure below is read from docs/pass_federated_results.json, which `{COMMAND}` writes: per "
                   "dataset it trains `pass-federated` on Flower's simulation runtime (each device runs PASS's loss "
                   "and optimiser steps on its own rows; only f and g, the model's weights, go to the server, which "
-                  "validates every update and combines them), exports the ONNX bundle and audits it as "
+                  "validates every update and combines them; the server holds the substitute bank, drawn from a set "
+                  "no device is given, and sends every device its useful labels), exports the ONNX bundle and "
+                  "audits it as "
                   "scripts/pass_results.py audits central PASS's. "
                   f"`{COMMAND} --render-only` rewrites this page from that JSON. Central PASS's and TAPPFL's rows are "
                   "copied from docs/pass_results.json and docs/tappfl_results.json when the script ran; each section "
@@ -418,7 +441,7 @@ def markdown(results: dict) -> str:
                   "*Random\\**: the best guess of the private attribute from public knowledge. *mNAG* (PASS eq. 14): "
                   "the useful attributes' NAG minus the private ones'; *mNAG (audit)*: the same with the audit's "
                   "useful probe and strongest attacker. Figures are percentages."), "",
-             f"**Goal**: {GOAL}.", "", "## Summary", ""]
+             f"**Goal**: {GOAL}.", "", *predates_note(datasets), "## Summary", ""]
     lines += summary_rows(datasets)
     for name, entry in datasets.items():
         lines += dataset_section(name, entry)

@@ -161,10 +161,10 @@ def test_too_few_valid_updates_fail_the_round_with_one_error_naming_the_devices(
 @pytest.mark.parametrize("aggregation", ["fedmedian", "fedtrimmedavg"])
 def test_robust_aggregation_holds_against_an_outlier_fedavg_would_follow(tmp_path, aggregation):
     """One device of five sends 1e3 everywhere: finite, well shaped, honest-looking count. With the norm
-    bound off it reaches the aggregation, where the median (or the 20% trimmed mean) ignores it."""
+    bounds off it reaches the aggregation, where the median (or the 20% trimmed mean) ignores it."""
     from flwr.serverapp.strategy.fedtrimmedavg import trim_mean
     sent, [entry] = simulate(tmp_path, {0: "outlier"}, clients=5, aggregation=aggregation, trim_fraction=0.2,
-                             max_update_ratio=0.0)
+                             max_update_ratio=0.0, norm_multiple=0.0)
     assert entry["devices"] == 5 and entry["dropped"] == []
     model = final_model(tmp_path)
     for key, value in model.items():
@@ -189,7 +189,7 @@ def test_the_aggregation_setting_is_checked_with_one_clear_error():
 def test_the_strategies_are_flowers_own():
     from flwr.serverapp.strategy import FedAvg, FedMedian, FedTrimmedAvg
 
-    from sensorveil.sdk.federated_strategy import strategy_class
+    from sensorveil.sdk.federated.strategy import strategy_class
     assert issubclass(strategy_class("fedavg"), FedAvg) and strategy_class() is federated.strict_fedavg_class()
     assert issubclass(strategy_class("fedmedian"), FedMedian)
     trimmed = strategy_class("fedtrimmedavg")(beta=0.1)

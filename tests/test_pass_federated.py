@@ -1,14 +1,18 @@
 """pass-federated: PASS's f and g trained on Flower (real simulations, tiny settings). A run records a
 round history in which every device replied every round, writes central PASS's files so its ONNX
 export loads in the runtime and privatizes a batch, and an update carrying NaN is dropped and its
-device named, the model being the mean of the honest updates.
+device named, the model being the mean of the honest updates. Each device's rows lie in a folder of
+its own and a node opens no other (checked with an audit hook on every file the node process opens);
+the bank comes from rows no device holds, and the run and the manifest say where.
 
 The hostile device comes from ``hostile_apps``, a factory handed to ``federated.simulate`` from
 Python only (as in test_federated_defence): the mechanism's own factory never reads "tamper"."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,13 +25,13 @@ from sensorveil.sdk.mechanisms.base import TrainRequest
 from sensorveil.sdk.mechanisms.pass_federated_parts import client as pf_client
 from sensorveil.sdk.mechanisms.pass_federated_parts import server as pf_server
 from sensorveil.sdk.mechanisms.pass_federated_parts.config import PassFederatedConfig, check_config
-from sensorveil.sdk.mechanisms.pass_federated_parts.federation import federation_spec
+from sensorveil.sdk.mechanisms.pass_federated_parts.federation import federated_data, prepare_federation
 from sensorveil.sdk.mechanisms.pass_parts.bundle import WEIGHTS_FILE
-from sensorveil.sdk.mechanisms.pass_parts.data import prepare_data
 
 pytest.importorskip("flwr", reason="Flower is the federated extra: pip install 'sensorveil[federated]'")
 
 HOSTILE_APPS = "tests.test_pass_federated:hostile_apps"
+AUDITED_APPS = "tests.test_pass_federated:audited_apps"
 TINY = {"clients": 3, "rounds": 2, "local_epochs": 1, "substitutes": 128, "embedding_dim": 32, "progress": False}
 
 
@@ -50,6 +54,11 @@ def test_every_device_replies_every_round_and_the_run_is_scored_as_central_pass(
     assert {"L_hat", "L_S", "L_U", "L_X"} <= set(rounds[-1]["train"])
     assert run["federation"]["partition"]["devices"] == 3 and run["federation"]["aggregation"] == "fedavg"
     assert run["kind"] == "substitution" and run["substitution"]["bank_size"] == 128
+    origin = run["substitution"]["bank_origin"]    # digits declares no bank rows: the server holds a split
+    assert origin["source"] == "server-split" and origin["bank_size"] == 128 and origin["pool_rows"] >= 128
+    rows = run["federation"]["partition"]["rows_per_device"]
+    assert len(rows) == 3 and sum(rows) + origin["pool_rows"] == run["metrics"]["n_attacker_train"]
+    assert not (small_run / "devices").exists()     # the simulated devices' folders end with the federation
     assert len(run["training"]["history"]) == 2
     for key in ("mnag", "probing_acc_private", "tree_acc_private", "random_star_lt5", "probing_acc_useful"):
         assert np.isfinite(run["metrics"][key]), key
@@ -66,6 +75,7 @@ def test_the_onnx_export_loads_in_the_runtime_and_privatizes_a_batch(small_run, 
     bundle = export_run(small_run, "onnx", tmp_path / "bundle")
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert manifest["mechanism"]["name"] == "pass-federated" and manifest["mechanism"]["kind"] == "substitution"
+    assert manifest["mechanism"]["bank_origin"]["source"] == "server-split"
     assert [stage["kind"] for stage in manifest["pipeline"]] == ["model", "substitution"]
     x = load_dataset("digits").x[:16]
     samples = Privatizer.load(bundle)(x)
@@ -105,8 +115,8 @@ def test_a_nan_update_is_dropped_and_named_and_the_model_is_the_honest_mean(tmp_
     data = load_dataset("digits")
     config = PassFederatedConfig(**{**TINY, "rounds": 1})
     base = base_record("pass-federated", data, dataset_record("digits", None, None), ["parity"], ["lt5"], 0)
-    pdata = prepare_data(data, ["parity"], ["lt5"], [], config.substitutes, config.seed)
-    spec = {**federation_spec(pdata, base, config, tmp_path), "tamper": ["0"]}
+    pdata, plan = federated_data(data, ["parity"], ["lt5"], [], config)
+    spec = {**prepare_federation(pdata, plan, base, config, tmp_path)[0], "tamper": ["0"]}
     federated.simulate(HOSTILE_APPS, spec, tmp_path, timeout_s=240, flwr_home=tmp_path / "flwr-home")
     [entry] = json.loads((tmp_path / pf_server.HISTORY_FILE).read_text())
     sent = {}
@@ -123,6 +133,75 @@ def test_a_nan_update_is_dropped_and_named_and_the_model_is_the_honest_mean(tmp_
     for key, value in model.items():
         expected = sum(arrays[key].astype(np.float64) * count for _, arrays, count in honest) / total
         np.testing.assert_allclose(value.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def opened_files_stack() -> list:
+    """Per device call in progress in this process, every path it opened: kept on ``sys`` and filled by one
+    audit hook (sys.addaudithook) on the "open" events (io.open, os.open, np.load's open). On ``sys`` because
+    Ray sends the ClientApp's functions to its workers by value, module globals included."""
+    if not hasattr(sys, "_sensorveil_opened"):
+        stack = sys._sensorveil_opened = []
+
+        def record_open(event: str, args: tuple) -> None:
+            if event == "open" and stack and isinstance(args[0], (str, bytes, os.PathLike)):
+                stack[-1].append(os.fsdecode(args[0]))
+        sys.addaudithook(record_open)
+    return sys._sensorveil_opened
+
+
+def audited_apps(spec: dict):
+    """The mechanism's ServerApp and its own device_train, run under an audit hook that records every file
+    the node's process opens during the call; each call's list goes to out_dir/opened/."""
+    from flwr.clientapp import ClientApp
+    server, _ = pf_server.simulation_apps(spec)
+    client, out = ClientApp(), Path(spec["out_dir"]) / "opened"
+
+    @client.train()
+    def train(msg, context):
+        stack = opened_files_stack()
+        pf_client.device_data.cache_clear()    # every call reads as a freshly started node would
+        stack.append([])
+        try:
+            reply = pf_client.device_train(msg, context)
+        finally:
+            opened = stack.pop()
+        out.mkdir(exist_ok=True)
+        name = f"r{msg.content['config']['server-round']}-p{context.node_config['partition-id']}-{os.getpid()}"
+        (out / f"{name}.json").write_text(json.dumps(opened))
+        return reply
+    return server, client
+
+
+def test_each_node_opens_only_its_own_folder_and_the_bank_is_no_devices_row(tmp_path):
+    """The trainer writes device-k/rows.npz for each device; in a real simulation each node's process opens
+    that file and no other file of the run (no other device's folder) and no file of the dataset."""
+    import sklearn.datasets
+
+    from sensorveil.sdk.datasets import load_dataset
+    from sensorveil.sdk.rundir import base_record, dataset_record
+    data = load_dataset("digits")
+    config = PassFederatedConfig(**TINY)
+    base = base_record("pass-federated", data, dataset_record("digits", None, None), ["parity"], ["lt5"], 0)
+    pdata, plan = federated_data(data, ["parity"], ["lt5"], [], config)
+    spec, parts = prepare_federation(pdata, plan, base, config, tmp_path)
+    run_root, devices = tmp_path.resolve(), (tmp_path / "devices").resolve()
+    assert sorted(p.name for p in devices.iterdir()) == ["device-0", "device-1", "device-2"]
+    for k, rows in enumerate(parts):
+        with np.load(devices / f"device-{k}" / "rows.npz") as saved:
+            np.testing.assert_array_equal(saved["x"], pdata.x[rows].numpy())
+    assert not set(np.concatenate(parts).tolist()) & set(plan.bank_rows.tolist())
+    assert "dataset" not in spec["task"]      # nothing a node is sent names the data set
+    home = tmp_path / "flwr-home"
+    federated.simulate(AUDITED_APPS, spec, tmp_path, timeout_s=240, flwr_home=home)
+    records = sorted((tmp_path / "opened").glob("r*-p*-*.json"))
+    assert len(records) == 2 * 3                      # every device, every round
+    dataset_files = Path(sklearn.datasets.__file__).resolve().parent / "data"
+    for record in records:
+        partition = int(re.search(r"-p(\d+)-", record.name).group(1))
+        opened = [Path(p).resolve() for p in json.loads(record.read_text())]
+        of_the_run = [p for p in opened if run_root in p.parents and home.resolve() not in p.parents]
+        assert of_the_run == [devices / f"device-{partition}" / "rows.npz"], (record.name, of_the_run)
+        assert not [p for p in opened if dataset_files in p.parents], record.name
 
 
 def test_the_groups_partition_gives_each_value_its_own_device():
@@ -160,7 +239,8 @@ def test_deployment_over_loopback_superlink_and_supernodes(tmp_path, monkeypatch
     home = tmp_path / "flwr-home"
     monkeypatch.setenv("FLWR_HOME", str(home))
     monkeypatch.setenv("FLWR_TELEMETRY_ENABLED", "0")
-    nodes = [f"partition-id={i} num-partitions=2" for i in range(2)]
+    nodes = [f'partition-id={i} num-partitions=2 data-path="{tmp_path / "run" / "devices" / f"device-{i}"}"'
+             for i in range(2)]
     with federated.LoopbackFederation(home, nodes) as federation:
         settings = [f"{k}={v}" for k, v in {**TINY, "clients": 2}.items()]
         assert main(["train", "pass-federated", "--dataset", "digits", "--useful", "parity", "--private", "lt5",

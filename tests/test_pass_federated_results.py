@@ -68,7 +68,10 @@ def test_quick_run_on_digits_writes_json_and_page(tmp_path):
     assert entry["settings"]["partition"] == "iid" and entry["settings"]["clients"] == 2
     federation = entry["federation"]
     assert federation["partition"]["devices"] == 2 == len(federation["rows_per_device"])
-    assert sum(federation["rows_per_device"]) == entry["metrics"]["n_attacker_train"]   # every training row
+    # every training row is a device's or the server's bank pool's, never both
+    server = federation["bank_origin"]
+    assert server["source"] == "server-split" and server["pool_rows"] > 0
+    assert sum(federation["rows_per_device"]) + server["pool_rows"] == entry["metrics"]["n_attacker_train"]
     assert federation["rounds"] == 1 and federation["updates_aggregated"] == 2
     device = entry["bundle_evaluation"]
     assert device["seeds"] == 1 and device["strongest_attacker"] in device["private"]

@@ -1,5 +1,6 @@
-"""The ClientApp's train handler: the global f and g in, PASS's local steps on this device's rows, f and
-g back. flwr is imported where it is needed (the federated extra)."""
+"""The ClientApp's train handler: the global f and g in, PASS's local steps on the rows of this device's own
+folder, f and g back (the only thing that leaves the device, with its row count and mean loss terms).
+flwr is imported where it is needed (the federated extra)."""
 from __future__ import annotations
 
 import json
@@ -7,7 +8,7 @@ import json
 import numpy as np
 import torch
 
-from sensorveil.sdk.mechanisms.pass_federated_parts.device import build_model, device_data, local_update
+from sensorveil.sdk.mechanisms.pass_federated_parts.device import build_model, device_data, local_update, node_folder
 from sensorveil.sdk.mechanisms.tappfl_parts.client import node_identity
 
 SETTINGS = {"lam": float, "mu": float, "lr": float, "weight-decay": float, "local-epochs": int, "batch-size": int,
@@ -32,7 +33,7 @@ def device_train(msg, context):
     config = msg.content["config"]
     task = json.loads(str(config["task"]))
     partition = node_identity(context)
-    data = device_data(str(config["task"]), partition)
+    data = device_data(str(config["task"]), str(node_folder(task, context.node_config, partition)))
     model = build_model(task["model"])
     model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
     server_round = int(config["server-round"])

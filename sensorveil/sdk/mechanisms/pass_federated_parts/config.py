@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sensorveil.sdk.mechanisms.pass_federated_parts.bank import BANK_SOURCES
 from sensorveil.sdk.mechanisms.pass_parts.config import PASSConfig
 
 FEDERATIONS = ("simulation", "deployment")
@@ -20,16 +21,22 @@ class PassFederatedConfig(PASSConfig):
     alpha: float = 0.5                # Dirichlet concentration
     partition_by: str = ""            # the attribute dirichlet skews or groups splits (UJI: user, phone); "":
     # the first private attribute
-    aggregation: str = "fedavg"       # "fedavg", "fedmedian" or "fedtrimmedavg" (sdk/federated_strategy.py)
+    aggregation: str = "fedavg"       # "fedavg", "fedmedian" or "fedtrimmedavg" (sdk/federated/strategy.py)
     trim_fraction: float = 0.2        # fedtrimmedavg: share cut from each tail
     min_valid_replies: int = 0        # a round with fewer valid updates fails; 0: more than half the devices
     max_examples: int = 0             # largest "num-examples" a device may claim; 0: the largest partition
     max_update_ratio: float = 100.0   # drop an update moving f, g by more than this times their norm; 0: off
+    norm_multiple: float = 2.0        # drop an update moving the model by more than this times the round's
+    # median update (federated.validation); 0: off
     federation: str = "simulation"    # "simulation" (run_simulation) or "deployment" (flwr run)
     superlink: str = ""               # deployment: a SuperLink connection of $FLWR_HOME/config.toml
     timeout_s: float = 3600.0         # wall-clock limit of the whole federation
     round_timeout_s: float = 600.0    # a device that has not replied by then fails the round
     cpus: int = 2                     # simulation: ClientApps run in parallel (one per CPU)
+    bank_source: str = "auto"         # the bank's rows (bank.py): "declared" (the dataset's bank rows),
+    # "server-split" (a share of the training split the server holds and no device is given), "auto" (declared
+    # when the dataset has them, else server-split)
+    server_share: float = 0.2         # server-split: the share of the training split the server holds
 
 
 def check_config(config: PassFederatedConfig) -> None:
@@ -49,8 +56,13 @@ def check_config(config: PassFederatedConfig) -> None:
     if config.federation == "deployment" and not config.superlink:
         raise ValueError("federation=deployment needs superlink=NAME, a SuperLink connection in "
                          "$FLWR_HOME/config.toml")
-    from sensorveil.sdk.federated_strategy import check_aggregation
-    check_aggregation(config.aggregation, config.trim_fraction)
-    if config.min_valid_replies < 0 or config.max_examples < 0 or not config.max_update_ratio >= 0:
+    if config.bank_source not in BANK_SOURCES or not 0.0 < config.server_share < 1.0:
+        raise ValueError(f"bank_source={config.bank_source!r}, server_share={config.server_share}: expected "
+                         f"bank_source in {BANK_SOURCES} and server_share in (0, 1)")
+    from sensorveil.sdk.federated.strategy import check_aggregation
+    check_aggregation(config.aggregation, config.trim_fraction, config.clients)   # every device every round
+    if config.min_valid_replies < 0 or config.max_examples < 0 or not config.max_update_ratio >= 0 \
+            or not (config.norm_multiple == 0 or config.norm_multiple >= 1):
         raise ValueError(f"min_valid_replies={config.min_valid_replies}, max_examples={config.max_examples}, "
-                         f"max_update_ratio={config.max_update_ratio}: each must be >= 0 (0: the default rule)")
+                         f"max_update_ratio={config.max_update_ratio}, norm_multiple={config.norm_multiple}: each "
+                         "must be >= 0 (0: the default rule; norm_multiple 0 or >= 1)")

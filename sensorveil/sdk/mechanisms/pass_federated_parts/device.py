@@ -1,28 +1,30 @@
-"""A device's side of pass-federated: the rows it holds (its part of PASS's training split) beside the
-public substitute bank every device shares, and PASS's local training steps on f and g."""
+"""A device's side of pass-federated: the rows it holds, read from its own folder (folders.py), beside
+the bank's labels the server sends with every round (the bank itself is server-held: bank.py), and PASS's
+local training steps on f and g."""
 from __future__ import annotations
 
 import functools
 import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from sensorveil.runtime.stages.substitution import restrict_to_known
 from sensorveil.sdk import federated
-from sensorveil.sdk.mechanisms.pass_parts.data import PassData, prepare_data
+from sensorveil.sdk.mechanisms.pass_federated_parts.folders import device_folder, read_device_folder
+from sensorveil.sdk.mechanisms.pass_parts.data import PassData
 from sensorveil.sdk.mechanisms.pass_parts.losses import pass_loss
 from sensorveil.sdk.mechanisms.pass_parts.model import SubstitutionModel, make_embedding
-from sensorveil.sdk.mechanisms.pass_parts.train import conditioned_out
-from sensorveil.sdk.rundir import load_recorded_dataset
 from sensorveil.sdk.training import batches
 
 
 @dataclass
 class DeviceData:
-    """One device's rows (model units) and labels, and the bank's useful labels (public, eq. 7's U')."""
+    """One device's rows (model units) and labels, and the bank's useful labels (server-held, eq. 7's U')."""
     x: torch.Tensor
     private: list          # one label tensor per private attribute
     useful: list
@@ -35,18 +37,10 @@ class DeviceData:
         return len(self.x)
 
 
-def task_data(task: dict) -> PassData:
-    """PASS's data of the task: the same split and bank (seeded) that central PASS and every device use."""
-    dataset = load_recorded_dataset(task["dataset"])
-    return prepare_data(dataset, task["useful"], task["private"], task["hidden"], task["substitutes"], task["seed"],
-                        condition=task["condition"])
-
-
-def partitions(data: PassData, task: dict) -> list[np.ndarray]:
-    """The training rows of each device: TAPPFL's partition code (sdk.federated.partition_rows), IID,
-    Dirichlet over an attribute, or one device per value of one (``partition_by``; default the first private
-    attribute); deterministic in the seed, so every node computes it."""
-    rows = data.train_rows
+def partitions(data: PassData, task: dict, rows: np.ndarray) -> list[np.ndarray]:
+    """The rows of each device, from ``rows`` (the training rows no server set holds): TAPPFL's partition
+    code (sdk.federated.partition_rows), IID, Dirichlet over an attribute, or one device per value of one
+    (``partition_by``; default the first private attribute); deterministic in the seed."""
     by = task.get("partition_by") or data.private[0]
     if by not in data.dataset.attributes:
         raise ValueError(f"partition_by={by!r}: dataset {data.dataset.name!r} has no such attribute; expected one "
@@ -56,18 +50,32 @@ def partitions(data: PassData, task: dict) -> list[np.ndarray]:
                                     int(task["seed"]))
 
 
+def node_folder(task: dict, node_config, partition: int) -> Path:
+    """The folder this node reads: its node config's data-path (a deployed SuperNode), else its partition's
+    folder under the task's devices folder (a simulated node)."""
+    if "data-path" in node_config:
+        return Path(str(node_config["data-path"]))
+    return device_folder(task["devices_dir"], partition)
+
+
 @functools.lru_cache(maxsize=32)   # every device a worker serves (UJIIndoorLoc: one per user, about 20)
-def device_data(task_json: str, partition: int) -> DeviceData:
-    """The rows of device ``partition`` (cached: a Ray worker serves many devices over many rounds)."""
+def device_data(task_json: str, folder: str) -> DeviceData:
+    """The rows in ``folder`` (this device's own, and nothing else), with the bank's labels from the task
+    (cached: a Ray worker serves many devices over many rounds)."""
     task = json.loads(task_json)
-    data = task_data(task)
-    rows = partitions(data, task)[partition]
-    tensor = lambda attr, idx: torch.as_tensor(data.labels(attr)[idx], dtype=torch.long)  # noqa: E731
-    return DeviceData(x=data.x[rows], private=[tensor(a, rows) for a in data.private],
-                      useful=[tensor(a, rows) for a in data.useful],
-                      bank_useful=[tensor(a, data.bank_rows) for a in data.useful],
-                      private_classes=[data.classes(a) for a in data.private],
-                      useful_classes=[data.classes(a) for a in data.useful], excluded=conditioned_out(data, rows))
+    arrays = read_device_folder(folder)
+    labels = lambda prefix, n: [torch.as_tensor(arrays[f"{prefix}_{i}"], dtype=torch.long)  # noqa: E731
+                                for i in range(n)]
+    bank, classes = task["bank"], task["classes"]
+    excluded = None
+    if bank.get("condition") is not None:   # the device restricts the draw to substitutes sharing what it knows
+        ones = np.ones((len(arrays["x"]), len(bank["condition"])))
+        excluded = torch.as_tensor(restrict_to_known(ones, np.asarray(bank["condition"]), arrays["known"]) == 0)
+    return DeviceData(x=torch.as_tensor(arrays["x"]), private=labels("private", len(classes["private"])),
+                      useful=labels("useful", len(classes["useful"])),
+                      bank_useful=[torch.as_tensor(u, dtype=torch.long) for u in bank["useful"]],
+                      private_classes=list(classes["private"]), useful_classes=list(classes["useful"]),
+                      excluded=excluded)
 
 
 def build_model(model: dict) -> SubstitutionModel:

@@ -1,6 +1,7 @@
-"""Running pass-federated's federation from train(): its spec (what every node needs to find its rows,
-build f and g and run PASS's steps), in Flower's simulation runtime or through `flwr run` against a
-SuperLink (TAPPFL's loopback deployment)."""
+"""Running pass-federated's federation from train(): the bank and the devices' rows (each device's in a
+folder of its own), the spec (what the server needs, and what every node is sent each round: the model's
+shape, PASS's settings, the bank's labels, never a row), in Flower's simulation runtime or through
+`flwr run` against a SuperLink (TAPPFL's loopback deployment)."""
 from __future__ import annotations
 
 import json
@@ -8,12 +9,16 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
+
 from sensorveil.sdk import federated
+from sensorveil.sdk.mechanisms.pass_federated_parts.bank import BankPlan, plan_bank
 from sensorveil.sdk.mechanisms.pass_federated_parts.config import PassFederatedConfig
 from sensorveil.sdk.mechanisms.pass_federated_parts.device import partitions
+from sensorveil.sdk.mechanisms.pass_federated_parts.folders import DEVICES_DIR, write_device_folders
 from sensorveil.sdk.mechanisms.pass_federated_parts.server import TAG
 from sensorveil.sdk.mechanisms.pass_parts.bundle import WEIGHTS_FILE
-from sensorveil.sdk.mechanisms.pass_parts.data import PassData
+from sensorveil.sdk.mechanisms.pass_parts.data import PassData, prepare_data
 from sensorveil.sdk.mechanisms.pass_parts.train import resolved_weights
 
 SIMULATION_APPS = "sensorveil.sdk.mechanisms.pass_federated_parts.server:simulation_apps"
@@ -21,20 +26,44 @@ SERVER_APP = "sensorveil.sdk.mechanisms.pass_federated_parts.apps:server_app"
 CLIENT_APP = "sensorveil.sdk.mechanisms.pass_federated_parts.apps:client_app"
 
 
-def federation_spec(data: PassData, base: dict, config: PassFederatedConfig, out: Path) -> dict:
+def federated_data(dataset, useful, private, hidden, config: PassFederatedConfig) -> tuple[PassData, BankPlan]:
+    """PASS's splits with the bank from the declared source (bank.py), and where it came from."""
+    data = prepare_data(dataset, useful, private, hidden, config.substitutes, config.seed,
+                        bank_rows=np.zeros(0, np.int64), condition=config.condition)
+    plan = plan_bank(dataset, data.train_rows, config.bank_source, config.server_share, config.substitutes,
+                     config.seed)
+    data.bank_rows = plan.bank_rows
+    return data, plan
+
+
+def bank_task(data: PassData) -> dict:
+    """What every device is sent of the server-held bank: its useful labels (eq. 7's U') and, for a
+    conditioned draw, its condition values; never its samples."""
+    condition = None if data.condition is None else data.labels(data.condition)[data.bank_rows].tolist()
+    return {"useful": [data.labels(a)[data.bank_rows].tolist() for a in data.useful], "condition": condition}
+
+
+def prepare_federation(data: PassData, plan: BankPlan, base: dict, config: PassFederatedConfig,
+                       out: Path) -> tuple[dict, list]:
+    """(the spec, each device's rows): writes every device's rows to its own folder under out/devices."""
+    out = Path(out).resolve()
     lam, mu = resolved_weights(config, len(data.useful), len(data.private))
     model = {"modality": base["modality"], "model_shape": list(base["model_shape"]),
              "bank_size": int(len(data.bank_rows)), "embedding_dim": int(config.embedding_dim),
              "tau": float(config.tau)}
-    task = {"dataset": base["dataset"], "useful": data.useful, "private": data.private, "hidden": data.hidden,
-            "seed": int(config.seed), "substitutes": int(config.substitutes), "condition": config.condition,
+    task = {"useful": data.useful, "private": data.private, "seed": int(config.seed),
             "clients": int(config.clients), "partition": config.partition, "alpha": float(config.alpha),
-            "partition_by": config.partition_by,
-            "model": model}
-    largest = max(len(part) for part in partitions(data, task))
-    return {"task": task, "config": asdict(config), "weights": {"lambda": lam, "mu": mu},
+            "partition_by": config.partition_by, "devices_dir": str(out / DEVICES_DIR),
+            "classes": {"private": [data.classes(a) for a in data.private],
+                        "useful": [data.classes(a) for a in data.useful]},
+            "bank": bank_task(data), "model": model}
+    parts = partitions(data, task, plan.device_rows)
+    write_device_folders(out / DEVICES_DIR, data, parts)
+    largest = max(len(part) for part in parts)
+    spec = {"task": task, "config": asdict(config), "weights": {"lambda": lam, "mu": mu},
             "num_clients": int(config.clients), "cpus": int(config.cpus),
-            "limits": {"max_examples": int(config.max_examples or largest)}, "out_dir": str(Path(out).resolve())}
+            "limits": {"max_examples": int(config.max_examples or largest)}, "out_dir": str(out)}
+    return spec, parts
 
 
 def federate(spec: dict, out: Path, config: PassFederatedConfig) -> float:

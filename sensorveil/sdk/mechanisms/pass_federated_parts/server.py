@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from sensorveil.sdk.federated_app_factory import flower_app_pair, simulation_pair
+from sensorveil.sdk.federated.apps import flower_app_pair, simulation_pair
 from sensorveil.sdk.mechanisms.pass_federated_parts.client import device_train
 from sensorveil.sdk.mechanisms.pass_federated_parts.device import build_model
 from sensorveil.sdk.mechanisms.pass_parts.bundle import WEIGHTS_FILE

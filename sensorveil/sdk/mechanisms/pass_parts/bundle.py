@@ -72,6 +72,8 @@ def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path
              "hidden": run.get("hidden", []),
              "parameters": {"tau": sub["tau"], "lambda": sub["lambda"], "mu": sub["mu"],
                             "constant_C": sub["constant_C"], "embedding_dim": sub["embedding_dim"]}}
+    if sub.get("bank_origin"):   # a federated run's bank: which declared, non-private set it was drawn from
+        entry["bank_origin"] = dict(sub["bank_origin"])
     draw = {"kind": "substitution", "bank_size": int(len(bank_rows)), "bank_indices": BANK_FILE,
             "bank_samples": SAMPLES_FILE if include_samples else None,
             "bank_colour": COLOUR_FILE if colour else None,

@@ -45,12 +45,14 @@ class TAPPFLConfig:
     round_timeout_s: float = 600.0    # a device that has not replied by then fails the round
     cpus: int = 2                     # simulation: ClientApps run in parallel (one per CPU)
     aggregation: str = "fedavg"       # "fedavg" (weighted mean), "fedmedian" or "fedtrimmedavg": Flower's
-                                      # strategies of those names (sdk/federated_strategy.py)
+                                      # strategies of those names (sdk/federated/strategy.py)
     trim_fraction: float = 0.2        # fedtrimmedavg: share of updates cut from each tail (Flower's beta)
     min_valid_replies: int = 0        # a round with fewer valid updates fails; 0: more than half the sample
     max_examples: int = 0             # largest "num-examples" a device may claim; 0: the largest partition
                                       # (set it when nodes train on their own data)
     max_update_ratio: float = 100.0   # drop an update moving f by more than this times its norm; 0: off
+    norm_multiple: float = 2.0        # drop an update moving the model by more than this times the round's
+    # median update (federated.validation); 0: off
     reference_attacks: bool = True    # also attack the raw data (the "no defence" reference)
     seed: int = 0
     progress: bool = True
@@ -67,11 +69,15 @@ def check_config(config: TAPPFLConfig, data: SensorDataset, private: str) -> Non
         raise ValueError(f"heldout={config.heldout}: the held-out share of each device's rows must lie in (0, 1)")
     if config.participation not in ("sampled", "all"):
         raise ValueError(f"participation={config.participation!r}; expected 'sampled' or 'all'")
-    from sensorveil.sdk.federated_strategy import check_aggregation
-    check_aggregation(config.aggregation, config.trim_fraction)
-    if config.min_valid_replies < 0 or config.max_examples < 0 or not config.max_update_ratio >= 0:
+    from sensorveil.sdk.federated.strategy import check_aggregation
+    per_round = (max(1, round(config.fraction * config.clients)) if config.participation == "all" else
+                 max(1, int(config.fraction * config.clients)))   # the updates a round aggregates
+    check_aggregation(config.aggregation, config.trim_fraction, per_round)
+    if config.min_valid_replies < 0 or config.max_examples < 0 or not config.max_update_ratio >= 0 \
+            or not (config.norm_multiple == 0 or config.norm_multiple >= 1):
         raise ValueError(f"min_valid_replies={config.min_valid_replies}, max_examples={config.max_examples}, "
-                         f"max_update_ratio={config.max_update_ratio}: each must be >= 0 (0: the default rule)")
+                         f"max_update_ratio={config.max_update_ratio}, norm_multiple={config.norm_multiple}: each "
+                         "must be >= 0 (0: the default rule; norm_multiple 0 or >= 1)")
     by = config.partition_by or private
     if by not in data.attributes:
         raise ValueError(f"partition_by={by!r}: dataset {data.name!r} has no such attribute; expected one of "

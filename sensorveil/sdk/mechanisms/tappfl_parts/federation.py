@@ -16,8 +16,8 @@ from sensorveil.sdk.mechanisms.tappfl_parts.config import TAPPFLConfig
 from sensorveil.sdk.mechanisms.tappfl_parts.data import device_partitions
 
 SIMULATION_APPS = "sensorveil.sdk.mechanisms.tappfl:simulation_apps"
-SERVER_APP = "sensorveil.sdk.federated_apps:tappfl_server_app"   # module-level objects, as Flower requires
-CLIENT_APP = "sensorveil.sdk.federated_apps:tappfl_client_app"
+SERVER_APP = "sensorveil.sdk.mechanisms.tappfl_parts.apps:server_app"   # module-level objects, as Flower requires
+CLIENT_APP = "sensorveil.sdk.mechanisms.tappfl_parts.apps:client_app"
 
 
 def federation_spec(data: SensorDataset, base: dict, useful: str, private: str, config: TAPPFLConfig,

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from sensorveil.sdk.federated_app_factory import flower_app_pair, simulation_pair
+from sensorveil.sdk.federated.apps import flower_app_pair, simulation_pair
 from sensorveil.sdk.mechanisms.tappfl_parts.bundle import FEATURE_FILE, HISTORY_FILE, pretrained_path
 from sensorveil.sdk.mechanisms.tappfl_parts.client import device_evaluate, device_train
 from sensorveil.sdk.mechanisms.tappfl_parts.model import feature_extractor
@@ -57,16 +57,17 @@ def initial_feature_extractor(spec: dict) -> nn.Module:
 
 
 def server_strategy(spec: dict):
-    from sensorveil.sdk.federated_strategy import strategy_class
+    from sensorveil.sdk.federated.strategy import strategy_class
     return strategy_class(spec["config"].get("aggregation", "fedavg"))
 
 
 def strategy_settings(spec: dict) -> dict:
     """The typed settings of the strategy: what the server accepts from a device, and trimming."""
-    from sensorveil.sdk.federated_validation import UpdateLimits
+    from sensorveil.sdk.federated.validation import UpdateLimits
     cfg, limits = spec["config"], spec.get("limits", {})
     settings = {"limits": UpdateLimits(max_examples=limits.get("max_examples") or None,
-                                       max_update_ratio=float(cfg.get("max_update_ratio", 0.0))),
+                                       max_update_ratio=float(cfg.get("max_update_ratio", 0.0)),
+                                       norm_multiple=float(cfg.get("norm_multiple", 0.0))),
                 "min_valid_replies": int(cfg.get("min_valid_replies", 0))}
     if cfg.get("aggregation") == "fedtrimmedavg":
         settings["beta"] = float(cfg["trim_fraction"])

@@ -1,10 +1,12 @@
-"""The Flower apps every federated mechanism needs, built from its own server loop and device handlers.
+"""The Flower apps every federated mechanism needs, built from its own server loop and device handlers, and
+the Flower App directory a deployment hands to `flwr run`.
 
 A mechanism has a ``run_server(grid, spec)`` and a ``device_train(msg, context)`` (and maybe a
 ``device_evaluate``); the simulation pairs a ServerApp that runs its loop on a given spec with its ClientApp,
 and a deployment's ServerApp reads the spec from the run config that `flwr run` passes.
 """
 import json
+from pathlib import Path
 
 
 def flower_app_pair(run_server, device_train, device_evaluate=None) -> dict:
@@ -31,3 +33,19 @@ def simulation_pair(run_server, spec: dict, client_app):
     def main(grid, context) -> None:
         run_server(grid, spec)
     return server, client_app
+
+
+def write_flower_app(app_dir: Path, serverapp: str, clientapp: str, config: dict, name: str = "sensorveil-app") -> Path:
+    """A Flower App directory (pyproject.toml) whose components live in sensorveil (installed on every
+    machine of the federation) and whose run config is ``config``."""
+    import tomli_w
+    app_dir = Path(app_dir)
+    app_dir.mkdir(parents=True, exist_ok=True)
+    document = {"build-system": {"requires": ["hatchling"], "build-backend": "hatchling.build"},
+                "project": {"name": name, "version": "1.0.0", "description": "sensorveil federated training",
+                            "license": "Apache-2.0", "dependencies": []},
+                "tool": {"flwr": {"app": {"publisher": "sensorveil",
+                                          "components": {"serverapp": serverapp, "clientapp": clientapp},
+                                          "config": config}}}}
+    (app_dir / "pyproject.toml").write_text(tomli_w.dumps(document))
+    return app_dir

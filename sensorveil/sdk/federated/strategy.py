@@ -8,10 +8,11 @@ One strategy per choice of ``aggregation``, each Flower's class with the same ch
   updates, unweighted (Yin et al. 2018). One device of three or more cannot move it arbitrarily.
 * ``"fedtrimmedavg"``: ``StrictFedTrimmedAvg`` on flwr's FedTrimmedAvg, the coordinate-wise mean after
   cutting ``beta`` (our ``trim_fraction``) of the updates from each tail, unweighted (Yin et al. 2018).
-  It resists floor(beta * n) outlying devices per coordinate.
+  It resists floor(beta * n) outlying devices per coordinate, so a beta that cuts no update at a round's
+  n is refused (``check_trim``), before training and again in the round, naming the least beta that cuts one.
 
 The checks, for every round: a sampled device that failed or did not answer in time fails the round
-(Flower's own strategies log it and go on); every reply is validated (federated_validation) and one that
+(Flower's own strategies log it and go on); every reply is validated (federated.validation) and one that
 fails is dropped and its device named, in a log line and in the progress report; a training round with
 fewer valid updates than ``min_valid_replies`` (0: more than half of the devices sampled) fails with one
 error naming every device dropped and why.
@@ -19,23 +20,54 @@ error naming every device dropped and why.
 from __future__ import annotations
 
 import logging
+import math
 import random
 import time
 
-from sensorveil.sdk.federated_validation import FederationError, UpdateLimits, split_replies, too_few_message
+from sensorveil.sdk.federated.validation import FederationError, UpdateLimits, split_replies, too_few_message
 
 AGGREGATIONS = ("fedavg", "fedmedian", "fedtrimmedavg")
 LOG = logging.getLogger("sensorveil.federated")
 _CLASSES: dict = {}
 
 
-def check_aggregation(aggregation: str, trim_fraction: float = 0.2) -> None:
-    """One clear error for a setting Flower would reject later, inside the ServerApp."""
+def check_aggregation(aggregation: str, trim_fraction: float = 0.2, clients: int | None = None) -> None:
+    """One clear error for a setting Flower would reject later, inside the ServerApp, or that would make
+    FedTrimmedAvg a plain mean for rounds of ``clients`` updates."""
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"aggregation={aggregation!r}; expected one of {', '.join(AGGREGATIONS)}")
     if not 0.0 <= trim_fraction < 0.5:
         raise ValueError(f"trim_fraction={trim_fraction}: FedTrimmedAvg cuts that share from each tail, so it "
                          "must lie in [0, 0.5)")
+    if aggregation == "fedtrimmedavg" and clients is not None:
+        check_trim(trim_fraction, clients)
+
+
+def trimmed_per_tail(trim_fraction: float, clients: int) -> int:
+    """Updates FedTrimmedAvg cuts from each tail of ``clients``: Flower's trim_mean cuts int(beta * n)."""
+    return int(trim_fraction * clients)
+
+
+def least_trim_fraction(clients: int) -> float | None:
+    """The least fraction, to 4 decimals, that trims one update of ``clients``; None when only 0.5 or more would."""
+    if clients <= 2:
+        return None
+    least = math.ceil(1e4 / clients) / 1e4
+    while trimmed_per_tail(least, clients) < 1:   # 1/n in binary can fall short of n: round up
+        least += 1e-4
+    return round(least, 4)
+
+
+def check_trim(trim_fraction: float, clients: int, error=ValueError) -> None:
+    """``error`` when trim_fraction cuts no update from a round of ``clients`` (FedTrimmedAvg would be FedAvg
+    unweighted): the message names the value, the round's size and the least fraction that cuts one."""
+    if trimmed_per_tail(trim_fraction, clients) >= 1:
+        return
+    least = least_trim_fraction(clients)
+    remedy = (f"the least trim_fraction that trims one from each tail is {least:g} (1/{clients})" if least else
+              f"no trim_fraction below 0.5 trims one of {clients}; expected more clients or aggregation=fedmedian")
+    raise error(f"trim_fraction={trim_fraction:g} trims no update from a round of {clients} clients "
+                f"(int({trim_fraction:g} x {clients}) = 0, so fedtrimmedavg would be a plain mean); {remedy}")
 
 
 def strategy_class(aggregation: str = "fedavg"):
@@ -101,6 +133,8 @@ class StrictRounds:
                                                   needed, dropped))
         if self.aggregate_fraction is not None:
             replies = random.sample(replies, max(1, round(self.aggregate_fraction * len(replies))))
+        if hasattr(self, "beta"):   # FedTrimmedAvg: a round it would not trim fails instead of averaging all
+            check_trim(self.beta, len(replies), error=lambda text: FederationError(f"round {server_round}: {text}"))
         arrays, metrics = super().aggregate_train(server_round, replies)
         self._report("train", server_round, metrics, len(replies), dropped)
         return arrays, metrics

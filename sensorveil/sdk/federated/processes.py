@@ -1,0 +1,229 @@
+"""The Flower processes a federation starts and supervises: the environment every one gets (telemetry off,
+``FLWR_TELEMETRY_ENABLED=0``, the caller's ``FLWR_HOME``, this interpreter's sensorveil and Flower), ``flwr_run``
+(``flwr run`` against a SuperLink, with a limit) and ``LoopbackFederation`` (a SuperLink and SuperNodes as
+real processes on 127.0.0.1). Every process started here is stopped by its own process id (its process
+group) when it is done."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from sensorveil.sdk.federated.validation import FederationError
+
+TELEMETRY_OFF = {"FLWR_TELEMETRY_ENABLED": "0"}
+STOP_GRACE_S = 10.0
+
+
+class FederationTimeout(FederationError):
+    """A federated run passed its wall-clock limit and was stopped."""
+
+
+def sensorveil_root() -> str:
+    """The directory that holds the sensorveil package, so Flower's own processes (ServerApp,
+    ClientApp, Ray workers) import the same code whether or not sensorveil is installed."""
+    import sensorveil
+    return str(Path(sensorveil.__file__).resolve().parents[1])
+
+
+def flower_environment(flwr_home=None, extra: dict | None = None) -> dict:
+    env = {**os.environ, **TELEMETRY_OFF, **(extra or {})}
+    if flwr_home is not None:
+        env["FLWR_HOME"] = str(flwr_home)
+    paths = [sensorveil_root()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    # the SuperLink starts flower-superexec (and the SuperNode its ClientApp process) by name from PATH:
+    # put this interpreter's bin first, so a venv that was never activated still finds its own Flower
+    bins = [str(Path(sys.executable).parent)] + [p for p in env.get("PATH", "").split(os.pathsep) if p]
+    env["PATH"] = os.pathsep.join(dict.fromkeys(bins))
+    return env
+
+
+def flower_executable(name: str) -> str:
+    """flower-superlink, flower-supernode or flwr from this interpreter's environment."""
+    candidate = Path(sys.executable).parent / name
+    if candidate.is_file():
+        return str(candidate)
+    import shutil
+    found = shutil.which(name)
+    if not found:
+        raise FileNotFoundError(f"{name} not found beside {sys.executable} or on PATH; expected Flower installed "
+                                "(pip install 'sensorveil[federated]')")
+    return found
+
+
+def stop_process(process: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> int:
+    """Stop a process this module started, and its children, by its process id: the process was
+    started in its own session, so its id is also its process group's id. SIGTERM, then SIGKILL."""
+    if process.poll() is None:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(process.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                process.wait(timeout=grace_s)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    try:   # children that outlived the leader still hold its process group id
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    return process.wait()
+
+# -- `flwr run` and a loopback federation --------------------------------------------------------
+def flwr_run(app_dir: Path, superlink: str, timeout_s: float, flwr_home=None, log_path: Path | None = None,
+             echo: Callable[[str], bool] | None = None) -> str:
+    """``flwr run APP SUPERLINK --stream``: submit the app to a running SuperLink and follow its logs to
+    the end; lines for which ``echo(line)`` holds are printed as they come (progress per round). Past
+    ``timeout_s`` the run is stopped on the SuperLink (``flwr stop``) and FederationTimeout raised.
+    Returns everything flwr printed (also written to ``log_path``)."""
+    env = flower_environment(flwr_home)
+    command = [flower_executable("flwr"), "run", str(app_dir), superlink, "--stream"]
+    started = time.time()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=_follow, args=(process.stdout, lines, echo), daemon=True)
+    reader.start()
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        stop_process(process)
+        reader.join(timeout=5)
+        output = "".join(lines)
+        _write_log(log_path, output)
+        stop_run(parse_run_id(output), superlink, env)
+        raise FederationTimeout(f"`flwr run` on {superlink} ran past its limit of {timeout_s:.0f} s and was stopped "
+                                f"(its run on the SuperLink too){_tail(output)}") from None
+    finally:
+        stop_process(process)
+    reader.join(timeout=5)
+    output = "".join(lines)
+    _write_log(log_path, output)
+    if process.returncode != 0 or parse_run_id(output) is None:
+        raise FederationError(f"`flwr run` on {superlink} failed (exit {process.returncode}) after "
+                              f"{time.time() - started:.0f} s{_tail(output)}")
+    return output
+
+
+def _follow(stream, lines: list, echo) -> None:
+    for line in stream:
+        lines.append(line)
+        if echo is not None and echo(line):
+            print(line.rstrip(), flush=True)
+
+
+def stop_run(run_id: str | None, superlink: str, env: dict) -> None:
+    """Best effort: ask the SuperLink to stop a run whose `flwr run` was stopped."""
+    if run_id is not None:
+        subprocess.run([flower_executable("flwr"), "stop", run_id, superlink], env=env, capture_output=True,
+                       timeout=60, check=False)
+
+
+def _write_log(path, text: str) -> None:
+    if path is not None:
+        Path(path).write_text(text)
+
+
+def _tail(output: str, chars: int = 2000) -> str:
+    return f":\n{output[-chars:]}" if output else ""
+
+
+def parse_run_id(output: str) -> str | None:
+    marker = "Successfully started run "
+    for line in output.splitlines():
+        if marker in line:
+            return line.split(marker, 1)[1].split()[0]
+    return None
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, deadline: float, process: subprocess.Popen, what: str) -> None:
+    while time.time() < deadline:
+        if process.poll() is not None:
+            raise FederationError(f"{what} exited with code {process.returncode} before listening on 127.0.0.1:{port}")
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.settimeout(0.5)
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.3)
+    raise FederationTimeout(f"{what} did not listen on 127.0.0.1:{port} in time")
+
+
+@dataclass
+class LoopbackFederation:
+    """A SuperLink and ``len(node_configs)`` SuperNodes as real processes on 127.0.0.1 (every port
+    bound to the loopback address, plain HTTP, telemetry off), registered in ``home``/config.toml as
+    the SuperLink connection ``name``. Use as a context manager: leaving it stops every process it
+    started, by process id, within ``STOP_GRACE_S`` per signal.
+
+    The same commands, with real addresses and TLS, deploy across machines (README, TAPPFL)."""
+    home: Path
+    node_configs: list
+    name: str = "loopback"
+    start_timeout_s: float = 60.0
+    processes: dict = field(default_factory=dict)
+    port: int = 0
+
+    def __enter__(self) -> "LoopbackFederation":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self.home = Path(self.home)
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        (self.home / "config.toml").write_text(
+            f'[superlink]\ndefault = "{self.name}"\n\n[superlink.{self.name}]\n'
+            f'address = "127.0.0.1:{self.port}"\ninsecure = true\n')
+        deadline = time.time() + self.start_timeout_s
+        link = self._spawn("superlink", [flower_executable("flower-superlink"), "--insecure", "--host", "127.0.0.1",
+                                         "--port", str(self.port), "--disable-runtime-dependency-installation"])
+        wait_for_port(self.port, deadline, link, "flower-superlink")
+        for i, node_config in enumerate(self.node_configs):
+            node_port = free_port()
+            node = self._spawn(f"supernode-{i}", [
+                flower_executable("flower-supernode"), "--insecure", "--superlink", f"127.0.0.1:{self.port}",
+                "--host", "127.0.0.1", "--port", str(node_port), "--node-config", node_config,
+                "--max-retries", "5", "--max-wait-time", "30"])
+            wait_for_port(node_port, deadline, node, f"flower-supernode {i}")
+
+    def _spawn(self, name: str, command: list) -> subprocess.Popen:
+        log = open(self.home / f"{name}.log", "w")
+        process = subprocess.Popen(command, env=flower_environment(self.home), stdout=log, stderr=subprocess.STDOUT,
+                                   cwd=self.home, start_new_session=True)
+        log.close()   # the child holds its own descriptor
+        self.processes[name] = process
+        return process
+
+    def stop(self) -> dict:
+        """Stop the SuperNodes, then the SuperLink; {name: exit code}."""
+        codes = {}
+        for name in sorted(self.processes, key=lambda n: n == "superlink"):
+            codes[name] = stop_process(self.processes[name])
+        return codes
+
+    def run(self, app_dir: Path, timeout_s: float) -> str:
+        return flwr_run(app_dir, self.name, timeout_s, flwr_home=self.home, log_path=self.home / "flwr-run.log")
