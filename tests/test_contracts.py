@@ -37,6 +37,7 @@ def test_every_row_of_the_table_is_complete_and_names_what_exists():
     """A new backend is one row: its adapter, its place in auto's order, its writer and its person-detector writer
     are columns of that row, and each must name something real."""
     import importlib.util
+
     from sensorveil.export.formats import FORMAT_WRITERS
     from sensorveil.export.person_detector import DETECTOR_WRITERS
     from sensorveil.runtime.backends import AUTO_ORDER
