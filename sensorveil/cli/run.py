@@ -34,12 +34,26 @@ def cmd_run(args) -> int:
             pass
         finally:
             progress.close(stream.counters)
-            if sink is not None:
-                sink.close()
-    report = {**backend_fields(privatizer), **stream.report()}
+            sink_error = close_sink(sink)
+    report = {**backend_fields(privatizer), **stream.report(), "sink_error": sink_error}
     print_stream_report(report)
     write_json(report, args.json)
+    if sink_error:      # what the sink holds is not what the stream delivered: the run failed
+        print(f"sensorveil run: error: {sink_error}", file=sys.stderr)
+        return 1
     return stream_exit_code(report, args.max_bad_share, allow_partial=args.allow_partial)
+
+
+def close_sink(sink) -> "str | None":
+    """Close the sink and confirm what it wrote: None, or the SinkError's message."""
+    from sensorveil.runtime.sinks import SinkError
+    if sink is None:
+        return None
+    try:
+        sink.close()
+    except SinkError as error:
+        return str(error)
+    return None
 
 
 def backend_fields(privatizer) -> dict:

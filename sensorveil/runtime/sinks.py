@@ -72,6 +72,7 @@ class VideoSink(Sink):
         self.path, self.fps = Path(path), fps or 25.0
         self.value_range, self.depth = value_range, depth
         self.writer = None
+        self.written = 0
 
     def write(self, output: np.ndarray, frame: Frame) -> None:
         image = (
@@ -80,11 +81,37 @@ class VideoSink(Sink):
         if self.writer is None:
             self.writer = open_video_writer(self.path, self.fps, image.shape[1], image.shape[0])
         self.writer.write(image)
+        self.written += 1
 
     def close(self) -> None:
-        if self.writer is not None:
-            self.writer.release()
-            self.writer = None
+        """Release the writer, then confirm the file: a container that opens, announces every frame written
+        and decodes its last one. OpenCV's writer reports no error (a full disk leaves a file with no
+        decodable frame), so this is where a failed write is found: one SinkError."""
+        if self.writer is None:
+            return
+        self.writer.release()
+        self.writer = None
+        held = decodable_frames(self.path)
+        if held < self.written:
+            raise SinkError("{}: {} frames written, the file holds {} decodable (a full disk or a failed write)"
+                            .format(self.path, self.written, held))
+
+
+def decodable_frames(path: Path) -> int:
+    """Frames a video file announces, 0 unless its last one also decodes (bounded: one seek, one read)."""
+    cv2 = _cv2()
+    capture = cv2.VideoCapture(str(path))
+    try:
+        if not capture.isOpened():
+            return 0
+        count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
+        if count <= 0:
+            return 0
+        capture.set(cv2.CAP_PROP_POS_FRAMES, count - 1)
+        ok, _ = capture.read()
+        return count if ok else 0
+    finally:
+        capture.release()
 
 
 def open_video_writer(path: Path, fps: float, width: int, height: int):
