@@ -17,7 +17,9 @@ def cmd_evaluate(args) -> int:
               f"D_y {result['protocol_acc_useful']:.1%}")
     write_json(result, args.json)
     if args.report:
-        print(f"wrote {write_report(result, title, args.report)} (+ .png)")
+        page = write_report(result, title, args.report)
+        plot = page.with_suffix(".png")     # only when matplotlib could draw it
+        print(f"wrote {page}" + (f" and {plot}" if plot.is_file() else " (no plot: matplotlib is not installed)"))
     return 0
 
 
