@@ -36,9 +36,17 @@ def main(argv=None) -> int:
         parser.error("a VERB is required (see sensorveil --help)")
     try:
         return args.func(args)
-    except (SensorveilError, ValueError, OSError) as error:   # OSError: a path that cannot be read or written
+    # OSError: a path that cannot be read or written; the federation's errors: a failed node or round
+    except (SensorveilError, ValueError, OSError) + federation_errors() as error:
         print(f"sensorveil {args.verb}: error: {error}", file=sys.stderr)
         return 2
+
+
+def federation_errors() -> tuple:
+    """FederationError (and FederationTimeout, its subclass) when the federated package is loaded: looked up
+    when an error is being matched, so the CLI never imports the sdk's federated code (or numpy) on a board."""
+    module = sys.modules.get("sensorveil.sdk.federated.validation")
+    return (module.FederationError,) if module is not None else ()
 
 
 if __name__ == "__main__":

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from sensorveil.sdk.federated.logs import failure_message, follow, log_note
 from sensorveil.sdk.federated.validation import FederationError
 
 TELEMETRY_OFF = {"FLWR_TELEMETRY_ENABLED": "0"}
 STOP_GRACE_S = 10.0
+SERVERAPP_RAISED = "ServerApp raised an exception"   # Flower's log line; `flwr run` still exits 0
 
 
 class FederationTimeout(FederationError):
@@ -83,16 +85,18 @@ def stop_process(process: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> in
 def flwr_run(app_dir: Path, superlink: str, timeout_s: float, flwr_home=None, log_path: Path | None = None,
              echo: Callable[[str], bool] | None = None) -> str:
     """``flwr run APP SUPERLINK --stream``: submit the app to a running SuperLink and follow its logs to
-    the end; lines for which ``echo(line)`` holds are printed as they come (progress per round). Past
-    ``timeout_s`` the run is stopped on the SuperLink (``flwr stop``) and FederationTimeout raised.
-    Returns everything flwr printed (also written to ``log_path``)."""
+    the end, into ``log_path``; lines for which ``echo(line)`` holds are printed as they come (progress per
+    round). Past ``timeout_s`` the run is stopped on the SuperLink (``flwr stop``) and FederationTimeout
+    raised. A run whose ServerApp raised (`flwr run` itself exits 0 then) or whose `flwr run` failed raises
+    FederationError with one line: why (a failed round names its devices), and the log file.
+    Returns everything flwr printed."""
     env = flower_environment(flwr_home)
     command = [flower_executable("flwr"), "run", str(app_dir), superlink, "--stream"]
     started = time.time()
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                start_new_session=True)
     lines: list[str] = []
-    reader = threading.Thread(target=_follow, args=(process.stdout, lines, echo), daemon=True)
+    reader = threading.Thread(target=follow, args=(process.stdout, lines, log_path, echo), daemon=True)
     reader.start()
     try:
         process.wait(timeout=timeout_s)
@@ -100,26 +104,19 @@ def flwr_run(app_dir: Path, superlink: str, timeout_s: float, flwr_home=None, lo
         stop_process(process)
         reader.join(timeout=5)
         output = "".join(lines)
-        _write_log(log_path, output)
         stop_run(parse_run_id(output), superlink, env)
         raise FederationTimeout(f"`flwr run` on {superlink} ran past its limit of {timeout_s:.0f} s and was stopped "
-                                f"(its run on the SuperLink too){_tail(output)}") from None
+                                f"(its run on the SuperLink too){log_note(log_path)}") from None
     finally:
         stop_process(process)
     reader.join(timeout=5)
     output = "".join(lines)
-    _write_log(log_path, output)
-    if process.returncode != 0 or parse_run_id(output) is None:
-        raise FederationError(f"`flwr run` on {superlink} failed (exit {process.returncode}) after "
-                              f"{time.time() - started:.0f} s{_tail(output)}")
+    what = (f"the ServerApp of `flwr run` on {superlink} failed" if SERVERAPP_RAISED in output else
+            f"`flwr run` on {superlink} exited with code {process.returncode}")
+    what += f" after {time.time() - started:.0f} s"
+    if process.returncode != 0 or parse_run_id(output) is None or SERVERAPP_RAISED in output:
+        raise FederationError(failure_message(what, output, log_path))
     return output
-
-
-def _follow(stream, lines: list, echo) -> None:
-    for line in stream:
-        lines.append(line)
-        if echo is not None and echo(line):
-            print(line.rstrip(), flush=True)
 
 
 def stop_run(run_id: str | None, superlink: str, env: dict) -> None:
@@ -127,15 +124,6 @@ def stop_run(run_id: str | None, superlink: str, env: dict) -> None:
     if run_id is not None:
         subprocess.run([flower_executable("flwr"), "stop", run_id, superlink], env=env, capture_output=True,
                        timeout=60, check=False)
-
-
-def _write_log(path, text: str) -> None:
-    if path is not None:
-        Path(path).write_text(text)
-
-
-def _tail(output: str, chars: int = 2000) -> str:
-    return f":\n{output[-chars:]}" if output else ""
 
 
 def parse_run_id(output: str) -> str | None:
