@@ -7,14 +7,26 @@ import argparse
 import sys
 
 from sensorveil import __version__
-from sensorveil.cli import benchmark, camera_audit, devices, evaluate, export, keys, preview, quickstart, run, train
+from sensorveil.cli import (
+    benchmark,
+    camera_audit,
+    devices,
+    evaluate,
+    export,
+    federate,
+    keys,
+    preview,
+    quickstart,
+    run,
+    train,
+)
 from sensorveil.cli.common import UsageError  # noqa: F401  (re-exported: callers catch it)
 from sensorveil.cli.run import stream_exit_code  # noqa: F401  (re-exported: the stream tests use it)
 from sensorveil.runtime.errors import SensorveilError
 from sensorveil.sdk.threads import prefer_passive_waits
 
 # the verbs in the order `sensorveil --help` lists them
-VERBS = (quickstart, train, evaluate, camera_audit, export, keys, benchmark, devices, run, preview)
+VERBS = (quickstart, train, evaluate, camera_audit, export, keys, federate, benchmark, devices, run, preview)
 
 
 def build_parser() -> argparse.ArgumentParser:
