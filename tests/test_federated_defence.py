@@ -123,7 +123,7 @@ EXPECTED_REASON = {"nan": r"non-finite values", "inf": r"holds 1 non-finite",
                    "count": r"num-examples=1e\+12 outside \[1, \d+\]"}
 
 
-def test_every_bad_update_is_dropped_and_named_and_the_model_is_the_honest_average(tmp_path, capfd):
+def test_every_bad_update_is_dropped_and_named_and_the_model_is_the_honest_average(tmp_path):
     """15 devices, 7 hostile (one of each kind), 8 honest: more than half, so the round goes on."""
     kinds = list(EXPECTED_REASON)
     sent, history = simulate(tmp_path, dict(enumerate(kinds)), clients=15)
@@ -133,9 +133,9 @@ def test_every_bad_update_is_dropped_and_named_and_the_model_is_the_honest_avera
     assert set(named) == {sent[p][0] for p in range(len(kinds))}
     for partition, kind in enumerate(kinds):
         assert re.search(EXPECTED_REASON[kind], named[sent[partition][0]]), (kind, named[sent[partition][0]])
-    log = capfd.readouterr()
+    log = (tmp_path / federated.SIMULATION_LOG).read_text()   # the simulation's output, in the run dir
     for node in named:
-        assert f"dropped the update of node {node}:" in log.err + log.out
+        assert f"dropped the update of node {node}:" in log
     honest = [sent[p] for p in range(len(kinds), 15)]
     total = sum(count for _, _, count in honest)
     model = final_model(tmp_path)
@@ -145,13 +145,12 @@ def test_every_bad_update_is_dropped_and_named_and_the_model_is_the_honest_avera
         np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6)
 
 
-def test_too_few_valid_updates_fail_the_round_with_one_error_naming_the_devices(tmp_path, capfd):
-    with pytest.raises(federated.FederationError, match="exited with code"):
+def test_too_few_valid_updates_fail_the_round_with_one_error_naming_the_devices(tmp_path):
+    with pytest.raises(federated.FederationError, match="exited with code") as caught:
         simulate(tmp_path, {0: "nan", 1: "count"}, clients=3)
     sent = sent_updates(tmp_path)
-    output = capfd.readouterr()
-    text = output.err + output.out
-    [message] = [line for line in text.splitlines() if "device updates are valid" in line]
+    message = str(caught.value)    # the strategy's one line, pulled out of the simulation's log
+    assert "\n" not in message and message.endswith(f"log: {tmp_path / 'simulation.log'})")
     assert "round 1 (train): only 1 of 3 device updates are valid, fewer than min_valid_replies=2; dropped 2" in message
     assert f"node {sent[0][0]}: array" in message and "non-finite" in message
     assert f"node {sent[1][0]}: num-examples=1e+12 outside" in message
@@ -194,3 +193,23 @@ def test_the_strategies_are_flowers_own():
     assert issubclass(strategy_class("fedmedian"), FedMedian)
     trimmed = strategy_class("fedtrimmedavg")(beta=0.1)
     assert isinstance(trimmed, FedTrimmedAvg) and trimmed.beta == 0.1
+
+
+def test_a_failed_run_is_read_as_one_line_out_of_flowers_log():
+    """The reason Flower gives for a device that raised, in deployment and in simulation (Ray's traceback
+    around Flower's ClientAppException), reads "Type: message"; a log's failure is the strategy's line."""
+    assert federated.client_reason("<class 'FileNotFoundError'>:<'/d/rows.npz not found'>") == \
+        "FileNotFoundError: /d/rows.npz not found"
+    ray = ("<class 'ray.exceptions.RayTaskError(ClientAppException)'>:<'ray::ClientAppActor.run() (pid=1)\n"
+           "  File \"x.py\", line 2, in f\n    raise FileNotFoundError(p)\n"
+           "FileNotFoundError: npz file not found: /m.npz\n"
+           "\nThe above exception was the direct cause of the following exception:\n\n"
+           "flwr.clientapp.client_app.ClientAppException: Exception ClientAppException occurred. Message: x'>")
+    assert federated.client_reason(ray) == "FileNotFoundError: npz file not found: /m.npz"
+    log = ("\x1b[91mERROR \x1b[0m:     ServerApp raised an exception\nTraceback (most recent call last):\n"
+           "  File \"s.py\", line 9, in g\n    raise FederationError(text)\n"
+           "sensorveil.sdk.federated.validation.FederationError: round 1 (train): 1 of 3 devices failed: node 7: "
+           "OSError: unreadable\n\x1b[91mERROR \x1b[0m:     Exit Code: 201\n")
+    assert federated.failure_line(log) == "round 1 (train): 1 of 3 devices failed: node 7: OSError: unreadable"
+    assert federated.failure_line("Traceback\nKeyError: 'spec'\n") == "KeyError: 'spec'"
+    assert federated.failure_line("all went well\n") is None

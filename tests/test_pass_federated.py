@@ -252,3 +252,26 @@ def test_deployment_over_loopback_superlink_and_supernodes(tmp_path, monkeypatch
     assert run["federation"]["runtime"] == "deployment"
     assert [(r["round"], r["sampled"], r["devices"], r["dropped"]) for r in run["federation"]["rounds"]] == \
         [(1, 2, 2, []), (2, 2, 2, [])]
+
+
+@pytest.mark.loopback
+def test_a_node_whose_data_folder_is_missing_fails_the_run_with_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    """A real SuperNode given a data-path that does not exist: its ClientApp raises, the round fails, and
+    `sensorveil train` exits 2 with one line on stderr naming that node (its SuperNode ID), the reason and
+    the log file, instead of a traceback."""
+    from sensorveil.cli import main
+    home = tmp_path / "flwr-home"
+    monkeypatch.setenv("FLWR_HOME", str(home))
+    nodes = [f'partition-id=0 num-partitions=2 data-path="{tmp_path / "run" / "devices" / "device-0"}"',
+             f'partition-id=1 num-partitions=2 data-path="{tmp_path / "missing"}"']
+    with federated.LoopbackFederation(home, nodes) as federation:
+        settings = [f"{k}={v}" for k, v in {**TINY, "clients": 2, "rounds": 1}.items()]
+        code = main(["train", "pass-federated", "--dataset", "digits", "--useful", "parity", "--private", "lt5",
+                     "--out", str(tmp_path / "run"), "--attacker-epochs", "1", "--set", "federation=deployment",
+                     f"superlink={federation.name}", "timeout_s=150", "round_timeout_s=60", *settings])
+    assert code == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    node = re.search(r"SuperNode ID: (\d+)", (home / "supernode-1.log").read_text()).group(1)
+    assert line.startswith(f"sensorveil train: error: round 1 (train): 1 of 2 devices failed: node {node}: "
+                           f"FileNotFoundError: {tmp_path / 'missing' / 'rows.npz'} not found")
+    assert line.endswith(f"log: {tmp_path / 'run' / 'flwr-run.log'})") and "Traceback" not in line

@@ -330,10 +330,14 @@ def failing_spec(tmp_path: Path) -> dict:
 def test_a_clientapp_that_raises_fails_the_simulation_instead_of_hanging(tmp_path):
     from sensorveil.sdk import federated
     started = time.time()
-    with pytest.raises(federated.FederationError, match="exited with code"):
+    with pytest.raises(federated.FederationError, match="exited with code") as caught:
         federated.simulate(tappfl.SIMULATION_APPS, failing_spec(tmp_path), tmp_path, timeout_s=240,
                            flwr_home=tmp_path / "flwr-home")
     assert time.time() - started < 240
+    # one line out of the simulation's log: the round, every failed node and its reason, and the log file
+    message = str(caught.value)
+    assert "\n" not in message and message.endswith(f"log: {tmp_path / federated.SIMULATION_LOG})")
+    assert re.match(r"round 1 \(train\): 2 of 2 devices failed: node \d+: \w*Error: .*missing\.npz", message), message
 
 
 def test_a_simulation_past_its_limit_is_stopped_by_pid_and_says_so(tmp_path):

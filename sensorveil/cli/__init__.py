@@ -7,14 +7,26 @@ import argparse
 import sys
 
 from sensorveil import __version__
-from sensorveil.cli import benchmark, camera_audit, devices, evaluate, export, keys, preview, quickstart, run, train
+from sensorveil.cli import (
+    benchmark,
+    camera_audit,
+    devices,
+    evaluate,
+    export,
+    federate,
+    keys,
+    preview,
+    quickstart,
+    run,
+    train,
+)
 from sensorveil.cli.common import UsageError  # noqa: F401  (re-exported: callers catch it)
 from sensorveil.cli.run import stream_exit_code  # noqa: F401  (re-exported: the stream tests use it)
 from sensorveil.runtime.errors import SensorveilError
 from sensorveil.sdk.threads import prefer_passive_waits
 
 # the verbs in the order `sensorveil --help` lists them
-VERBS = (quickstart, train, evaluate, camera_audit, export, keys, benchmark, devices, run, preview)
+VERBS = (quickstart, train, evaluate, camera_audit, export, keys, federate, benchmark, devices, run, preview)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,9 +48,17 @@ def main(argv=None) -> int:
         parser.error("a VERB is required (see sensorveil --help)")
     try:
         return args.func(args)
-    except (SensorveilError, ValueError, OSError) as error:   # OSError: a path that cannot be read or written
+    # OSError: a path that cannot be read or written; the federation's errors: a failed node or round
+    except (SensorveilError, ValueError, OSError) + federation_errors() as error:
         print(f"sensorveil {args.verb}: error: {error}", file=sys.stderr)
         return 2
+
+
+def federation_errors() -> tuple:
+    """FederationError (and FederationTimeout, its subclass) when the federated package is loaded: looked up
+    when an error is being matched, so the CLI never imports the sdk's federated code (or numpy) on a board."""
+    module = sys.modules.get("sensorveil.sdk.federated.validation")
+    return (module.FederationError,) if module is not None else ()
 
 
 if __name__ == "__main__":

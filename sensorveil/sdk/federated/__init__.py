@@ -7,7 +7,8 @@ such mechanism needs around it, one job per module:
 * ``strategy``: the server strategies (Flower's FedAvg, FedMedian and FedTrimmedAvg, failing a round loudly
   when a sampled device errs or does not answer in time), and ``validation``: the checks on every device's
   update (a bad update is dropped and its device named).
-* ``simulation``: Flower's simulation runtime in a child process with a wall-clock limit.
+* ``simulation``: Flower's simulation runtime in a child process with a wall-clock limit, its output in
+  simulation.log; ``logs``: following a Flower process's output, and the one line that says why a run failed.
 * ``processes``: the Flower processes of a deployment (``flwr run`` with a limit, ``LoopbackFederation``:
   a SuperLink and SuperNodes as real processes on 127.0.0.1), each stopped by its own process id.
 * ``apps``: the ServerApp and ClientApp pair built from a mechanism's server loop and device handlers, and
@@ -16,6 +17,7 @@ such mechanism needs around it, one job per module:
 The names below are importable from ``sensorveil.sdk.federated`` itself; importing it never imports flwr.
 """
 from sensorveil.sdk.federated.apps import flower_app_pair, simulation_pair, write_flower_app
+from sensorveil.sdk.federated.logs import client_reason, failure_line
 from sensorveil.sdk.federated.partitions import (
     dirichlet_partition,
     group_partition,
@@ -37,7 +39,7 @@ from sensorveil.sdk.federated.processes import (
     stop_run,
     wait_for_port,
 )
-from sensorveil.sdk.federated.simulation import SPEC_FILE, ray_backend_config, simulate
+from sensorveil.sdk.federated.simulation import SIMULATION_LOG, SPEC_FILE, ray_backend_config, simulate
 from sensorveil.sdk.federated.validation import FederationError, UpdateLimits
 
 
@@ -48,9 +50,9 @@ def strict_fedavg_class():
 
 
 __all__ = [
-    "FederationError", "FederationTimeout", "LoopbackFederation", "SPEC_FILE", "STOP_GRACE_S", "TELEMETRY_OFF",
-    "UpdateLimits", "dirichlet_partition", "flower_app_pair", "flower_environment", "flower_executable", "flwr_run",
-    "free_port", "group_partition", "parse_run_id", "partition_rows", "partition_summary", "ray_backend_config",
-    "sensorveil_root", "simulate", "simulation_pair", "stop_process", "stop_run", "strict_fedavg_class",
-    "wait_for_port", "write_flower_app",
+    "FederationError", "FederationTimeout", "LoopbackFederation", "SIMULATION_LOG", "SPEC_FILE", "STOP_GRACE_S",
+    "TELEMETRY_OFF", "UpdateLimits", "client_reason", "dirichlet_partition", "failure_line", "flower_app_pair",
+    "flower_environment", "flower_executable", "flwr_run", "free_port", "group_partition", "parse_run_id",
+    "partition_rows", "partition_summary", "ray_backend_config", "sensorveil_root", "simulate", "simulation_pair",
+    "stop_process", "stop_run", "strict_fedavg_class", "wait_for_port", "write_flower_app",
 ]

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from sensorveil.sdk.federated.logs import failure_line, failure_message, follow, log_note, one_line
 from sensorveil.sdk.federated.validation import FederationError
 
 TELEMETRY_OFF = {"FLWR_TELEMETRY_ENABLED": "0"}
 STOP_GRACE_S = 10.0
+SERVERAPP_RAISED = "ServerApp raised an exception"   # Flower's log line; `flwr run` still exits 0
 
 
 class FederationTimeout(FederationError):
@@ -83,16 +85,18 @@ def stop_process(process: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> in
 def flwr_run(app_dir: Path, superlink: str, timeout_s: float, flwr_home=None, log_path: Path | None = None,
              echo: Callable[[str], bool] | None = None) -> str:
     """``flwr run APP SUPERLINK --stream``: submit the app to a running SuperLink and follow its logs to
-    the end; lines for which ``echo(line)`` holds are printed as they come (progress per round). Past
-    ``timeout_s`` the run is stopped on the SuperLink (``flwr stop``) and FederationTimeout raised.
-    Returns everything flwr printed (also written to ``log_path``)."""
+    the end, into ``log_path``; lines for which ``echo(line)`` holds are printed as they come (progress per
+    round). Past ``timeout_s`` the run is stopped on the SuperLink (``flwr stop``) and FederationTimeout
+    raised. A run whose ServerApp raised (`flwr run` itself exits 0 then) or whose `flwr run` failed raises
+    FederationError with one line: why (a failed round names its devices), and the log file.
+    Returns everything flwr printed."""
     env = flower_environment(flwr_home)
     command = [flower_executable("flwr"), "run", str(app_dir), superlink, "--stream"]
     started = time.time()
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                start_new_session=True)
     lines: list[str] = []
-    reader = threading.Thread(target=_follow, args=(process.stdout, lines, echo), daemon=True)
+    reader = threading.Thread(target=follow, args=(process.stdout, lines, log_path, echo), daemon=True)
     reader.start()
     try:
         process.wait(timeout=timeout_s)
@@ -100,26 +104,19 @@ def flwr_run(app_dir: Path, superlink: str, timeout_s: float, flwr_home=None, lo
         stop_process(process)
         reader.join(timeout=5)
         output = "".join(lines)
-        _write_log(log_path, output)
         stop_run(parse_run_id(output), superlink, env)
         raise FederationTimeout(f"`flwr run` on {superlink} ran past its limit of {timeout_s:.0f} s and was stopped "
-                                f"(its run on the SuperLink too){_tail(output)}") from None
+                                f"(its run on the SuperLink too){log_note(log_path)}") from None
     finally:
         stop_process(process)
     reader.join(timeout=5)
     output = "".join(lines)
-    _write_log(log_path, output)
-    if process.returncode != 0 or parse_run_id(output) is None:
-        raise FederationError(f"`flwr run` on {superlink} failed (exit {process.returncode}) after "
-                              f"{time.time() - started:.0f} s{_tail(output)}")
+    what = (f"the ServerApp of `flwr run` on {superlink} failed" if SERVERAPP_RAISED in output else
+            f"`flwr run` on {superlink} exited with code {process.returncode}")
+    what += f" after {time.time() - started:.0f} s"
+    if process.returncode != 0 or parse_run_id(output) is None or SERVERAPP_RAISED in output:
+        raise FederationError(failure_message(what, output, log_path))
     return output
-
-
-def _follow(stream, lines: list, echo) -> None:
-    for line in stream:
-        lines.append(line)
-        if echo is not None and echo(line):
-            print(line.rstrip(), flush=True)
 
 
 def stop_run(run_id: str | None, superlink: str, env: dict) -> None:
@@ -127,15 +124,6 @@ def stop_run(run_id: str | None, superlink: str, env: dict) -> None:
     if run_id is not None:
         subprocess.run([flower_executable("flwr"), "stop", run_id, superlink], env=env, capture_output=True,
                        timeout=60, check=False)
-
-
-def _write_log(path, text: str) -> None:
-    if path is not None:
-        Path(path).write_text(text)
-
-
-def _tail(output: str, chars: int = 2000) -> str:
-    return f":\n{output[-chars:]}" if output else ""
 
 
 def parse_run_id(output: str) -> str | None:
@@ -168,17 +156,24 @@ def wait_for_port(port: int, deadline: float, process: subprocess.Popen, what: s
 @dataclass
 class LoopbackFederation:
     """A SuperLink and ``len(node_configs)`` SuperNodes as real processes on 127.0.0.1 (every port
-    bound to the loopback address, plain HTTP, telemetry off), registered in ``home``/config.toml as
-    the SuperLink connection ``name``. Use as a context manager: leaving it stops every process it
-    started, by process id, within ``STOP_GRACE_S`` per signal.
+    bound to the loopback address, telemetry off), registered in ``home``/config.toml as the SuperLink
+    connection ``name``. Use as a context manager: leaving it stops every process it started, by process
+    id, within ``STOP_GRACE_S`` per signal.
 
-    The same commands, with real addresses and TLS, deploy across machines (README, TAPPFL)."""
+    Plain HTTP unless ``tls`` is given (federated.certs.write_certificates' paths: the SuperLink serves
+    its certificate, the SuperNodes and ``flwr`` trust the CA). ``node_keys``: one SuperNode private key
+    per node (federated.certs.write_node_keys; its public key beside it as KEY.pub): the SuperLink then
+    authenticates SuperNodes (``--enable-supernode-auth``) and each public key is registered with
+    ``flwr supernode register`` before its node starts. The same commands, with real addresses, deploy
+    across machines (docs/guides/mechanisms.md)."""
     home: Path
     node_configs: list
     name: str = "loopback"
     start_timeout_s: float = 60.0
     processes: dict = field(default_factory=dict)
     port: int = 0
+    tls: dict | None = None
+    node_keys: list | None = None
 
     def __enter__(self) -> "LoopbackFederation":
         try:
@@ -192,23 +187,53 @@ class LoopbackFederation:
         self.stop()
 
     def start(self) -> None:
+        if self.node_keys is not None and len(self.node_keys) != len(self.node_configs):
+            raise ValueError(f"{len(self.node_keys)} node keys for {len(self.node_configs)} nodes: expected one each")
         self.home = Path(self.home)
         self.home.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
+        trust = f'root-certificates = "{Path(self.tls["ca"]).resolve()}"' if self.tls else "insecure = true"
         (self.home / "config.toml").write_text(
             f'[superlink]\ndefault = "{self.name}"\n\n[superlink.{self.name}]\n'
-            f'address = "127.0.0.1:{self.port}"\ninsecure = true\n')
+            f'address = "127.0.0.1:{self.port}"\n{trust}\n')
         deadline = time.time() + self.start_timeout_s
-        link = self._spawn("superlink", [flower_executable("flower-superlink"), "--insecure", "--host", "127.0.0.1",
+        secure = (["--ssl-ca-certfile", str(self.tls["ca"]), "--ssl-certfile", str(self.tls["certificate"]),
+                   "--ssl-keyfile", str(self.tls["key"])] if self.tls else ["--insecure"])
+        auth = ["--enable-supernode-auth"] if self.node_keys is not None else []
+        link = self._spawn("superlink", [flower_executable("flower-superlink"), *secure, *auth, "--host", "127.0.0.1",
                                          "--port", str(self.port), "--disable-runtime-dependency-installation"])
         wait_for_port(self.port, deadline, link, "flower-superlink")
         for i, node_config in enumerate(self.node_configs):
-            node_port = free_port()
-            node = self._spawn(f"supernode-{i}", [
-                flower_executable("flower-supernode"), "--insecure", "--superlink", f"127.0.0.1:{self.port}",
-                "--host", "127.0.0.1", "--port", str(node_port), "--node-config", node_config,
-                "--max-retries", "5", "--max-wait-time", "30"])
-            wait_for_port(node_port, deadline, node, f"flower-supernode {i}")
+            key = None
+            if self.node_keys is not None:
+                key = self.node_keys[i]
+                self.register(f"{key}.pub")
+            node = self.start_node(f"supernode-{i}", node_config, key)
+            wait_for_port(node.listen_port, deadline, node, f"flower-supernode {i}")
+
+    def start_node(self, name: str, node_config: str, key=None, retries: int = 5) -> subprocess.Popen:
+        """One more SuperNode, its output in ``home``/NAME.log, connecting as this federation's nodes do
+        (``key``: its private key, for a SuperLink that authenticates nodes); the port it listens on is
+        the process's ``listen_port``."""
+        node_port = free_port()
+        secure = ["--root-certificates", str(self.tls["ca"])] if self.tls else ["--insecure"]
+        auth = ["--auth-supernode-private-key", str(key)] if key is not None else []
+        node = self._spawn(name, [
+            flower_executable("flower-supernode"), *secure, *auth, "--superlink", f"127.0.0.1:{self.port}",
+            "--host", "127.0.0.1", "--port", str(node_port), "--node-config", node_config,
+            "--max-retries", str(retries), "--max-wait-time", "30"])
+        node.listen_port = node_port
+        return node
+
+    def register(self, public_key) -> str:
+        """``flwr supernode register PUBLIC_KEY``: the SuperLink accepts the node holding its private key."""
+        done = subprocess.run([flower_executable("flwr"), "supernode", "register", str(public_key), self.name],
+                              env=flower_environment(self.home), capture_output=True, text=True, timeout=60,
+                              check=False)
+        if done.returncode != 0:
+            raise FederationError(f"`flwr supernode register {public_key}` failed (exit {done.returncode}): "
+                                  f"{failure_line(done.stdout + done.stderr) or one_line(done.stderr)[-300:]}")
+        return done.stdout
 
     def _spawn(self, name: str, command: list) -> subprocess.Popen:
         log = open(self.home / f"{name}.log", "w")

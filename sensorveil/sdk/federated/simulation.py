@@ -1,25 +1,31 @@
 """Flower's simulation runtime (``flwr.simulation.run_simulation``) in a child process with a wall-clock
 limit. A ClientApp that raises can leave a simulation waiting without a word, so past the limit the
 child's whole process group is stopped and ``FederationTimeout`` is raised. The child is
-``python -m sensorveil.sdk.federated simulate`` (this package's ``__main__``)."""
+``python -m sensorveil.sdk.federated simulate`` (this package's ``__main__``); what it prints goes to
+``simulation.log`` in the run directory (progress lines echoed), and a failed run raises one line saying
+why (federated.logs) and naming that file."""
 from __future__ import annotations
 
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+from sensorveil.sdk.federated.logs import failure_message, follow, log_note
 from sensorveil.sdk.federated.processes import FederationTimeout, flower_environment, stop_process
 from sensorveil.sdk.federated.validation import FederationError
 
 SPEC_FILE = "federation-spec.json"
+SIMULATION_LOG = "simulation.log"
 
 
-def simulate(apps_factory: str, spec: dict, out_dir: Path, timeout_s: float, flwr_home=None) -> float:
+def simulate(apps_factory: str, spec: dict, out_dir: Path, timeout_s: float, flwr_home=None, echo=None) -> float:
     """Run Flower's simulation runtime on ``apps_factory`` ("module:function", called with ``spec``
-    and returning (ServerApp, ClientApp)) in a child process; returns its wall time in seconds.
+    and returning (ServerApp, ClientApp)) in a child process; returns its wall time in seconds. Its
+    output goes to ``out_dir``/simulation.log; lines for which ``echo(line)`` holds are printed too.
     Raises FederationTimeout past ``timeout_s`` and FederationError when the child exits badly."""
     out_dir = Path(out_dir)
     spec_path = out_dir / SPEC_FILE
@@ -32,19 +38,26 @@ def simulate(apps_factory: str, spec: dict, out_dir: Path, timeout_s: float, flw
     quiet = {"RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0", "TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
     env = flower_environment(home, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "RAY_DEDUP_LOGS": "0", **quiet})
     command = [sys.executable, "-m", "sensorveil.sdk.federated", "simulate", apps_factory, str(spec_path)]
+    log_path = out_dir / SIMULATION_LOG
     started = time.time()
-    process = subprocess.Popen(command, env=env, start_new_session=True)
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=follow, args=(process.stdout, lines, log_path, echo), daemon=True)
+    reader.start()
     try:
         code = process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         stop_process(process)
         raise FederationTimeout(f"the Flower simulation ran past its limit of {timeout_s:.0f} s and was stopped "
-                                f"(pid {process.pid}); a ClientApp that raised can leave Flower waiting, see the "
-                                "log above") from None
+                                f"(pid {process.pid}); a ClientApp that raised can leave Flower waiting"
+                                f"{log_note(log_path)}") from None
     finally:
         stop_process(process)   # a finished simulation can leave Ray helpers in its process group
+        reader.join(timeout=5)
     if code != 0:
-        raise FederationError(f"the Flower simulation exited with code {code}; see its log above")
+        raise FederationError(failure_message(f"the Flower simulation exited with code {code}", "".join(lines),
+                                              log_path))
     return time.time() - started
 
 

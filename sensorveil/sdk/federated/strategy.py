@@ -24,6 +24,7 @@ import math
 import random
 import time
 
+from sensorveil.sdk.federated.logs import client_reason
 from sensorveil.sdk.federated.validation import FederationError, UpdateLimits, split_replies, too_few_message
 
 AGGREGATIONS = ("fedavg", "fedmedian", "fedtrimmedavg")
@@ -162,7 +163,7 @@ def check_replies(replies: list, expected: int, stage: str, server_round: int) -
     """The replies of one round, or FederationError naming the devices that failed or were missing."""
     failed = [reply for reply in replies if reply.has_error()]
     if failed:
-        reasons = "; ".join(f"node {r.metadata.src_node_id}: {r.error.reason}" for r in failed[:3])
+        reasons = "; ".join(f"node {r.metadata.src_node_id}: {client_reason(r.error.reason)}" for r in failed[:3])
         raise FederationError(f"round {server_round} ({stage}): {len(failed)} of {expected} devices failed: {reasons}")
     if len(replies) < expected:
         raise FederationError(f"round {server_round} ({stage}): only {len(replies)} of {expected} devices replied "

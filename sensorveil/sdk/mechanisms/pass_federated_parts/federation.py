@@ -69,14 +69,14 @@ def prepare_federation(data: PassData, plan: BankPlan, base: dict, config: PassF
 def federate(spec: dict, out: Path, config: PassFederatedConfig) -> float:
     """Run the federation the config names; returns its wall time in seconds."""
     (out / WEIGHTS_FILE).unlink(missing_ok=True)   # never read weights an earlier run left
+    echo = (lambda line: TAG in line) if config.progress else None
     if config.federation == "simulation":
-        seconds = federated.simulate(SIMULATION_APPS, spec, out, config.timeout_s)
+        seconds = federated.simulate(SIMULATION_APPS, spec, out, config.timeout_s, echo=echo)
     else:
         app = federated.write_flower_app(out / "flower-app", SERVER_APP, CLIENT_APP, {"spec": json.dumps(spec)},
                                          name="sensorveil-pass-federated")
         started = time.time()
-        federated.flwr_run(app, config.superlink, config.timeout_s, log_path=out / "flwr-run.log",
-                           echo=(lambda line: TAG in line) if config.progress else None)
+        federated.flwr_run(app, config.superlink, config.timeout_s, log_path=out / "flwr-run.log", echo=echo)
         seconds = time.time() - started
     if not (out / WEIGHTS_FILE).is_file():
         raise federated.FederationError(f"the federation finished without writing {out / WEIGHTS_FILE}; the "

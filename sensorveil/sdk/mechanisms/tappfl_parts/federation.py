@@ -38,16 +38,16 @@ def federation_spec(data: SensorDataset, base: dict, useful: str, private: str, 
 def federate(spec: dict, out: Path, config: TAPPFLConfig) -> float:
     """Run the federation the config names; returns its wall time in seconds."""
     (out / FEATURE_FILE).unlink(missing_ok=True)   # never read a feature extractor an earlier run left
+    echo = (lambda line: "[tappfl]" in line) if config.progress else None
     if config.federation == "simulation":
-        seconds = federated.simulate(SIMULATION_APPS, spec, out, config.timeout_s)
+        seconds = federated.simulate(SIMULATION_APPS, spec, out, config.timeout_s, echo=echo)
     elif config.federation == "deployment":
         if not config.superlink:
             raise ValueError("federation=deployment needs superlink=NAME, a SuperLink connection in "
                              "$FLWR_HOME/config.toml (README, TAPPFL)")
         app = federated.write_flower_app(out / "flower-app", SERVER_APP, CLIENT_APP, {"spec": json.dumps(spec)})
         started = time.time()
-        federated.flwr_run(app, config.superlink, config.timeout_s, log_path=out / "flwr-run.log",
-                           echo=(lambda line: "[tappfl]" in line) if config.progress else None)
+        federated.flwr_run(app, config.superlink, config.timeout_s, log_path=out / "flwr-run.log", echo=echo)
         seconds = time.time() - started
     else:
         raise ValueError(f"federation={config.federation!r}; expected 'simulation' or 'deployment'")
