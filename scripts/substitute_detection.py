@@ -152,6 +152,9 @@ def summary(records):
             bins = {f"{lo}-{hi}": counted(found[(height >= lo) & (height < hi)])
                     for lo, hi in zip(HEIGHT_BINS[:-1], HEIGHT_BINS[1:])}
             result[paste_kind][kind] = {**counted(found), "by_height": bins}
+            if kind == "real":      # walkers at the places where the real person pasted there was found
+                walkers = np.asarray(kinds["walkers"]["found"], bool)
+                result[paste_kind]["walkers where real found"] = counted(walkers[found])
             if kind == "real":      # the real people a bank could hold: one person each (composite.person_shaped)
                 shaped = np.asarray(record["shaped"], bool)
                 result[paste_kind]["real, person-shaped"] = {
@@ -193,11 +196,14 @@ def page(result, record):
              "|---|---|---|" + "---|" * len(result["bins"])]
     for paste_kind, kinds in result["found"].items():
         for kind, entry in kinds.items():
+            heights = entry.get("by_height")
             lines.append(f"| {paste_kind} | {kind} | {cell(entry)} | "
-                         + " | ".join(cell(entry["by_height"][b]) for b in result["bins"]) + " |")
+                         + " | ".join(cell(heights[b]) if heights else "" for b in result["bins"]) + " |")
     lines += ["", "released: the runtime's paste (composite.paste_people: the window cleared to the scene, the "
               "person stretched to the box and made to stand out from the scene behind it). plain: the same "
-              "without the contrast rule, the substitute's own colours.", ""]
+              "without the contrast rule, the substitute's own colours. walkers where real found: the walkers "
+              "pasted at the places where the real person pasted the same way was found (the detector's limits at "
+              "this clip's sizes taken out).", ""]
     return "\n".join(lines)
 
 
