@@ -81,3 +81,57 @@ def test_the_description_names_who_the_substitutes_are():
     assert "no real person" in describe_bank({"source": "rendered", "real_people": False, "people": "48 walkers"})
     assert describe_bank({"source": "clip", "real_people": True}).startswith("WARNING substitutes: real bystanders")
     assert "not recorded" in describe_bank(None)
+
+
+def person(crop=CROP_SHAPE, x=32, width=30, top=16, height=96):
+    """A cut-out holding one upright figure: a head over a body, grey 120, 0 elsewhere."""
+    cut_out = np.zeros(crop, np.uint8)
+    cut_out[top:top + 14, x - 5:x + 5] = 120
+    cut_out[top + 12:top + height, x - width // 2:x + width // 2] = 120
+    return cut_out
+
+
+def test_only_a_cut_out_of_one_person_is_person_shaped():
+    from sensorveil.runtime.camera import person_shaped
+    assert person_shaped(person()) and person_shaped(np.repeat(person()[..., None], 3, axis=2))
+    pair = np.maximum(person(x=16), person(x=48))            # two walkers touching: one blob, nearly as wide as tall
+    assert not person_shaped(pair)
+    apart = np.maximum(person(x=12, width=10), person(x=50, width=10))
+    assert not person_shaped(apart)                           # two blobs
+    assert not person_shaped(person(top=70, height=40))       # a piece: a third of the crop tall
+    lying = np.zeros(CROP_SHAPE, np.uint8)
+    lying[50:80, 2:62] = 120                                  # wider than tall
+    assert not person_shaped(lying)
+    thin = np.zeros(CROP_SHAPE, np.uint8)
+    thin[10:120, 31:33] = 120                                 # a pole: too little of the crop
+    assert not person_shaped(thin) and not person_shaped(np.zeros(CROP_SHAPE, np.uint8))
+    ring = person()
+    ring[30:112, 18:46] = 0                                    # an outline: fills too little of its box
+    assert not person_shaped(ring)
+
+
+def test_every_rendered_walker_is_person_shaped():
+    from sensorveil.runtime.camera import person_shaped
+    from sensorveil.sdk.datasets.rendered_people import render_walkers
+    drawn = render_walkers(12, 12, CROP_SHAPE, seed=0)
+    assert all(person_shaped(c) for c in drawn["colour"])
+
+
+def test_a_cut_out_that_is_not_person_shaped_is_never_in_the_bank():
+    """A clip bank (the camera's own training crops) holds crops of two people walking together, whose mask is
+    one wide blob: the pool leaves them out, so no bank drawn from it holds one; a bank given one anyway is
+    refused at export rather than shipped."""
+    from sensorveil.sdk.datasets import load_dataset
+    from sensorveil.sdk.mechanisms.pass_parts.bundle import substitute_samples
+    from sensorveil.sdk.mechanisms.pass_parts.data import bank_pool, person_shaped_rows, prepare_data, split_rows
+    data = load_dataset("walkway", walkway(), stride=8, bank="clip")
+    train, _ = split_rows(data, "direction", "appearance", 0)
+    shaped = person_shaped_rows(data, train)
+    assert 0 < (~shaped).sum() < 0.3 * len(train)           # some pairs and pieces; most crops one person
+    pool = bank_pool(data, train)
+    assert set(pool) == set(train[shaped])
+    pdata = prepare_data(data, "direction", "appearance", substitutes=len(train))
+    assert len(pdata.bank_rows) == len(pool) and person_shaped_rows(data, pdata.bank_rows).all()
+    assert len(substitute_samples(data, pdata.bank_rows)) == len(pool)
+    with pytest.raises(ValueError, match="1 of the bank's .* cut-outs are not person-shaped"):
+        substitute_samples(data, np.sort(np.append(pool[:20], train[~shaped][0])))

@@ -16,6 +16,7 @@ from sensorveil.runtime.camera.composite import (
     CROP_SHAPE,
     PERSON_CONTRAST,
     PERSON_GAP,
+    PERSON_SHAPE,
     SHADOW_RATIO,
     clean_cut_out,
     coarse,
@@ -26,6 +27,7 @@ from sensorveil.runtime.camera.composite import (
     paste_people,
     paste_window,
     person_bounds,
+    person_shaped,
     place_person,
     stand_out,
 )
@@ -56,7 +58,7 @@ __all__ = [
     # composite
     "crop_windows", "cut", "crop_people", "person_bounds", "clean_cut_out", "stand_out", "coarse", "paste_window",
     "paste_people", "place_person", "keep_apart", "CROP_SHAPE", "CROP_MARGIN", "PERSON_CONTRAST", "SHADOW_RATIO",
-    "PERSON_GAP",
+    "PERSON_GAP", "person_shaped", "PERSON_SHAPE",
     # pipeline
     "PersonCrops", "CropContext", "person_crops_from_manifest", "PASTE_MODES", "WARMUP_BLOCK", "WALKED_IN",
     "MAX_PROTECT",

@@ -83,6 +83,29 @@ def clean_cut_out(cut_out):
     return np.where(solid > 0, np.where(cut_out > 0, cut_out, filled), 0).astype(np.uint8)
 
 
+# what a substitute's cut-out must look like to be pasted (person_shaped), as shares of the crop (CROP_MARGIN
+# grows a person's box by 15% a side, so a whole person is about three quarters of the crop's height): one blob,
+# taller than wide as one person is (two people side by side are about as wide as tall), solid enough
+PERSON_SHAPE = {"min_height": 0.5, "aspect": (1.6, 5.0), "min_fill": 0.25, "min_area": 0.08}
+
+
+def person_shaped(cut_out, shape=PERSON_SHAPE):
+    """Whether a cut-out (0 = not the person; grey, or colour H x W x 3) is one person: a single 8-connected
+    blob, at least ``min_height`` of the crop tall, its box's height over width within ``aspect``, filling
+    ``min_fill`` of its box and ``min_area`` of the crop. A mask that holds two people, a piece of one or a
+    smear of background is not, and is never pasted."""
+    cv2 = opencv()
+    cut_out = np.asarray(cut_out)
+    mask = (cut_out.max(axis=2) if cut_out.ndim == 3 else cut_out) > 0
+    count, _, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+    if count != 2:
+        return False
+    _, _, width, height, area = (int(v) for v in stats[1])
+    low, high = shape["aspect"]
+    return bool(height >= shape["min_height"] * mask.shape[0] and low <= height / float(width) <= high
+                and area >= shape["min_fill"] * width * height and area >= shape["min_area"] * mask.size)
+
+
 def stand_out(person, scene, margin=PERSON_CONTRAST):
     """A pasted person's grey levels moved at least ``margin`` away from the ``scene`` behind them, each
     pixel on the side it already is (lighter or darker; where that side has no room left, the other);

@@ -1,10 +1,14 @@
 """Walkers the SDK draws itself: the default substitute bank of camera bundles, so a release never shows a
 real person.
 
-Each walker is a side view of a person drawn from a handful of shapes (head, neck, torso, two arms, two legs,
-shoes) whose proportions, build, clothing and hair colours are drawn at random, posed along a walking cycle
-(thighs and arms swinging in opposite phase, the knee bending in the swing). Nothing of any real person goes
-in: no face, no texture, no photograph; clothing is flat colour with a little shading for volume. Every walker
+Each walker is a person drawn from a handful of shapes (head, neck, torso, two arms, two legs, shoes) whose
+proportions, build, clothing and hair colours are drawn at random, posed along a walking cycle (thighs and
+arms swinging in opposite phase, the knee bending in the swing), seen from the side or turned part way
+towards the camera (a camera above a path sees most walkers at a slant: the body's breadth shows, the hips and
+shoulders are apart across the image, and the limbs swing partly towards the camera). Nothing of any real
+person goes in: no face, no texture, no photograph; clothing is flat colour shaded for volume (lit from above
+and from one side). scripts/substitute_detection.py measures how often an independent person detector finds
+them pasted into a real clip (docs/substitute_detection.md). Every walker
 is drawn facing left and, mirrored, facing right (the camera dataset's ``direction``), at ``phases`` points of
 its cycle, so a bank sequence (the runtime's held substitute walking on) steps through one cycle.
 
@@ -17,7 +21,7 @@ import math
 
 import numpy as np
 
-GENERATOR = "sensorveil rendered walkers v1"
+GENERATOR = "sensorveil rendered walkers v2"
 SUPERSAMPLE = 2
 
 # skin, hair and clothing colours, BGR; clothing is drawn in HSV for an even spread of hues
@@ -35,13 +39,17 @@ def random_walker(rng: np.random.Generator) -> dict:
     """One walker's body and clothing: sizes as shares of the person's height, colours in BGR."""
     return {
         "height": rng.uniform(0.70, 0.80),        # of the crop's height (a box grown by CROP_MARGIN a side)
-        "head": rng.uniform(0.060, 0.072),        # head radius
-        "torso_depth": rng.uniform(0.13, 0.18),   # front to back, seen from the side
-        "limb": rng.uniform(0.050, 0.065),        # thickness of a leg; an arm is 0.8 of it
+        "head": rng.uniform(0.064, 0.076),        # head radius
+        "torso_depth": rng.uniform(0.14, 0.19),   # front to back, seen from the side
+        "shoulders": rng.uniform(0.22, 0.27),     # shoulder breadth, seen from the front
+        "limb": rng.uniform(0.065, 0.080),        # thickness of a thigh; a shin is 0.85 of it, an arm 0.75
         "leg": rng.uniform(0.45, 0.50),           # hip to sole
         "stride": rng.uniform(14.0, 24.0),        # thigh swing, degrees either side
         "arm_swing": rng.uniform(12.0, 28.0),
         "lean": rng.uniform(0.0, 5.0),            # forward lean of the torso, degrees
+        # how far the walker is turned towards (or away from) the camera, degrees from a side view: a camera
+        # above a path sees most walkers at a slant
+        "turn": rng.uniform(0.0, 60.0),
         "skin": SKIN_TONES[rng.integers(len(SKIN_TONES))],
         "hair": HAIR_COLOURS[rng.integers(len(HAIR_COLOURS))],
         "top": _hsv_colour(rng, (0.25, 0.95), (0.0, 0.9)),
@@ -54,11 +62,13 @@ def random_walker(rng: np.random.Generator) -> dict:
     }
 
 
-def _limb(canvas, mask, start, angle_deg, length, thickness, colour):
-    """A segment from ``start`` at ``angle_deg`` from straight down (positive swings forward, +x), drawn
-    with round ends; returns its far end."""
+def _limb(canvas, mask, start, angle_deg, length, thickness, colour, squash=1.0):
+    """A segment from ``start`` at ``angle_deg`` from straight down (positive swings forward, +x), its sideways
+    reach times ``squash`` (a walker turned towards the camera swings its limbs partly towards it), drawn with
+    round ends; returns its far end."""
     import cv2
-    end = (start[0] + length * math.sin(math.radians(angle_deg)), start[1] + length * math.cos(math.radians(angle_deg)))
+    end = (start[0] + squash * length * math.sin(math.radians(angle_deg)),
+           start[1] + length * math.cos(math.radians(angle_deg)))
     a = tuple(int(round(v)) for v in start)
     b = tuple(int(round(v)) for v in end)
     width = max(int(round(thickness)), 1)
@@ -82,6 +92,34 @@ def _ellipse(canvas, mask, centre, axes, colour):
     cv2.ellipse(mask, c, ax, 0, 0, 360, 255, -1, cv2.LINE_AA)
 
 
+def _darker(colour, share=0.7):
+    return tuple(int(c * share) for c in colour)
+
+
+def _legs(canvas, mask, walker, hip, phase, person, view):
+    """Both legs and shoes, the far one first and darker; a turned walker's hips are apart across the image."""
+    swing, (cos_t, sin_t) = math.sin(2 * math.pi * phase), view
+    leg, limb = walker["leg"] * person, walker["limb"] * person
+    for side in (-1, 1):
+        colour = walker["bottom"] if side > 0 else _darker(walker["bottom"])
+        shoe = walker["shoes"] if side > 0 else _darker(walker["shoes"])
+        start = (hip[0] - side * 0.045 * person * sin_t, hip[1])
+        thigh_angle = side * walker["stride"] * swing
+        # the knee bends most as the leg swings forward through the middle of its swing
+        knee_bend = 10.0 + 35.0 * max(0.0, math.cos(2 * math.pi * phase + (0 if side > 0 else math.pi)))
+        knee = _limb(canvas, mask, start, thigh_angle, leg * 0.5, limb, colour, cos_t)
+        ankle = _limb(canvas, mask, knee, thigh_angle - knee_bend, leg * 0.5, limb * 0.85, colour, cos_t)
+        _ellipse(canvas, mask, (ankle[0] + limb * 0.5 * cos_t, ankle[1]), (limb * (0.5 + 0.45 * cos_t), limb * 0.4),
+                 shoe)
+
+
+def _arm(canvas, mask, walker, shoulder, angle, person, colour, squash):
+    arm = 0.75 * walker["limb"] * person
+    sleeve = colour if walker["long_sleeves"] else walker["skin"]
+    elbow = _limb(canvas, mask, shoulder, angle, person * 0.17, arm * 1.1, colour, squash)
+    _limb(canvas, mask, elbow, angle + 15.0, person * 0.16, arm, sleeve, squash)
+
+
 def draw_walker(walker: dict, phase: float, crop_shape=(128, 64)) -> tuple:
     """(colour BGR uint8 (H, W, 3) on black, coverage (H, W) float 0-1) of ``walker`` facing right (+x) at
     ``phase`` (0-1) of its walking cycle, centred in a crop of ``crop_shape`` at twice its size."""
@@ -90,53 +128,57 @@ def draw_walker(walker: dict, phase: float, crop_shape=(128, 64)) -> tuple:
     person = walker["height"] * h
     top, cx = (h - person) / 2.0, w / 2.0
     swing = math.sin(2 * math.pi * phase)
+    view = (math.cos(math.radians(walker["turn"])), math.sin(math.radians(walker["turn"])))
     leg, limb = walker["leg"] * person, walker["limb"] * person
     hip = (cx, top + person - leg)
-    # the far leg and arm first, darker, so the near ones are drawn over them
-    far = tuple(int(c * 0.7) for c in walker["bottom"])
-    for side, colour, shoe in ((-1, far, tuple(int(c * 0.7) for c in walker["shoes"])),
-                               (1, walker["bottom"], walker["shoes"])):
-        thigh_angle = side * walker["stride"] * swing
-        # the knee bends most as the leg swings forward through the middle of its swing
-        knee_bend = 10.0 + 35.0 * max(0.0, math.cos(2 * math.pi * phase + (0 if side > 0 else math.pi)))
-        knee = _limb(canvas, mask, hip, thigh_angle, leg * 0.5, limb * 1.15, colour)
-        ankle = _limb(canvas, mask, knee, thigh_angle - knee_bend, leg * 0.5, limb, colour)
-        _ellipse(canvas, mask, (ankle[0] + limb * 0.6, ankle[1]), (limb * 1.0, limb * 0.45), shoe)
     shoulder_y = top + 2.2 * walker["head"] * person
-    depth = walker["torso_depth"] * person
+    # seen width of the body: its depth from the side, its breadth from the front, and a turned walker between
+    depth = walker["torso_depth"] * person * view[0] + walker["shoulders"] * person * view[1]
+    waist = depth * (0.85 if view[1] > 0.3 else 1.0)
     lean = math.tan(math.radians(walker["lean"])) * (hip[1] - shoulder_y)
     shoulder = (cx + lean, shoulder_y)
-    _fill(canvas, mask, [(hip[0] - depth / 2, hip[1] + limb * 0.4), (hip[0] + depth / 2, hip[1] + limb * 0.4),
+    reach = walker["shoulders"] * person * 0.42 * view[1]     # each shoulder's arm, out from the middle
+    _arm(canvas, mask, walker, (shoulder[0] - reach, shoulder_y + limb * 0.3), walker["arm_swing"] * swing,
+         person, _darker(walker["top"]), view[0])
+    _legs(canvas, mask, walker, hip, phase, person, view)
+    _fill(canvas, mask, [(hip[0] - waist / 2, hip[1] + limb * 0.5), (hip[0] + waist / 2, hip[1] + limb * 0.5),
                          (shoulder[0] + depth / 2, shoulder_y), (shoulder[0] - depth / 2, shoulder_y)],
           walker["top"])
+    _ellipse(canvas, mask, (shoulder[0], shoulder_y + limb * 0.3), (depth / 2, limb * 0.6), walker["top"])
     if walker["skirt"]:
-        _fill(canvas, mask, [(hip[0] - depth * 0.6, hip[1] - limb), (hip[0] + depth * 0.6, hip[1] - limb),
-                             (hip[0] + depth * 1.1, hip[1] + leg * 0.42), (hip[0] - depth * 1.1, hip[1] + leg * 0.42)],
-              walker["bottom"])
+        _fill(canvas, mask, [(hip[0] - waist * 0.6, hip[1] - limb), (hip[0] + waist * 0.6, hip[1] - limb),
+                             (hip[0] + waist * 0.75 + limb * 0.3, hip[1] + leg * 0.42),
+                             (hip[0] - waist * 0.75 - limb * 0.3, hip[1] + leg * 0.42)], walker["bottom"])
     if walker["bag"]:
-        near, back = hip[0] - depth * 0.35, hip[0] - depth * 0.95
+        near, back = hip[0] - waist * 0.35, hip[0] - waist * 0.35 - limb * 1.6
         _fill(canvas, mask, [(back, hip[1] - limb * 2), (near, hip[1] - limb * 2),
                              (near, hip[1] + limb * 2.5), (back, hip[1] + limb * 2.5)], walker["bag_colour"])
-    arm = 0.8 * limb
-    sleeve = walker["top"] if walker["long_sleeves"] else walker["skin"]
-    elbow = _limb(canvas, mask, shoulder, -walker["arm_swing"] * swing, person * 0.17, arm * 1.1, walker["top"])
-    _limb(canvas, mask, elbow, -walker["arm_swing"] * swing + 15.0, person * 0.16, arm, sleeve)
-    neck_top = (shoulder[0] + walker["head"] * person * 0.2, shoulder_y - walker["head"] * person * 0.55)
+    _arm(canvas, mask, walker, (shoulder[0] + reach, shoulder_y + limb * 0.3), -walker["arm_swing"] * swing,
+         person, walker["top"], view[0])
+    neck_top = (shoulder[0] + walker["head"] * person * 0.2 * view[0], shoulder_y - walker["head"] * person * 0.55)
     _limb(canvas, mask, shoulder, 0.0, shoulder_y - neck_top[1] + 1, limb * 0.9, walker["skin"])
-    head = (neck_top[0] + walker["head"] * person * 0.15, top + walker["head"] * person)
+    head = (neck_top[0] + walker["head"] * person * 0.15 * view[0], top + walker["head"] * person)
     r = walker["head"] * person
     _ellipse(canvas, mask, head, (r * 0.92, r), walker["skin"])
-    # hair: the back and top of the head (the walker faces +x)
-    _ellipse(canvas, mask, (head[0] - r * 0.25, head[1] - r * 0.3), (r * 0.8, r * 0.72), walker["hair"])
+    # hair: the back and top of the head (the walker faces +x; turned, more of the back shows)
+    _ellipse(canvas, mask, (head[0] - r * 0.25 * view[0], head[1] - r * 0.3), (r * (0.8 + 0.15 * view[1]), r * 0.72),
+             walker["hair"])
     shaded = _shade(canvas, mask)
     return _downsample(shaded, mask, crop_shape)
 
 
 def _shade(canvas: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """A little volume: lighter towards the top, darker towards the feet."""
-    h = canvas.shape[0]
-    light = np.linspace(1.1, 0.85, h, dtype=np.float32)[:, None, None]
-    return np.clip(canvas.astype(np.float32) * light, 0, 255).astype(np.uint8)
+    """A little volume: lighter towards the top, darker towards the feet, and each row lit from one side, darker
+    towards the body's far edge (a round body in daylight)."""
+    h, w = canvas.shape[:2]
+    light = np.linspace(1.15, 0.75, h, dtype=np.float32)[:, None]
+    cols = np.arange(w, dtype=np.float32)[None, :]
+    filled = mask > 127
+    left = np.where(filled, cols, np.inf).min(1, keepdims=True)
+    right = np.where(filled, cols, -np.inf).max(1, keepdims=True)
+    across = np.where(np.isfinite(left) & (right > left), (cols - left) / np.maximum(right - left, 1), 0.5)
+    side = 1.15 - 0.55 * np.clip(across, 0, 1) ** 2
+    return np.clip(canvas.astype(np.float32) * (light * side)[..., None], 0, 255).astype(np.uint8)
 
 
 def _downsample(canvas: np.ndarray, mask: np.ndarray, crop_shape) -> tuple:

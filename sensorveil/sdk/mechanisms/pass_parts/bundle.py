@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from sensorveil.sdk.datasets import SensorDataset
+from sensorveil.sdk.mechanisms.pass_parts.data import bank_cut_outs
 from sensorveil.sdk.mechanisms.pass_parts.model import SubstitutionHead, SubstitutionModel, make_embedding
 
 WEIGHTS_FILE = "embedding.pt"
@@ -40,13 +41,20 @@ def substitute_samples(dataset: SensorDataset, bank_rows: np.ndarray) -> np.ndar
     the person's pixels (at least 1), 0 elsewhere, so the device pastes a person, not a rectangle of
     somebody else's background (runtime camera "cut-out" paste). Each cut-out keeps only its largest
     blob with small gaps closed (runtime camera.clean_cut_out): pasted with the pieces of neighbours and
-    the holes a detector's mask has, a substitute split or failed a downstream counter's shape rules."""
+    the holes a detector's mask has, a substitute split or failed a downstream counter's shape rules. A bank
+    holding a cut-out that is not one person (runtime camera.person_shaped: pass_parts.data.bank_pool leaves
+    them out) is refused rather than shipped."""
     samples = dataset.x[bank_rows]
     if dataset.foreground is None:
         return np.ascontiguousarray(samples)
-    from sensorveil.runtime.camera import clean_cut_out
-    cut_outs = np.where(dataset.foreground[bank_rows], np.maximum(samples, 1), 0).astype(np.uint8)
-    return np.stack([clean_cut_out(c) for c in cut_outs]).astype(samples.dtype)
+    from sensorveil.runtime.camera import person_shaped
+    shaped = bank_cut_outs(dataset, bank_rows)
+    odd = [int(row) for row, c in zip(bank_rows, shaped) if not person_shaped(c)]
+    if odd:
+        raise ValueError(f"{len(odd)} of the bank's {len(bank_rows)} cut-outs are not person-shaped (dataset rows "
+                         f"{odd[:5]}{' ...' if len(odd) > 5 else ''}); a substitute that is not one person is never "
+                         "pasted: retrain, so the bank is drawn from person-shaped rows only")
+    return shaped
 
 
 def colour_cut_outs(colour: np.ndarray, cut_outs: np.ndarray) -> np.ndarray:

@@ -77,10 +77,33 @@ BANK_SPLIT = 2     # a dataset's rows of this split are its substitute bank's pe
 def bank_pool(dataset: SensorDataset, train: np.ndarray) -> np.ndarray:
     """The rows the substitute bank is drawn from: the dataset's own bank rows (``trial_split`` 2: people who
     are nobody's private rows, e.g. the camera's rendered walkers) when it has them, else the training split
-    (section 5.1: sampled at random from the training data)."""
+    (section 5.1: sampled at random from the training data). Camera crops: only rows whose cut-out is one
+    person (:func:`person_shaped_rows`), so a cut-out that is not person-shaped is never pasted."""
     split = dataset.attributes.get(SPLIT_ATTRIBUTE)
     declared = np.flatnonzero(split == BANK_SPLIT) if split is not None else np.zeros(0, np.int64)
-    return declared if len(declared) else train
+    pool = declared if len(declared) else np.asarray(train)
+    if dataset.foreground is None:
+        return pool
+    pool = pool[person_shaped_rows(dataset, pool)]
+    if not len(pool):
+        raise ValueError(f"no crop of {dataset.name!r} that could be a substitute has a person-shaped cut-out "
+                         "(runtime camera.person_shaped); expected people walking alone in some crops")
+    return pool
+
+
+def bank_cut_outs(dataset: SensorDataset, rows: np.ndarray) -> np.ndarray:
+    """Camera rows as the bank ships them: the person's pixels (at least 1), 0 elsewhere, reduced to the
+    largest blob with small gaps closed (runtime camera.clean_cut_out)."""
+    from sensorveil.runtime.camera import clean_cut_out
+    samples = dataset.x[rows]
+    raw = np.where(dataset.foreground[rows], np.maximum(samples, 1), 0).astype(np.uint8)
+    return np.stack([clean_cut_out(c) for c in raw]).astype(samples.dtype).reshape(samples.shape)
+
+
+def person_shaped_rows(dataset: SensorDataset, rows: np.ndarray) -> np.ndarray:
+    """Per row, whether its cut-out is one person (runtime camera.person_shaped)."""
+    from sensorveil.runtime.camera import person_shaped
+    return np.asarray([person_shaped(c) for c in bank_cut_outs(dataset, rows)], dtype=bool).reshape(len(rows))
 
 
 def prepare_data(dataset: SensorDataset, useful, private, hidden=None, substitutes: int = 4096,

@@ -1,0 +1,244 @@
+"""Is every pasted substitute a person to an independent detector? Rendered walkers (the default bank,
+sensorveil.sdk.datasets.rendered_people) pasted into real frames of a clip where its people were, and the
+COCO SSDLite graph the camera bundles ship run on the pasted frame.
+
+The places and sizes are the clip's own: the camera pipeline's motion detector (sensorveil.runtime.camera) runs on
+every frame, and on every ``--every``-th frame after ``--start`` each box it finds is a place. Each place's
+window is cleared to the motion detector's empty scene and a substitute is stretched to the box, as the runtime
+pastes a cut-out (composite.paste_people): once "as released" (made to stand out from the scene by the runtime's
+contrast rule) and once "plain" (its own colours). The graph runs on the whole pasted frame at the bundle's
+threshold (learned.DEFAULT_SCORE); a pasted person is found when a person box overlaps theirs by IoU 0.5 or
+holds most of it (learned.COVERED), each graph box counted for one pasted person at most.
+
+The reference: the clip's real people pasted the same way, each cut out of its own crop with the camera
+dataset's foreground mask (the motion detector's, cleaned as the bank's cut-outs are: composite.clean_cut_out)
+and stretched back to its own box. The figures of docs/substitute_detection.md:
+
+    python scripts/substitute_detection.py --clip ../shared/media/walkway.avi --out docs/substitute_detection.md
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sensorveil.benchmarks.detector_recall import wilson  # noqa: E402
+from sensorveil.benchmarks.provenance import page_header, provenance, require_clean  # noqa: E402
+
+MATCH_IOU = 0.5
+HEIGHT_RATIO = 1.5
+KINDS = ("walkers", "real")
+PASTES = ("released", "plain")
+HEIGHT_BINS = (0, 60, 90, 1000)      # box heights (frame pixels) the page splits the figures by
+
+
+def clip_places(clip, every=5, start=40, frames=None):
+    """[(frame, background, boxes, real colour cut-outs)] of the clip's sampled frames with people: the motion
+    detector's boxes, its empty scene, and each box's person cut out of its crop by the foreground mask."""
+    from sensorveil.runtime.camera import (
+        CROP_SHAPE,
+        MotionPeopleDetector,
+        clean_cut_out,
+        crop_people,
+        crop_windows,
+        opencv,
+        to_gray,
+    )
+    cv2 = opencv()
+    capture, detector, places, index = cv2.VideoCapture(str(clip)), MotionPeopleDetector(), [], 0
+    try:
+        while frames is None or index < frames:
+            ok, frame = capture.read()
+            if not ok:
+                break
+            boxes = detector.detect(frame)
+            if index >= start and index % every == 0 and len(boxes):
+                windows = crop_windows(boxes, frame.shape, CROP_SHAPE)
+                colour = crop_people(frame, windows, CROP_SHAPE, colour=True)
+                mask = crop_people(detector.foreground, windows, CROP_SHAPE) > 127
+                grey = np.stack([to_gray(c) for c in colour])
+                cut_outs = [clean_cut_out(np.where(m, np.maximum(g, 1), 0)) > 0 for m, g in zip(mask, grey)]
+                real = np.stack([np.where(m[..., None], np.maximum(c, 1), 0) for m, c in zip(cut_outs, colour)])
+                background = np.asarray(detector.background()).copy()
+                places.append((frame, background, boxes, real.astype(np.uint8)))
+            index += 1
+    finally:
+        capture.release()
+    if not places:
+        raise SystemExit(f"no people found in {clip}; expected a still camera clip of people walking")
+    return places
+
+
+def paste(frame, background, cut_outs, boxes, released):
+    """``frame`` with each box's window cleared to the scene and its cut-out stretched to the box: the runtime's
+    paste (released), or the same without the contrast rule (plain)."""
+    from sensorveil.runtime.camera import CROP_SHAPE, crop_windows
+    from sensorveil.runtime.camera.composite import cut, fit_person, paste_people, paste_window
+    windows = crop_windows(boxes, frame.shape, CROP_SHAPE)
+    if released:
+        return paste_people(frame, cut_outs, windows, background=background, boxes=boxes)
+    out = frame.copy()
+    for window in windows:
+        paste_window(out, cut(background, window), int(window[0]), int(window[1]))
+    for crop, window, box in zip(cut_outs, windows, boxes):
+        x, y, patch, person, _ = fit_person(crop, tuple(int(v) for v in window), box)
+        paste_window(out, patch, x, y, person)
+    return out
+
+
+def matched(pasted, detections):
+    """Per pasted box, whether a detection is that person: IoU >= MATCH_IOU, or one box mostly inside the other
+    (learned.COVERED of its area) with heights within a factor HEIGHT_RATIO (not a head, not a whole group);
+    greedily, best IoU first, each detection for one pasted box at most."""
+    from sensorveil.runtime.camera import iou
+    from sensorveil.runtime.camera.learned import inside_pairs
+    pasted = np.asarray(pasted, np.int64).reshape(-1, 4)
+    detections = np.asarray(detections, np.int64).reshape(-1, 4)
+    found = np.zeros(len(pasted), bool)
+    if not len(pasted) or not len(detections):
+        return found
+    overlap = iou(pasted, detections)
+    ratio = detections[None, :, 3] / np.maximum(pasted[:, None, 3], 1)
+    inside = inside_pairs(pasted, detections) | inside_pairs(detections, pasted).T
+    good = (overlap >= MATCH_IOU) | (inside & (ratio >= 1 / HEIGHT_RATIO) & (ratio <= HEIGHT_RATIO))
+    used = np.zeros(len(detections), bool)
+    for k in np.argsort(-overlap.max(1), kind="stable"):
+        free = np.flatnonzero(good[k] & ~used)
+        if len(free):
+            used[free[np.argmax(overlap[k, free])]] = True
+            found[k] = True
+    return found
+
+
+def walker_bank(walkers, phases, seed):
+    """Colour cut-outs of rendered walkers, as the default bank holds them."""
+    from sensorveil.runtime.camera import CROP_SHAPE
+    from sensorveil.sdk.datasets.rendered_people import render_walkers
+    return render_walkers(walkers, phases, CROP_SHAPE, seed=seed)["colour"]
+
+
+def measure(find, places, bank, seed=0, pastes=PASTES):
+    """Per paste and kind, per pasted person: its box height and whether ``find(frame)`` (boxes) found it.
+    Walkers are drawn from ``bank`` at random for each place."""
+    from sensorveil.runtime.camera import person_shaped
+    rng = np.random.default_rng([seed, 50])
+    out = {p: {k: {"height": [], "found": []} for k in KINDS} for p in pastes}
+    for frame, background, boxes, real in places:
+        walkers = bank[rng.integers(len(bank), size=len(boxes))]
+        for released in (p == "released" for p in pastes):
+            for kind, cut_outs in (("walkers", walkers), ("real", real)):
+                pasted = paste(frame, background, cut_outs, boxes, released)
+                record = out["released" if released else "plain"][kind]
+                record["height"] += boxes[:, 3].tolist()
+                record["found"] += matched(boxes, find(pasted)).tolist()
+                record.setdefault("shaped", []).extend(person_shaped(c) for c in cut_outs)
+    return out
+
+
+def summary(records):
+    """Found of pasted, share and its 95% interval, overall and per box height bin."""
+    def counted(found):
+        hits, n = int(np.sum(found)), len(found)
+        return {"found": hits, "pasted": n, "share": hits / max(n, 1), "interval": wilson(hits, n)}
+    result = {}
+    for paste_kind, kinds in records.items():
+        result[paste_kind] = {}
+        for kind, record in kinds.items():
+            height, found = np.asarray(record["height"]), np.asarray(record["found"], bool)
+            bins = {f"{lo}-{hi}": counted(found[(height >= lo) & (height < hi)])
+                    for lo, hi in zip(HEIGHT_BINS[:-1], HEIGHT_BINS[1:])}
+            result[paste_kind][kind] = {**counted(found), "by_height": bins}
+            if kind == "real":      # walkers at the places where the real person pasted there was found
+                walkers = np.asarray(kinds["walkers"]["found"], bool)
+                result[paste_kind]["walkers where real found"] = counted(walkers[found])
+            if kind == "real":      # the real people a bank could hold: one person each (composite.person_shaped)
+                shaped = np.asarray(record["shaped"], bool)
+                result[paste_kind]["real, person-shaped"] = {
+                    **counted(found[shaped]), "by_height": {f"{lo}-{hi}": counted(
+                        found[shaped & (height >= lo) & (height < hi)]) for lo, hi in zip(HEIGHT_BINS[:-1],
+                                                                                           HEIGHT_BINS[1:])}}
+    return result
+
+
+def graph_finder():
+    """find(frame) -> person boxes of the bundle's COCO SSDLite graph at the bundle's threshold (onnxruntime)."""
+    import onnxruntime as ort
+
+    from sensorveil.export.person_detector import detector_onnx
+    from sensorveil.runtime.camera import learned
+    session = ort.InferenceSession(str(detector_onnx()), providers=["CPUExecutionProvider"])
+    detector = learned.LearnedPeopleDetector(
+        lambda graph, batch: session.run(None, {"image": batch.astype(np.float32)})[0], score=learned.DEFAULT_SCORE)
+    return detector.find
+
+
+def cell(entry):
+    lo, hi = entry["interval"]
+    return f"{entry['found']:,} of {entry['pasted']:,}, {100 * entry['share']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def page(result, record):
+    from sensorveil.runtime.camera.learned import DEFAULT_SCORE
+    lines = ["# Are pasted substitutes people to an independent detector?", "", page_header(record), "",
+             f"Clip `{Path(result['clip']).name}`: every {result['every']}th frame from frame {result['start']} with "
+             f"people, {result['places']:,} places (the motion detector's boxes). Substitutes: {result['walkers']} "
+             f"rendered walkers x {result['phases']} phases x 2 directions (seed {result['seed']}), one drawn at "
+             "random for each place; reference: the clip's real people, cut out of their own crops by the "
+             "foreground mask and pasted back at their own boxes the same way. Detector: the bundles' COCO "
+             f"SSDLite-MobileNetV2 graph (ONNX), person score >= {DEFAULT_SCORE}; found: a person box at IoU >= "
+             f"{MATCH_IOU} with the pasted box, or one mostly inside the other at a height within x{HEIGHT_RATIO}. "
+             "Share found [95% Wilson interval].", "",
+             "| paste | kind | found | " + " | ".join(f"box height {b} px" for b in result["bins"]) + " |",
+             "|---|---|---|" + "---|" * len(result["bins"])]
+    for paste_kind, kinds in result["found"].items():
+        for kind, entry in kinds.items():
+            heights = entry.get("by_height")
+            lines.append(f"| {paste_kind} | {kind} | {cell(entry)} | "
+                         + " | ".join(cell(heights[b]) if heights else "" for b in result["bins"]) + " |")
+    lines += ["", "released: the runtime's paste (composite.paste_people: the window cleared to the scene, the "
+              "person stretched to the box and made to stand out from the scene behind it). plain: the same "
+              "without the contrast rule, the substitute's own colours. walkers where real found: the walkers "
+              "pasted at the places where the real person pasted the same way was found (the detector's limits at "
+              "this clip's sizes taken out).", ""]
+    return "\n".join(lines)
+
+
+def run(clip, every, start, frames, walkers, phases, seed):
+    places = clip_places(clip, every, start, frames)
+    records = measure(graph_finder(), places, walker_bank(walkers, phases, seed), seed)
+    bins = [f"{lo}-{hi}" for lo, hi in zip(HEIGHT_BINS[:-1], HEIGHT_BINS[1:])]
+    return {"clip": str(clip), "every": every, "start": start, "frames": frames, "walkers": walkers,
+            "phases": phases, "seed": seed, "places": int(sum(len(p[2]) for p in places)), "bins": bins,
+            "found": summary(records)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clip", required=True)
+    parser.add_argument("--every", type=int, default=5, help="sample every Nth frame")
+    parser.add_argument("--start", type=int, default=40, help="first sampled frame (the motion model's warm-up)")
+    parser.add_argument("--frames", type=int, default=None, help="read at most this many frames")
+    parser.add_argument("--walkers", type=int, default=48)
+    parser.add_argument("--phases", type=int, default=12)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="write the page here (markdown; the figures go beside it as .json)")
+    parser.add_argument("--allow-dirty", action="store_true")
+    args = parser.parse_args()
+    if args.out:
+        require_clean(args.allow_dirty)
+    record = provenance(allow_dirty=args.allow_dirty)
+    result = run(Path(args.clip), args.every, args.start, args.frames, args.walkers, args.phases, args.seed)
+    result["clip"] = Path(args.clip).name
+    text = page(result, record)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+        Path(args.out).with_suffix(".json").write_text(json.dumps({**result, "record": record}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
