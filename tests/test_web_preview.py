@@ -48,11 +48,17 @@ class PreviewServer:
     def __enter__(self) -> "PreviewServer":
         self.process = subprocess.Popen(self.args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         text=True, env=self.env)
-        first_line = _read_line(self.process.stdout, START_TIMEOUT_S)
-        found = re.search(r"http://\S+/", first_line or "")
+        # the console names the backend that ran first, then the URL: read until the URL, within the deadline
+        deadline, lines, found = time.monotonic() + START_TIMEOUT_S, [], None
+        while found is None and len(lines) < 10 and time.monotonic() < deadline:
+            line = _read_line(self.process.stdout, max(deadline - time.monotonic(), 0.1))
+            if not line:
+                break
+            lines.append(line)
+            found = re.search(r"http://\S+/", line)
         if not found:
             self.__exit__()
-            pytest.fail(f"the preview did not announce its URL: {first_line!r}\n{self.stderr[-2000:]}")
+            pytest.fail(f"the preview did not announce its URL: {lines!r}\n{self.stderr[-2000:]}")
         self.url = found.group(0)
         return self
 
