@@ -107,7 +107,7 @@ def run_guide(name: str, digits_run: Path, tmp_path: Path, compiler: bool = Fals
     return board, " ".join(output.split())
 
 
-@pytest.mark.slow
+@pytest.mark.guides
 def test_the_raspberry_pi_guide_runs_as_written(digits_run, tmp_path):
     pytest.importorskip("cryptography", reason="the guide signs its bundle (the sign extra)")
     pytest.importorskip("ai_edge_litert", reason="the guide's LiteRT alternative needs the export-tflite extra")
@@ -117,7 +117,7 @@ def test_the_raspberry_pi_guide_runs_as_written(digits_run, tmp_path):
     assert list((board / "reports").glob("*.md"))
 
 
-@pytest.mark.slow
+@pytest.mark.guides
 def test_the_coral_guide_runs_as_written(digits_run, tmp_path):
     pytest.importorskip("cryptography", reason="the guide signs its bundle (the sign extra)")
     pytest.importorskip("ai_edge_litert", reason="the Coral export needs the export-tflite extra")
@@ -153,7 +153,7 @@ def test_board_commands_use_the_python_their_set_up_script_installs_into(name):
                 assert "~/.sensorveil/bin/" in line, f"{name}: {line!r} does not use the script's environment"
 
 
-@pytest.mark.slow
+@pytest.mark.guides
 def test_setup_script_in_a_clean_home(tmp_path):
     """rpi5-cpu.sh as a board owner runs it, in an empty home, with pip from this machine's index."""
     home = tmp_path / "home"
