@@ -164,7 +164,7 @@ def describe_bank(source) -> str:
         return ("substitutes: who they are is not recorded (a bundle from before sensorveil recorded its bank); "
                 "treat them as real people of the training camera")
     if source["source"] == "rendered":
-        return "substitutes: walkers sensorveil draws itself, no real person ({})".format(source.get("people", ""))
+        return "substitutes: {}".format(source.get("people") or "walkers sensorveil draws itself, no real person")
     if source["source"] == "consented":
         return "substitutes: consented people of {} (sha256 {})".format(source.get("clip"),
                                                                          str(source.get("sha256"))[:12])
