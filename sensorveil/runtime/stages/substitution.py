@@ -164,7 +164,8 @@ def describe_bank(source) -> str:
         return ("substitutes: who they are is not recorded (a bundle from before sensorveil recorded its bank); "
                 "treat them as real people of the training camera")
     if source["source"] == "rendered":
-        return "substitutes: {}".format(source.get("people") or "walkers sensorveil draws itself, no real person")
+        people = source.get("people") or "walkers sensorveil draws itself"
+        return "substitutes: {}{}".format(people, "" if "no real person" in people else ", no real person")
     if source["source"] == "consented":
         return "substitutes: consented people of {} (sha256 {})".format(source.get("clip"),
                                                                          str(source.get("sha256"))[:12])
