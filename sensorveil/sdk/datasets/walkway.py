@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sensorveil.runtime.bundle import sha256_of
 from sensorveil.sdk.datasets.base import SensorDataset
 
 WALKWAY_DIRECTIONS = ("left", "right")
@@ -244,7 +245,7 @@ def _bank_people(bank: str, bank_clip: str | None, stride: int, min_track: int, 
     rows = {"x": people["x"], "foreground": people["foreground"], "colour": people["colour"],
             "track": people["track"], "direction": (people["speed"] > 0).astype(np.int64)}
     return rows, {"source": "consented", "real_people": True, "bystanders": False,
-                  "clip": Path(bank_clip).name, "sha256": _sha256(bank_clip),
+                  "clip": Path(bank_clip).name, "sha256": sha256_of(Path(bank_clip)),
                   "people": f"consented people of {Path(bank_clip).name}"}
 
 
@@ -263,12 +264,3 @@ def _joined(first, second):
     if second is None:
         raise ValueError("the bank has no colour crops for a colour camera")
     return np.concatenate([first, second.astype(first.dtype)])
-
-
-def _sha256(path: str) -> str:
-    import hashlib
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
