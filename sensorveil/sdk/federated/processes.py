@@ -82,6 +82,18 @@ def stop_process(process: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> in
     return process.wait()
 
 # -- `flwr run` and a loopback federation --------------------------------------------------------
+
+def start_followed(command: list, env: dict, log_path: Path, echo: bool) -> tuple:
+    """(process, lines, reader) of ``command`` started in its own session, its output followed into ``lines`` and
+    ``log_path`` by a reader thread (logs.follow)."""
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=follow, args=(process.stdout, lines, log_path, echo), daemon=True)
+    reader.start()
+    return process, lines, reader
+
+
 def flwr_run(app_dir: Path, superlink: str, timeout_s: float, flwr_home=None, log_path: Path | None = None,
              echo: Callable[[str], bool] | None = None) -> str:
     """``flwr run APP SUPERLINK --stream``: submit the app to a running SuperLink and follow its logs to
@@ -93,11 +105,7 @@ def flwr_run(app_dir: Path, superlink: str, timeout_s: float, flwr_home=None, lo
     env = flower_environment(flwr_home)
     command = [flower_executable("flwr"), "run", str(app_dir), superlink, "--stream"]
     started = time.time()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)
-    lines: list[str] = []
-    reader = threading.Thread(target=follow, args=(process.stdout, lines, log_path, echo), daemon=True)
-    reader.start()
+    process, lines, reader = start_followed(command, env, log_path, echo)
     try:
         process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:

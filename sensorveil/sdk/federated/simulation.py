@@ -10,12 +10,16 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-from sensorveil.sdk.federated.logs import failure_message, follow, log_note
-from sensorveil.sdk.federated.processes import FederationTimeout, flower_environment, stop_process
+from sensorveil.sdk.federated.logs import failure_message, log_note
+from sensorveil.sdk.federated.processes import (
+    FederationTimeout,
+    flower_environment,
+    start_followed,
+    stop_process,
+)
 from sensorveil.sdk.federated.validation import FederationError
 
 SPEC_FILE = "federation-spec.json"
@@ -40,11 +44,7 @@ def simulate(apps_factory: str, spec: dict, out_dir: Path, timeout_s: float, flw
     command = [sys.executable, "-m", "sensorveil.sdk.federated", "simulate", apps_factory, str(spec_path)]
     log_path = out_dir / SIMULATION_LOG
     started = time.time()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)
-    lines: list[str] = []
-    reader = threading.Thread(target=follow, args=(process.stdout, lines, log_path, echo), daemon=True)
-    reader.start()
+    process, lines, reader = start_followed(command, env, log_path, echo)
     try:
         code = process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
