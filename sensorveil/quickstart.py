@@ -151,13 +151,15 @@ CAMERA_SETTINGS = {"condition": "direction"}
 
 
 def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_detector: str = "ssdlite",
-                      camera_speed: str = "recall", bank: str = "rendered") -> dict:
+                      camera_speed: str = "recall", bank: str = "rendered", full_size: bool = False) -> dict:
     """Train PASS on ``clip`` (e.g. ../shared/media/walkway.avi), export its ONNX bundle, audit it
     (scripts/camera_results.py adds PR-GAN, the count check and the pipeline's cost), and write the
     headless preview: OUT/camera-preview.mp4 and its contact sheet. ``person_detector``: "ssdlite" puts the
     learned detector in the bundle (sensorveil.export.person_detector), "motion" the motion detector alone;
     ``camera_speed``: export's --camera-speed ("recall" or "fast"); ``bank``: who the substitutes are (the
-    walkway loader's ``bank``: "rendered" walkers by default, "clip" for this camera's own bystanders)."""
+    walkway loader's ``bank``: "rendered" walkers by default, "clip" for this camera's own bystanders);
+    ``full_size``: work at the clip's own size instead of WORKING_WIDTH (``working_clip``)."""
+    from sensorveil.benchmarks.clip_audit import audit_clip
     from sensorveil.export import export_run
     from sensorveil.export.heartbeat import Heartbeat
     from sensorveil.runtime.preview import preview
@@ -178,50 +180,86 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
         from sensorveil.export.person_detector import detector_onnx
         detector_onnx()
     started = time.time()
+    clip = working_clip(clip, out / "clips", full_size)
     # named for the clip, so runs on two cameras in one OUT neither overwrite nor mislabel each other
     # ("walkway" below is the camera-crops loader's name, whatever the clip)
     name = f"pass-{clip_slug(clip)}"
     # a line at least every 20 s: training and the audits have quiet stretches of minutes on a large frame
     with Heartbeat("camera quickstart"):
-        print(f"[1/4] training pass on people crops of {clip.name} (private: appearance, useful: walking direction)")
+        print(f"[1/5] training pass on people crops of {clip.name} (private: appearance, useful: walking direction)")
         run_dir = train_run("pass", "walkway", data_path=str(clip), out=out / "runs" / name,
                             settings=dict(CAMERA_SETTINGS), dataset_options={"bank": bank})
         bundle = export_run(run_dir, "onnx", out / "bundles" / name, person_detector=person_detector,
                             camera_speed=camera_speed)
-        print(f"[2/4] auditing the bundle through the torch-free runtime ({seeds} seeds per attacker)")
+        print(f"[2/5] auditing the bundle through the torch-free runtime ({seeds} seeds per attacker)")
         audit = audit_path(bundle, seeds=seeds, log=progress_line)
         report = write_audit(audit, f"audit of the {name} bundle", out / "reports" / f"audit-{name}.md")
-        print("[3/4] re-identifying the release's people: a re-id network trained on raw crops of other people")
+        print("[3/5] re-identifying the release's people: a re-id network trained on raw crops of other people")
         identity = audit_identity(bundle, log=progress_line)
-        print(f"[4/4] previewing raw beside privatized over {clip.name}")
+        print(f"[4/5] previewing raw beside privatized over {clip.name}")
         with open_source(str(clip)) as source:
             shown = preview(load_for_stream(bundle), source, out=out / "camera-preview.mp4", headless=True)
-    summary = camera_summary(time.time() - started, bundle, report, audit, identity, shown)
+        print(f"[5/5] leak meter, recall and people count of the release over {clip.name}")
+        clip_audit = audit_clip(bundle, clip, log=progress_line)
+    summary = camera_summary(time.time() - started, bundle, report, audit, identity, shown, clip_audit)
     summary["substitutes"] = load_for_stream(bundle).describe().get("substitutes")
     (out / "camera-summary.json").write_text(json.dumps(summary, indent=2, default=str))
     print_camera_summary(summary)
     return summary
 
 
-def camera_summary(seconds: float, bundle, report, audit: dict, identity: dict, shown: dict) -> dict:
-    """The camera quickstart's summary (camera-summary.json): the attribute audit's row, the identity audit and
-    the camera verdict, which holds only when both protect."""
+def camera_summary(seconds: float, bundle, report, audit: dict, identity: dict, shown: dict,
+                   clip_audit: "dict | None") -> dict:
+    """The camera quickstart's summary (camera-summary.json): the attribute audit's row, the identity audit, the
+    clip audit (leak meter, recall, count) and the camera goal part by part, met only when every part holds."""
+    from sensorveil.benchmarks.camera_goal import camera_goal
+    row = summarize({"audit": audit, "report": str(report), "bundle": str(bundle), "fps": shown.get("fps", 0.0)})
+    goal = camera_goal(clip_audit, identity, audit)
     return {
         "seconds": round(seconds, 1),
         "bundle": str(bundle),
         "audit_report": str(report),
-        "mechanisms": {
-            "pass": summarize(
-                {"audit": audit, "report": str(report), "bundle": str(bundle), "fps": shown.get("fps", 0.0)}
-            )
-        },
+        "mechanisms": {"pass": row},
         "video": str(shown["video"]),
         "contact_sheet": str(shown["contact_sheet"]),
         "identity": identity,
-        # protects only when every part holds: the attribute audit and the re-identification
-        "verdict": "protects" if (audit["verdict"], identity["verdict"]) == ("protects", "protects") else
-                   next(v for v in (identity["verdict"], audit["verdict"]) if v != "protects"),
+        "clip_audit": clip_audit,
+        "goal": goal,
+        "verdict": goal["verdict"],
     }
+
+
+WORKING_WIDTH = 640   # wider clips are scaled down: training, audits and preview cost about their pixel count
+
+
+def working_clip(clip: Path, folder: Path, full_size: bool = False) -> Path:
+    """``clip`` itself when it is at most WORKING_WIDTH wide or ``full_size`` is asked for; else a copy scaled
+    to WORKING_WIDTH in ``folder`` (Motion-JPEG at quality 100), with a line saying what full size would cost."""
+    import cv2
+    capture = cv2.VideoCapture(str(clip))
+    width, height = (int(capture.get(p)) for p in (cv2.CAP_PROP_FRAME_WIDTH, cv2.CAP_PROP_FRAME_HEIGHT))
+    cost = (width / WORKING_WIDTH) ** 2
+    if width <= WORKING_WIDTH or full_size:
+        capture.release()
+        if width > WORKING_WIDTH:
+            print(f"working at the clip's full size, {width}x{height}: about {cost:.1f}x the time at "
+                  f"{WORKING_WIDTH} wide")
+        return clip
+    size = (WORKING_WIDTH, 2 * round(height * WORKING_WIDTH / width / 2))
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{clip.stem}-{WORKING_WIDTH}w.avi"
+    writer = cv2.VideoWriter(str(target), cv2.VideoWriter_fourcc(*"MJPG"), capture.get(cv2.CAP_PROP_FPS) or 25.0,
+                             size)
+    writer.set(cv2.VIDEOWRITER_PROP_QUALITY, 100)
+    ok, frame = capture.read()
+    while ok:
+        writer.write(cv2.resize(frame, size, interpolation=cv2.INTER_AREA))
+        ok, frame = capture.read()
+    capture.release()
+    writer.release()
+    print(f"working at {size[0]}x{size[1]} ({target}): the clip is {width}x{height}, which costs about "
+          f"{cost:.1f}x the time (--full-size); deploy the bundle on frames of the working size")
+    return target
 
 
 def clip_slug(clip: Path) -> str:
@@ -231,6 +269,7 @@ def clip_slug(clip: Path) -> str:
 
 
 def print_camera_summary(summary: dict) -> None:
+    from sensorveil.benchmarks.camera_goal import format_goal
     from sensorveil.sdk.reid_audit import format_identity
     row = summary["mechanisms"]["pass"]
     print("\n== sensorveil quickstart --camera: people made substitutes, walking direction kept ==")
@@ -241,8 +280,7 @@ def print_camera_summary(summary: dict) -> None:
     print(f"  direction kept               {figure(row['utility'])}")
     print(f"  whole pipeline               {row['fps']:.1f} FPS (decode, detect, privatize, paste back)")
     print(format_identity(summary["identity"]))
-    print(f"  camera verdict: {summary['verdict']} (protects only when the attribute audit and the "
-          "re-identification both do)")
+    print(format_goal(summary["goal"]))
     print(f"  {summary['substitutes']}")
     print(f"  preview   {summary['video']} (raw | privatized), {summary['contact_sheet']}")
     print(f"  bundle    {summary['bundle']}; audit {summary['audit_report']}; {summary['seconds']:.0f} s in all")

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sensorveil.cli import main
@@ -128,8 +129,26 @@ def test_camera_quickstart_takes_the_camera_speed_to_the_export(tmp_path, monkey
     asked = {}
     monkeypatch.setattr(quickstart, "camera_quickstart", lambda out, clip, **options: asked.update(options))
     assert main(["quickstart", "--camera", str(tmp_path / "clip.avi"), "--camera-speed", "fast"]) == 0
-    assert asked == {"person_detector": "ssdlite", "camera_speed": "fast", "bank": "rendered"}
+    assert asked == {"person_detector": "ssdlite", "camera_speed": "fast", "bank": "rendered", "full_size": False}
     assert main(["quickstart", "--camera", str(tmp_path / "clip.avi")]) == 0 and asked["camera_speed"] == "recall"
+
+
+def test_a_wide_clip_is_worked_at_the_working_width_unless_full_size_is_asked_for(tmp_path):
+    import cv2
+
+    from sensorveil.quickstart import WORKING_WIDTH, working_clip
+    wide, narrow = tmp_path / "wide.avi", tmp_path / "narrow.avi"
+    for path, size in ((wide, (1280, 720)), (narrow, (480, 360))):
+        writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 10.0, size)
+        for k in range(3):
+            writer.write(np.full((size[1], size[0], 3), 40 * k, np.uint8))
+        writer.release()
+    scaled = working_clip(wide, tmp_path / "clips")
+    capture = cv2.VideoCapture(str(scaled))
+    assert (capture.get(cv2.CAP_PROP_FRAME_WIDTH), capture.get(cv2.CAP_PROP_FRAME_HEIGHT)) == (WORKING_WIDTH, 360)
+    assert capture.get(cv2.CAP_PROP_FRAME_COUNT) == 3
+    assert working_clip(wide, tmp_path / "clips", full_size=True) == wide
+    assert working_clip(narrow, tmp_path / "clips") == narrow
 
 
 def test_console_script_help_lists_the_contract_verbs():

@@ -1,5 +1,7 @@
 """The identity audit (sensorveil.sdk.reid_audit): re-identification figures as the field computes them, a verdict
 only with power, and a bank search that finds a bank cut from the clip and not the rendered walkers."""
+import json
+
 import numpy as np
 import pytest
 
@@ -72,17 +74,27 @@ def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip
                                        shown, query, seed=0)
     assert clip_bank["found"]["mean"] >= 0.5 and clip_bank["rank1_of_clip_people"]["rank1"]["mean"] >= 0.3
     assert "identity: re-identification" in reid_audit.format_identity(result)
+    # the verb a user runs on their own bundle and clip: the goal part by part, nothing retrained
+    from sensorveil.cli import main
+    assert main(["camera-audit", str(bundle), "--clip", walkway(), "--frames", "100", "--no-identity",
+                 "--json", str(tmp_path / "goal.json")]) == 0
+    written = json.loads((tmp_path / "goal.json").read_text())
+    assert set(written["goal"]["parts"]) == {"identity", "leak_meter", "recall", "count"}
+    assert written["clip"]["frames"] == 100 and written["clip"]["leak_meter"]["measured_boxes"] > 0
 
 
 @pytest.mark.parametrize("attributes, identity, expected", [
-    ("protects", "protects", "protects"), ("protects", "no verdict", "no verdict"),
-    ("leaks", "protects", "leaks"), ("protects", "leaks", "leaks"),
+    ("protects", "protects", "goal met"), ("protects", "no verdict", "no verdict"),
+    ("leaks", "protects", "goal not met"), ("protects", "leaks", "goal not met"),
 ])
-def test_the_camera_quickstart_protects_only_when_both_audits_do(attributes, identity, expected):
+def test_the_camera_quickstart_is_met_only_when_every_audit_holds(attributes, identity, expected):
     from sensorveil.quickstart import camera_summary
+    from tests.test_camera_goal import clip_figures
     interval = {"mean": 0.3, "low": 0.2, "high": 0.4}
     audit = {"strongest_attacker": "trees", "private": {"trees": interval}, "random_star": 0.3, "useful": interval,
              "goal": {"strongest_within_5_points_of_random_star": True}, "verdict": attributes,
              "power": {"raw_strongest_accuracy": 0.5}}
-    summary = camera_summary(1.0, "b", "r", audit, {"verdict": identity}, {"video": "v", "contact_sheet": "c"})
+    summary = camera_summary(1.0, "b", "r", audit, {"verdict": identity, "why": "-"},
+                             {"video": "v", "contact_sheet": "c"}, clip_figures())
     assert summary["verdict"] == expected
+    assert set(summary["goal"]["parts"]) == {"identity", "attributes", "leak_meter", "recall", "count"}

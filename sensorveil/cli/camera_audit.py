@@ -1,22 +1,66 @@
-"""sensorveil camera-audit BUNDLE: who a camera bundle's release shows, measured as re-identification is."""
+"""sensorveil camera-audit BUNDLE [--clip CLIP]: the camera goal of a bundle, part by part, without retraining.
+
+Identity (re-identification) needs the bundle's training run on this machine; leak meter, recall and count run
+the bundle over a clip (the training run's clip by default, or the user's own ``--clip``). Nothing is written
+but ``--json``."""
 import sys
+from pathlib import Path
 
 from sensorveil.cli.common import positive_int, write_json
 
 
-def cmd_camera_audit(args) -> int:
+def log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def training_clip(bundle):
+    """The clip the bundle's training run read, where that run is on this machine; else None."""
+    from sensorveil.sdk.assess import bundle_run_dir
+    from sensorveil.sdk.rundir import read_run
+    try:
+        path = read_run(bundle_run_dir(bundle))["dataset"].get("path")
+    except FileNotFoundError:
+        return None
+    return Path(path) if path and Path(path).is_file() else None
+
+
+def identity_audit(args) -> dict:
+    """The identity audit, or {"verdict": "not measured", "why"} where it cannot run here or was not asked for."""
     from sensorveil.sdk.reid_audit import audit_bundle, format_identity
-    result = audit_bundle(args.bundle, backend=args.backend, epochs=args.epochs, seed=args.seed,
-                          log=lambda line: print(line, file=sys.stderr, flush=True))
+    if args.no_identity:
+        return {"verdict": "not measured", "why": "--no-identity"}
+    try:
+        result = audit_bundle(args.bundle, backend=args.backend, epochs=args.epochs, seed=args.seed, log=log)
+    except FileNotFoundError as error:
+        return {"verdict": "not measured", "why": str(error)}
     print(format_identity(result))
-    write_json(result, args.json)
+    return result
+
+
+def cmd_camera_audit(args) -> int:
+    from sensorveil.benchmarks.camera_goal import camera_goal, format_goal
+    from sensorveil.benchmarks.clip_audit import audit_clip
+    identity = identity_audit(args)
+    clip = args.clip or training_clip(args.bundle)
+    clip_result = None
+    if clip is not None:
+        log(f"clip audit: {clip} through {args.bundle} (leak meter, recall, count)")
+        clip_result = audit_clip(args.bundle, clip, frames=args.frames, backend=args.backend, log=log)
+    goal = camera_goal(clip_result, identity)
+    print(format_goal(goal))
+    write_json({"bundle": str(args.bundle), "goal": goal, "identity": identity, "clip": clip_result}, args.json)
     return 0
 
 
 def add_parser(verbs) -> None:
-    p = verbs.add_parser("camera-audit", help="re-identify the people of a camera bundle's release: rank-1 and mAP "
-                                              "against raw crops, with power; who the substitutes are")
-    p.add_argument("bundle", help="a camera BUNDLE whose training run is on this machine (no retraining)")
+    p = verbs.add_parser("camera-audit", help="the camera goal of a bundle, part by part: re-identification with "
+                                              "power, leak meter, recall and people count on a clip")
+    p.add_argument("bundle", help="a camera BUNDLE (identity needs its training run on this machine)")
+    p.add_argument("--clip", type=Path, default=None,
+                   help="the clip to run the bundle over (default: its training run's clip)")
+    p.add_argument("--frames", type=positive_int, default=None, help="only the clip's first N frames")
+    p.add_argument("--no-identity", action="store_true", help="skip the re-identification audit (it trains an "
+                                                              "attacker: minutes)")
     p.add_argument("--backend", default="auto", help="runtime backend that draws the release")
     p.add_argument("--epochs", type=positive_int, default=15, help="training epochs of the re-id attacker")
     p.add_argument("--seed", type=int, default=0, help="the attacker's seed and the intervals' bootstrap seed")

@@ -8,7 +8,7 @@ def cmd_quickstart(args) -> int:
     if args.camera:
         from sensorveil.quickstart import camera_quickstart
         camera_quickstart(Path(args.out), Path(args.camera), person_detector=args.person_detector,
-                          camera_speed=args.camera_speed, bank=args.bank)
+                          camera_speed=args.camera_speed, bank=args.bank, full_size=args.full_size)
         return 0
     from sensorveil.quickstart import quickstart
     quickstart(Path(args.out), epochs=args.epochs)
@@ -31,4 +31,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--bank", default="rendered", choices=("rendered", "clip"),
                    help="with --camera: who the substitutes are: rendered (default) walkers sensorveil draws, no "
                    "real person; clip: the clip's own bystanders, shown at places and times they never were")
+    p.add_argument("--full-size", action="store_true",
+                   help="with --camera: work at the clip's own size; by default a clip wider than 640 px is "
+                   "scaled to 640 wide (training, audits and preview cost about the frame's pixel count)")
     p.set_defaults(func=cmd_quickstart)

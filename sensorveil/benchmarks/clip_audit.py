@@ -1,0 +1,154 @@
+"""A camera bundle's release over a clip, measured as its user would: is anyone shown raw (the leak meter), are
+the people found (recall against offline reference detectors) and are they still counted (the release's count
+against the raw clip's, beside what JPEG quality 90 alone changes).
+
+Everything runs the bundle as `sensorveil run` does (``load_for_stream``: torch-free runtime, colour release),
+frame by frame, without retraining and without writing anywhere but where the caller asks:
+
+* leak meter (leak_meter.py): every raw frame's people found offline (difference from the clip's median, plus
+  the bundle's learned detector on overlapping tiles when it carries one); a box the pipeline did not cover
+  that the release still shows leaks. Its power: a control ghost blended into the release must be caught.
+* recall: on every SAMPLE_EVERY-th frame past WARM_UP, the share of those reference people the pipeline's own
+  boxes cover (IoU >= 0.3, detector_recall.found), with a Wilson interval.
+* count: each counter (the pipeline's own, and an independent one: the bundle's learned detector alone where
+  it carries one, else OpenCV's KNN background model) counts people in the raw frame, in the released frame
+  and in the raw frame re-encoded as JPEG 90 (the floor: what any lossy camera stream changes). Agreement is
+  the share of frames whose count equals the raw frame's; the release holds when its agreement is within
+  COUNT_POINTS of the floor's.
+"""
+import time
+
+import numpy as np
+
+from sensorveil.benchmarks.detector_recall import found, wilson
+from sensorveil.benchmarks.leak_meter import LeakMeter, TiledPeople, empty_scene, merge_boxes, offline_boxes
+
+RECALL_GOAL = 0.85        # share of the reference people the pipeline must cover
+COUNT_POINTS = 0.10       # the release's count agreement may fall this far below the JPEG-90 floor's
+WARM_UP = 30              # frames the motion model needs before recall is scored
+SAMPLE_EVERY = 10         # recall is scored on every 10th frame (the tiled reference costs 4 detector runs)
+FLOOR_QUALITY = 90
+PROGRESS_SECONDS = 20.0
+
+
+def read_clip(clip, frames=None) -> list:
+    """The clip's first ``frames`` frames (all by default), BGR."""
+    import cv2
+    capture, out = cv2.VideoCapture(str(clip)), []
+    if not capture.isOpened():
+        raise ValueError(f"clip: cannot open {clip}; expected a video file OpenCV reads (.avi, .mp4)")
+    ok, frame = capture.read()
+    while ok and (frames is None or len(out) < frames):
+        out.append(frame)
+        ok, frame = capture.read()
+    capture.release()
+    if not out:
+        raise ValueError(f"clip: {clip} has no frame OpenCV can decode")
+    return out
+
+
+def jpeg_floor(frame):
+    """The frame re-encoded as JPEG FLOOR_QUALITY: what a lossy camera stream alone changes."""
+    import cv2
+    ok, encoded = cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, FLOOR_QUALITY])
+    return cv2.imdecode(encoded, cv2.IMREAD_COLOR)
+
+
+def counter_factories(privatizer) -> dict:
+    """name -> (label, factory of a fresh counter frame -> boxes). Each video gets its own counter: they keep a
+    background model of what they have seen."""
+    from sensorveil.runtime.camera import MotionPeopleDetector, PersonCrops
+    from sensorveil.runtime.camera.learned import DETECTOR_GRAPH, LearnedPeopleDetector
+
+    def pipeline():
+        people = PersonCrops()
+        return lambda frame: people.prepare(frame)[1][1]
+
+    def learned():
+        detector = LearnedPeopleDetector(privatizer.run_graph)
+        return lambda frame: (detector.detect(frame), detector.learned)[1]
+
+    independent = ("the bundle's learned detector alone", learned) if DETECTOR_GRAPH in privatizer.graphs else \
+        ("OpenCV's KNN background model (the bundle carries no learned detector)",
+         lambda: MotionPeopleDetector(background="knn").detect)
+    return {"pipeline": ("the pipeline's own counter (motion + tracker)", pipeline), "independent": independent}
+
+
+class CountCheck(object):
+    """Per counter, the people it counts in the raw, released and JPEG-90 frames."""
+
+    def __init__(self, factories: dict):
+        self.labels = {name: label for name, (label, _) in factories.items()}
+        self.counters = {name: [make() for _ in range(3)] for name, (_, make) in factories.items()}
+        self.counts = {name: ([], [], []) for name in factories}
+
+    def add(self, raw, released) -> None:
+        floor = jpeg_floor(raw)
+        for name, counters in self.counters.items():
+            for series, count, frame in zip(self.counts[name], counters, (raw, released, floor)):
+                series.append(len(count(frame)))
+
+    def figures(self) -> dict:
+        out = {}
+        for name, (raw, released, floor) in self.counts.items():
+            raw, released, floor = (np.asarray(s) for s in (raw, released, floor))
+            same, same_floor = float((released == raw).mean()), float((floor == raw).mean())
+            out[name] = {"counter": self.labels[name], "frames": int(len(raw)), "raw_people": int(raw.sum()),
+                         "released_people": int(released.sum()), "floor_people": int(floor.sum()),
+                         "same_count": same, "floor_same_count": same_floor,
+                         "holds": same >= same_floor - COUNT_POINTS}
+        return out
+
+
+class RecallCheck(object):
+    """The pipeline's boxes against the reference people, on every SAMPLE_EVERY-th frame past WARM_UP."""
+
+    def __init__(self, empty, tiles=None):
+        self.empty, self.tiles = empty, tiles
+        self.reference = "difference from the empty scene" + ("" if tiles is None else " + " + tiles.label)
+        self.hits = self.total = self.frames = 0
+
+    def add(self, index: int, raw, pipeline_boxes) -> None:
+        if index < WARM_UP or (index - WARM_UP) % SAMPLE_EVERY:
+            return
+        people = offline_boxes(raw, self.empty)
+        if self.tiles is not None:
+            people = merge_boxes(people, self.tiles(index, raw))
+        self.frames, self.total = self.frames + 1, self.total + len(people)
+        self.hits += found(people, pipeline_boxes)
+
+    def figures(self) -> dict:
+        share = self.hits / self.total if self.total else None
+        return {"frames_scored": self.frames, "reference": self.reference, "reference_people": self.total,
+                "found": self.hits, "share": share,
+                "interval": wilson(self.hits, self.total), "goal": RECALL_GOAL,
+                "holds": None if share is None else share >= RECALL_GOAL}
+
+
+def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None) -> dict:
+    """Leak meter, recall and count of ``bundle``'s release over ``clip`` (its first ``frames`` frames)."""
+    from sensorveil.runtime.camera.learned import DETECTOR_GRAPH
+    from sensorveil.runtime.sources import open_source
+    from sensorveil.runtime.stream import Stream, load_for_stream
+
+    raw_frames = read_clip(clip, frames)
+    empty = empty_scene(raw_frames)     # the leak meter's and the reference people's empty scene
+    privatizer = load_for_stream(bundle, backend=backend)
+    tiles = TiledPeople(privatizer.run_graph) if DETECTOR_GRAPH in privatizer.graphs else None
+    meter, recall = LeakMeter(empty, offline=tiles), RecallCheck(empty, tiles)
+    counts = CountCheck(counter_factories(privatizer))
+    stream = Stream(privatizer, open_source(str(clip), reconnect=False, prefetch=False))
+    last = started = time.monotonic()
+    for result in stream:
+        if result.frame.index >= len(raw_frames):
+            break
+        raw, boxes = result.frame.data, stream.preprocessor.last_boxes
+        meter.add(result.frame.index, raw, result.output, boxes, stream.preprocessor.last_windows)
+        recall.add(result.frame.index, raw, boxes)
+        counts.add(raw, result.output)
+        if log is not None and time.monotonic() - last >= PROGRESS_SECONDS:
+            last = time.monotonic()
+            log(f"clip audit: frame {result.frame.index + 1} of {len(raw_frames)}, {last - started:.0f} s")
+    return {"clip": str(clip), "frames": len(raw_frames), "frame_size": list(raw_frames[0].shape[1::-1]),
+            "leak_meter": meter.figures(), "recall": recall.figures(), "count": counts.figures(),
+            "bad_frames": stream.report()["bad"]}
