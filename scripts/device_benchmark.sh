@@ -23,7 +23,6 @@ FRAMES=${3:-300}
 REPORT_DIR=${4:-reports}
 PYTHON=${PYTHON:-python3}
 
-mkdir -p "$REPORT_DIR"
-REPORT=$("$PYTHON" -m sensorveil.benchmarks.stream_bench --report-path "$REPORT_DIR")
-echo "device: $("$PYTHON" -m sensorveil.benchmarks.stream_bench --device-name)  report: $REPORT"
-"$PYTHON" -m sensorveil benchmark "$BUNDLE" --backend all --source "$SOURCE" --frames "$FRAMES" --json "$REPORT"
+# the same as: sensorveil benchmark BUNDLE --backend all --source SOURCE --frames FRAMES --device-report REPORT_DIR
+"$PYTHON" -m sensorveil benchmark "$BUNDLE" --backend all --source "$SOURCE" --frames "$FRAMES" \
+    --device-report "$REPORT_DIR"

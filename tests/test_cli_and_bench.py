@@ -191,3 +191,14 @@ def test_a_camera_stream_is_not_read_against_the_per_crop_table():
     assert "0.05x the table's FPS (1,200" in stream_line("clip.avi", row)    # like with like: FPS over FPS
     camera = stream_line("clip.avi", {**row, "stream_preprocessor": "person-crops"})
     assert "x the table's FPS" not in camera and "people new to the tracker" in camera
+
+
+def test_the_device_report_is_named_after_the_detected_device(digits_bundle, tmp_path, capsys):
+    from sensorveil.benchmarks.stream_bench import detected_device
+    assert main(["benchmark", str(digits_bundle), "--frames", "20", "--device-report", str(tmp_path / "r")]) == 0
+    reports = list((tmp_path / "r").glob(f"{detected_device()['name']}-*.json"))
+    assert len(reports) == 1 and reports[0].with_suffix(".md").is_file()
+    assert f"report: {reports[0]}" in capsys.readouterr().out
+    assert main(["benchmark", str(digits_bundle), "--json", str(tmp_path / "x.json"), "--device-report",
+                 str(tmp_path)]) == 2
+    assert "drop --json" in capsys.readouterr().err

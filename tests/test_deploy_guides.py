@@ -149,7 +149,7 @@ def test_board_commands_use_the_python_their_set_up_script_installs_into(name):
     assert 'python3 -m venv' in text and "--user" not in text and "$HOME/.sensorveil" in text
     for heading, block in guide_blocks(name):
         for line in logical_lines(block):
-            if re.match(r"(PYTHON=\S+ )?(python3 -m )?sensorveil run|.*device_benchmark\.sh", line):
+            if re.match(r"(PYTHON=\S+ )?\S*(python3 -m )?sensorveil (run|benchmark)|.*device_benchmark\.sh", line):
                 assert "~/.sensorveil/bin/" in line, f"{name}: {line!r} does not use the script's environment"
 
 

@@ -13,7 +13,6 @@ least two such figures gets no estimate, with the reason.
 
     python -m sensorveil.benchmarks.stream_bench --device-name   # what device_benchmark.sh uses
 """
-import argparse
 import platform
 import sys
 import time
@@ -205,19 +204,3 @@ def default_report_path(directory: "str | Path" = "reports") -> Path:
     """reports/DEVICE-YYYYmmdd-HHMMSS.json, named after the detected device."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return Path(directory) / f"{detected_device()['name']}-{stamp}.json"
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="device naming for device benchmark reports")
-    parser.add_argument("--device-name", action="store_true", help="print the detected device's name")
-    parser.add_argument("--report-path", metavar="DIR", help="print the report path for this device under DIR")
-    args = parser.parse_args(argv)
-    if args.report_path:
-        print(default_report_path(args.report_path))
-    else:
-        print(detected_device()["name"])
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -52,6 +52,8 @@ def cmd_benchmark(args) -> int:
                          "(a bundle is benchmarked as it is, one row per backend)")
     if args.attacker_epochs < 0:
         raise UsageError("--attacker-epochs takes 0 (use the manifest's figures) or more")
+    if args.device_report is not None:
+        name_device_report(args)
     if args.versus is not None and not (args.source and Path(args.source).is_file()):
         raise UsageError(f"--versus {args.versus} runs {args.versus} on the frames the stream runs: it needs "
                          f"--source set to a video file (got {args.source!r})")
@@ -76,6 +78,17 @@ def cmd_benchmark(args) -> int:
         print(f"wrote {args.json} (every figure), {stem}.md" + (f", {stem}.png" if "plot" in written else
               f"; no {stem}.png: {written.get('plot_skipped', 'the plot was not drawn')}"))
     return 0
+
+
+def name_device_report(args) -> None:
+    """--device-report DIR: every backend the bundle carries, the report named after the detected device
+    (DIR/DEVICE-YYYYmmdd-HHMMSS.json, .md beside it): what a board owner runs and sends back."""
+    from sensorveil.benchmarks.stream_bench import default_report_path, detected_device
+    if args.json is not None:
+        raise UsageError("--device-report names the report itself; drop --json")
+    Path(args.device_report).mkdir(parents=True, exist_ok=True)
+    args.json = str(default_report_path(args.device_report))
+    print(f"device: {detected_device()['name']}  report: {args.json}", flush=True)
 
 
 def print_versus(args, result: dict) -> None:
@@ -137,4 +150,7 @@ def add_parser(verbs) -> None:
                    help="with --source VIDEO: also run this peer on the same frames and print each stream's frames "
                         "per CPU-second as a multiple of its (pip install 'sensorveil[peers]' and deface)")
     p.add_argument("--json", default=None, help="write JSON (+ .md table and .png plot beside it)")
+    p.add_argument("--device-report", default=None, metavar="DIR",
+                   help="the board owner's report: the JSON (+ .md) goes to DIR/DEVICE-YYYYmmdd-HHMMSS.json, "
+                        "named after the detected device (with --backend all, the default: every backend)")
     p.set_defaults(func=cmd_benchmark)
