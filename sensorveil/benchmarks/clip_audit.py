@@ -2,19 +2,20 @@
 the people found (recall against offline reference detectors) and are they still counted (the release's count
 against the raw clip's, beside what JPEG quality 90 alone changes).
 
-Everything runs the bundle as `sensorveil run` does (``load_for_stream``: torch-free runtime, colour release),
-frame by frame, without retraining and without writing anywhere but where the caller asks:
+The bundle runs as `sensorveil run` runs it (``load_for_stream``: torch-free runtime, colour release), over
+every frame (its detectors learn as on the device), without retraining and writing nothing. The figures are read
+on every JUDGE_EVERY-th frame past WARM_UP (the offline references cost four detector runs a frame):
 
-* leak meter (leak_meter.py): every raw frame's people found offline (difference from the clip's median, plus
-  the bundle's learned detector on overlapping tiles when it carries one); a box the pipeline did not cover
-  that the release still shows leaks. Its power: a control ghost blended into the release must be caught.
+* leak meter (leak_meter.py): each judged raw frame's people found offline (difference from the clip's median,
+  plus the bundle's learned detector on overlapping tiles when it carries one); a box the pipeline did not
+  cover that the release still shows leaks. Its power: a control ghost blended into the release must be caught.
 * recall: on every SAMPLE_EVERY-th frame past WARM_UP, the share of those reference people the pipeline's own
   boxes cover (IoU >= 0.3, detector_recall.found), with a Wilson interval.
 * count: each counter (the pipeline's own, and an independent one: the bundle's learned detector alone where
-  it carries one, else OpenCV's KNN background model) counts people in the raw frame, in the released frame
-  and in the raw frame re-encoded as JPEG 90 (the floor: what any lossy camera stream changes). Agreement is
-  the share of frames whose count equals the raw frame's; the release holds when its agreement is within
-  COUNT_POINTS of the floor's.
+  it carries one, else OpenCV's KNN background model) counts people in the raw frame, in the released frame and
+  in the raw frame re-encoded as JPEG 90 (the floor: what any lossy camera stream changes); counters with a
+  background model see every frame. Agreement is the share of judged frames whose count equals the raw
+  frame's; the release holds when its agreement is within COUNT_POINTS of the floor's.
 """
 import time
 
@@ -25,8 +26,9 @@ from sensorveil.benchmarks.leak_meter import LeakMeter, TiledPeople, empty_scene
 
 RECALL_GOAL = 0.85        # share of the reference people the pipeline must cover
 COUNT_POINTS = 0.10       # the release's count agreement may fall this far below the JPEG-90 floor's
-WARM_UP = 30              # frames the motion model needs before recall is scored
-SAMPLE_EVERY = 10         # recall is scored on every 10th frame (the tiled reference costs 4 detector runs)
+WARM_UP = 30              # frames the motion model needs before anything is judged
+JUDGE_EVERY = 2           # leak meter and count: every other frame (people move little in one frame)
+SAMPLE_EVERY = 10         # recall: every 10th frame, as the committed pages score it
 FLOOR_QUALITY = 90
 PROGRESS_SECONDS = 20.0
 
@@ -65,28 +67,35 @@ def counter_factories(privatizer) -> dict:
         return lambda frame: people.prepare(frame)[1][1]
 
     def learned():
-        detector = LearnedPeopleDetector(privatizer.run_graph)
-        return lambda frame: (detector.detect(frame), detector.learned)[1]
+        return LearnedPeopleDetector(privatizer.run_graph).find      # the graph alone: no background model
 
     independent = ("the bundle's learned detector alone", learned) if DETECTOR_GRAPH in privatizer.graphs else \
         ("OpenCV's KNN background model (the bundle carries no learned detector)",
          lambda: MotionPeopleDetector(background="knn").detect)
+    # the pipeline's counter and KNN keep a background model: they count every frame, read on judged ones
     return {"pipeline": ("the pipeline's own counter (motion + tracker)", pipeline), "independent": independent}
 
 
 class CountCheck(object):
-    """Per counter, the people it counts in the raw, released and JPEG-90 frames."""
+    """Per counter, the people it counts in the raw, released and JPEG-90 frames. ``stateless``: counters that
+    keep no background model, run on judged frames only."""
 
-    def __init__(self, factories: dict):
+    def __init__(self, factories: dict, stateless=()):
         self.labels = {name: label for name, (label, _) in factories.items()}
         self.counters = {name: [make() for _ in range(3)] for name, (_, make) in factories.items()}
         self.counts = {name: ([], [], []) for name in factories}
+        self.stateless = set(stateless)
 
-    def add(self, raw, released) -> None:
+    def add(self, raw, released, read: bool = True) -> None:
+        """Every counter with a background model sees the frames; the counts are kept where ``read``."""
         floor = jpeg_floor(raw)
         for name, counters in self.counters.items():
-            for series, count, frame in zip(self.counts[name], counters, (raw, released, floor)):
-                series.append(len(count(frame)))
+            if name in self.stateless and not read:
+                continue
+            counted = [len(count(frame)) for count, frame in zip(counters, (raw, released, floor))]
+            if read:
+                for series, people in zip(self.counts[name], counted):
+                    series.append(people)
 
     def figures(self) -> dict:
         out = {}
@@ -125,6 +134,22 @@ class RecallCheck(object):
                 "holds": None if share is None else share >= RECALL_GOAL}
 
 
+class LastFrame(object):
+    """``tiles(index, frame)`` computed once per frame: the leak meter and recall ask for the same frame."""
+
+    def __init__(self, tiles):
+        self.tiles, self.label, self.index, self.boxes = tiles, tiles.label, None, None
+
+    def __call__(self, index, frame):
+        if index != self.index:
+            self.index, self.boxes = index, self.tiles(index, frame)
+        return self.boxes
+
+
+def judged(index: int) -> bool:
+    return index >= WARM_UP and (index - WARM_UP) % JUDGE_EVERY == 0
+
+
 def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None) -> dict:
     """Leak meter, recall and count of ``bundle``'s release over ``clip`` (its first ``frames`` frames)."""
     from sensorveil.runtime.camera.learned import DETECTOR_GRAPH
@@ -134,18 +159,20 @@ def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None) -> di
     raw_frames = read_clip(clip, frames)
     empty = empty_scene(raw_frames)     # the leak meter's and the reference people's empty scene
     privatizer = load_for_stream(bundle, backend=backend)
-    tiles = TiledPeople(privatizer.run_graph) if DETECTOR_GRAPH in privatizer.graphs else None
+    learned = DETECTOR_GRAPH in privatizer.graphs
+    tiles = LastFrame(TiledPeople(privatizer.run_graph)) if learned else None
     meter, recall = LeakMeter(empty, offline=tiles), RecallCheck(empty, tiles)
-    counts = CountCheck(counter_factories(privatizer))
+    counts = CountCheck(counter_factories(privatizer), stateless=("independent",) if learned else ())
     stream = Stream(privatizer, open_source(str(clip), reconnect=False, prefetch=False))
     last = started = time.monotonic()
     for result in stream:
         if result.frame.index >= len(raw_frames):
             break
-        raw, boxes = result.frame.data, stream.preprocessor.last_boxes
-        meter.add(result.frame.index, raw, result.output, boxes, stream.preprocessor.last_windows)
-        recall.add(result.frame.index, raw, boxes)
-        counts.add(raw, result.output)
+        index, raw, boxes = result.frame.index, result.frame.data, stream.preprocessor.last_boxes
+        if judged(index):
+            meter.add(index, raw, result.output, boxes, stream.preprocessor.last_windows)
+        recall.add(index, raw, boxes)
+        counts.add(raw, result.output, judged(index))
         if log is not None and time.monotonic() - last >= PROGRESS_SECONDS:
             last = time.monotonic()
             log(f"clip audit: frame {result.frame.index + 1} of {len(raw_frames)}, {last - started:.0f} s")
