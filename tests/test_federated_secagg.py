@@ -66,6 +66,7 @@ def test_tappfl_refuses_secagg_where_the_server_would_average_a_share_of_the_tra
     check_config(TAPPFLConfig(secure_aggregation=True, norm_multiple=0.0, fraction=1.0), data, "lt5")
 
 
+@pytest.mark.slow
 @pytest.mark.loopback
 def test_pass_federated_trains_with_secagg_over_tls_and_an_unregistered_node_is_refused(tmp_path, monkeypatch):
     from sensorveil.cli import main
