@@ -11,8 +11,11 @@ such mechanism needs around it, one job per module:
   simulation.log; ``logs``: following a Flower process's output, and the one line that says why a run failed.
 * ``processes``: the Flower processes of a deployment (``flwr run`` with a limit, ``LoopbackFederation``:
   a SuperLink and SuperNodes as real processes on 127.0.0.1), each stopped by its own process id.
-* ``apps``: the ServerApp and ClientApp pair built from a mechanism's server loop and device handlers, and
-  the Flower App directory ``flwr run`` is given.
+* ``apps``: the ServerApp and ClientApp pair built from a mechanism's server loop and device handlers (every
+  ClientApp carries the protections' mods), and the Flower App directory ``flwr run`` is given.
+* ``privacy_options``: the settings for Flower's SecAgg+ (``secure_aggregation``) and client-side differential
+  privacy, and their refusals; ``secure_aggregation`` and ``differential_privacy``: Flower's parts for each
+  wired to the strict strategy; ``accountant``: the (epsilon, delta) the noise spends.
 
 The names below are importable from ``sensorveil.sdk.federated`` itself; importing it never imports flwr.
 """

@@ -9,11 +9,20 @@ import json
 from pathlib import Path
 
 
+def protection_mods() -> list:
+    """The client mods every device runs: Flower's SecAgg+ masking and differential privacy clipping, each
+    acting only on a round whose server asked for it (federated.privacy_options), so one ClientApp serves
+    every run; the adapter between them gives the mechanism's handler SecAgg+'s legacy message in its own form."""
+    from sensorveil.sdk.federated.differential_privacy import clipping_when_asked
+    from sensorveil.sdk.federated.secure_aggregation import fitins_adapter, secure_aggregation_when_asked
+    return [secure_aggregation_when_asked, fitins_adapter, clipping_when_asked]
+
+
 def flower_app_pair(run_server, device_train, device_evaluate=None) -> dict:
     """{"client_app", "server_app"}: the deployment's apps (the server's spec from `flwr run`'s run config)."""
     from flwr.clientapp import ClientApp
     from flwr.serverapp import ServerApp
-    client, server = ClientApp(), ServerApp()
+    client, server = ClientApp(mods=protection_mods()), ServerApp()
     client.train()(device_train)
     if device_evaluate is not None:
         client.evaluate()(device_evaluate)

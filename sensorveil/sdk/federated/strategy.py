@@ -101,13 +101,38 @@ class StrictRounds:
     after each aggregation."""
 
     def __init__(self, *args, progress=None, aggregate_fraction: float | None = None,
-                 limits: UpdateLimits | None = None, min_valid_replies: int = 0, **kwargs):
+                 limits: UpdateLimits | None = None, min_valid_replies: int = 0,
+                 secure_aggregation: dict | None = None, differential_privacy: dict | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         if min_valid_replies < 0:
             raise ValueError(f"min_valid_replies={min_valid_replies}: expected >= 0 (0: more than half the sample)")
         self.progress, self.aggregate_fraction = progress, aggregate_fraction
         self.limits, self.min_valid_replies = limits or UpdateLimits(), min_valid_replies
         self.sent, self.started, self.reference = {}, {}, None
+        # federated.privacy_options: SecAgg+ replaces the training loop, differential privacy wraps this strategy
+        self.secure_aggregation, self.differential_privacy = secure_aggregation, differential_privacy
+        self.uniform_weights, self.release_figures = False, None   # set by the differential privacy wrapper
+
+    def start(self, grid, initial_arrays, num_rounds: int = 3, timeout: float = 3600, train_config=None,
+              evaluate_config=None, evaluate_fn=None):
+        """Flower's loop, through SecAgg+ or inside Flower's differential privacy wrapper when asked."""
+        from flwr.app import ConfigRecord
+        train_config = ConfigRecord() if train_config is None else train_config
+        evaluate_config = ConfigRecord() if evaluate_config is None else evaluate_config
+        if self.secure_aggregation is not None:
+            from sensorveil.sdk.federated.secure_aggregation import run_secure_rounds
+            return run_secure_rounds(self, grid, initial_arrays, num_rounds, timeout, train_config, evaluate_config,
+                                     self.secure_aggregation)
+        if self.differential_privacy is not None:
+            from sensorveil.sdk.federated.differential_privacy import private_strategy
+            wrapped = private_strategy(self, num_sampled=self.aggregated_per_round(), **self.differential_privacy)
+            return wrapped.start(grid, initial_arrays, num_rounds, timeout, train_config, evaluate_config, evaluate_fn)
+        return super().start(grid, initial_arrays, num_rounds, timeout, train_config, evaluate_config, evaluate_fn)
+
+    def aggregated_per_round(self) -> int:
+        """The updates a round averages when every sampled device answers and none is dropped."""
+        sampled = max(int(self.min_available_nodes * self.fraction_train), self.min_train_nodes, 1)
+        return max(1, round(self.aggregate_fraction * sampled)) if self.aggregate_fraction is not None else sampled
 
     def configure_train(self, server_round, arrays, config, grid):
         from flwr.serverapp.strategy.strategy_utils import sample_nodes
@@ -136,7 +161,13 @@ class StrictRounds:
             replies = random.sample(replies, max(1, round(self.aggregate_fraction * len(replies))))
         if hasattr(self, "beta"):   # FedTrimmedAvg: a round it would not trim fails instead of averaging all
             check_trim(self.beta, len(replies), error=lambda text: FederationError(f"round {server_round}: {text}"))
+        if self.uniform_weights:   # a device's claimed row count must not scale it past the clipping bound
+            for reply in replies:
+                next(iter(reply.content.metric_records.values()))[self.weighted_by_key] = 1
         arrays, metrics = super().aggregate_train(server_round, replies)
+        if self.release_figures is not None and metrics is not None:
+            for key, value in self.release_figures(len(replies)).items():
+                metrics[key] = value
         self._report("train", server_round, metrics, len(replies), dropped)
         return arrays, metrics
 

@@ -31,11 +31,13 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
 from sensorveil.sdk import federated
+from sensorveil.sdk.federated.differential_privacy import privacy_metrics, privacy_record
 from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import TrainRequest
 from sensorveil.sdk.mechanisms.pass_federated_parts.config import PassFederatedConfig, check_config
@@ -93,10 +95,13 @@ def train_pass_federated_run(request: TrainRequest, config: PassFederatedConfig)
                                         **federated.partition_summary(parts, lambda p: labels[p])},
                           "data": "each device's rows in a folder of its own, read by that device's node only; "
                                   "model updates leave a device, rows never do",
-                          "rounds": rounds}}
+                          "rounds": rounds,
+                          "secure_aggregation": config.secure_aggregation,
+                          "differential_privacy": privacy_record(asdict(config), rounds)}}
     head = load_head(out, run)
     evaluation = evaluate_model(pdata, head, attacker_epochs=request.attacker_epochs, seed=config.seed, plot_dir=out)
-    return {**run, "reference": evaluation["reference"], "metrics": evaluation["metrics"],
+    metrics = {**evaluation["metrics"], **privacy_metrics(run["federation"]["differential_privacy"])}
+    return {**run, "reference": evaluation["reference"], "metrics": metrics,
             "confusion_plot": evaluation.get("confusion_plot"), "train_seconds": round(time.time() - started, 1)}
 
 

@@ -52,6 +52,7 @@ from pathlib import Path
 
 from sensorveil.sdk.audit import Release
 from sensorveil.sdk.datasets import SensorDataset
+from sensorveil.sdk.federated.differential_privacy import privacy_metrics, privacy_record
 from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, bundle_privatize
 from sensorveil.sdk.mechanisms.tappfl_parts.bundle import (
@@ -182,19 +183,22 @@ class TAPPFLMechanism(Mechanism):
         out = Path(request.out)
         spec = federation_spec(request.data, request.base, useful, private, config, out)
         seconds = federate(spec, out, config)
+        rounds = json.loads((out / HISTORY_FILE).read_text())
         run = {**request.base, "useful": useful, "private": private, "seed": config.seed, "kind": self.kind,
                "output": representation_spec(config.representation_dim), "config": asdict(config),
                "weights_file": FEATURE_FILE,
                "federation": {"runtime": config.federation, "flower": flower_version(),
                               "wall_seconds": round(seconds, 1),
                               "partition": partition_record(request.data, useful, private, config),
-                              "rounds": json.loads((out / HISTORY_FILE).read_text())}}
+                              "rounds": rounds, "secure_aggregation": config.secure_aggregation,
+                              "differential_privacy": privacy_record(asdict(config), rounds)}}
         task, _ = self.task(out, run)
         run["reference"] = reference_figures(task)
         if config.reference_attacks:
             run["reference"].update(raw_figures(task, request.attacker_epochs, config.seed))
         run["metrics"] = {**self.evaluate_release(self.release(out, run), request.attacker_epochs, config.seed),
-                          **paper_figures(run["federation"]["rounds"], int(request.data.num_classes[private]))}
+                          **paper_figures(run["federation"]["rounds"], int(request.data.num_classes[private])),
+                          **privacy_metrics(run["federation"]["differential_privacy"])}
         return run
 
     def privatize(self, run_dir, run: dict):

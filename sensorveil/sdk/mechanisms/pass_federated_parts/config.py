@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sensorveil.sdk.federated.privacy_options import PrivacyOptions, check_privacy_options
 from sensorveil.sdk.mechanisms.pass_federated_parts.bank import BANK_SOURCES
 from sensorveil.sdk.mechanisms.pass_parts.config import PASSConfig
 
@@ -11,9 +12,10 @@ PARTITIONS = ("iid", "dirichlet", "groups")
 
 
 @dataclass
-class PassFederatedConfig(PASSConfig):
+class PassFederatedConfig(PASSConfig, PrivacyOptions):
     """PASSConfig's fields keep their meaning, except the training length: rounds x local_epochs replaces
-    ``epochs`` (--epochs sets ``rounds``), and f starts from a seeded initialisation (no pre-training)."""
+    ``epochs`` (--epochs sets ``rounds``), and f starts from a seeded initialisation (no pre-training).
+    PrivacyOptions adds Flower's SecAgg+ and differential privacy (sdk/federated/privacy_options.py)."""
     clients: int = 4                  # devices; the training split is partitioned over them
     rounds: int = 15                  # federated rounds; every device trains every round
     local_epochs: int = 10            # passes of PASS's mini-batch steps over a device's own rows a round
@@ -66,3 +68,4 @@ def check_config(config: PassFederatedConfig) -> None:
         raise ValueError(f"min_valid_replies={config.min_valid_replies}, max_examples={config.max_examples}, "
                          f"max_update_ratio={config.max_update_ratio}, norm_multiple={config.norm_multiple}: each "
                          "must be >= 0 (0: the default rule; norm_multiple 0 or >= 1)")
+    check_privacy_options(config, config.clients)

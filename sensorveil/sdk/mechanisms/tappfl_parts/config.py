@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sensorveil.sdk.datasets import SensorDataset
+from sensorveil.sdk.federated.privacy_options import PrivacyOptions, check_privacy_options
 
 PHASES = ("pretrain", "tappfl")
 BOUNDS = ("vclub", "ce")
 
 
 @dataclass
-class TAPPFLConfig:
+class TAPPFLConfig(PrivacyOptions):   # PrivacyOptions: Flower's SecAgg+ and differential privacy
     lam: float = 0.5                  # lambda of eq. 7 (Table 2 sweeps 0, 0.25, 0.5, 0.75, 1)
     rounds: int = 20                  # T, global rounds (experimental setup); --epochs sets it too
     pretrain_rounds: int = 5          # federated rounds of the utility term alone before TAPPFL; 0: none
@@ -78,6 +79,7 @@ def check_config(config: TAPPFLConfig, data: SensorDataset, private: str) -> Non
         raise ValueError(f"min_valid_replies={config.min_valid_replies}, max_examples={config.max_examples}, "
                          f"max_update_ratio={config.max_update_ratio}, norm_multiple={config.norm_multiple}: each "
                          "must be >= 0 (0: the default rule; norm_multiple 0 or >= 1)")
+    check_privacy_options(config, per_round, averages_a_share=config.participation == "all" and config.fraction < 1)
     by = config.partition_by or private
     if by not in data.attributes:
         raise ValueError(f"partition_by={by!r}: dataset {data.name!r} has no such attribute; expected one of "

@@ -62,13 +62,16 @@ def server_strategy(spec: dict):
 
 
 def strategy_settings(spec: dict) -> dict:
-    """The typed settings of the strategy: what the server accepts from a device, and trimming."""
+    """The typed settings of the strategy: what the server accepts from a device, trimming, and the
+    protections the config asks for (SecAgg+, differential privacy)."""
+    from sensorveil.sdk.federated.privacy_options import strategy_privacy_settings
     from sensorveil.sdk.federated.validation import UpdateLimits
     cfg, limits = spec["config"], spec.get("limits", {})
     settings = {"limits": UpdateLimits(max_examples=limits.get("max_examples") or None,
                                        max_update_ratio=float(cfg.get("max_update_ratio", 0.0)),
                                        norm_multiple=float(cfg.get("norm_multiple", 0.0))),
-                "min_valid_replies": int(cfg.get("min_valid_replies", 0))}
+                "min_valid_replies": int(cfg.get("min_valid_replies", 0)),
+                **strategy_privacy_settings(cfg, limits.get("max_examples"))}
     if cfg.get("aggregation") == "fedtrimmedavg":
         settings["beta"] = float(cfg["trim_fraction"])
     return settings
