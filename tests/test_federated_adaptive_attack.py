@@ -70,6 +70,7 @@ def distance(a: dict, b: dict) -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.attack
 def test_an_adaptive_client_just_under_the_norm_bound_does_not_take_over_the_global_model(tmp_path):
     honest, _ = run(tmp_path / "honest", None, norm_multiple=MULTIPLE)   # every device honest
     # its own honest step runs up to a third above the round median here, so 0.6 x the multiple keeps it under
