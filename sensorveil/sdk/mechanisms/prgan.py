@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from sensorveil.runtime.stages.model import ModelEntry
 from sensorveil.sdk.datasets import SensorDataset
 from sensorveil.sdk.evaluation import Task, baselines, dataset_slices, evaluate, raw_reference
 from sensorveil.sdk.mechanisms import register
@@ -334,7 +335,7 @@ class PerturbationMechanism(Mechanism):
         entry = {"name": run["mechanism"], "kind": self.kind, "useful": run["useful"], "private": run["private"],
                  "parameters": {"margin_c": selection.get("margin_c"), **{
                      key: run["config"][key] for key in ("alpha", "beta", "utility_threshold")}}}
-        return entry, [{"kind": "model", "graph": "model"}]
+        return entry, [ModelEntry("model").to_manifest()]
 
 
 class LaplaceBaseline(PerturbationMechanism):

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sensorveil.runtime.stages.prgan_med import KIND, conditioned
+from sensorveil.runtime.stages.prgan_med import PRGANMEDEntry, conditioned
 from sensorveil.sdk.datasets import SensorDataset
 from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import Graph
@@ -139,8 +139,7 @@ class PRGANMEDMechanism(PerturbationMechanism):
         entry, _ = super().bundle(run_dir, run, dataset, out_dir, include_samples)
         np.save(Path(out_dir) / MED_FILE, reload_experiment(run_dir, run).med, allow_pickle=False)
         entry["parameters"]["noise_dim"] = self.noise_dim(run)
-        return entry, [{"kind": KIND, "classifier": "classifier", "generator": "generator", "med": MED_FILE,
-                        "noise_dim": self.noise_dim(run)}]
+        return entry, [PRGANMEDEntry("classifier", "generator", MED_FILE, self.noise_dim(run)).to_manifest()]
 
 
 register(PRGANMEDMechanism("prgan-med", "PR-GAN conditioned on z' ~ MED(z|y) (Theorem 1's A*, beyond the paper)"))

@@ -8,6 +8,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from sensorveil.runtime.stages import REPRESENTATION
+from sensorveil.runtime.stages.model import ModelEntry
 from sensorveil.sdk.mechanisms.tappfl_parts.model import feature_extractor
 
 FEATURE_FILE = "feature_extractor.pt"
@@ -44,4 +46,4 @@ def bundle_entry(run: dict, name: str, kind: str) -> tuple:
              "parameters": {key: cfg[key] for key in ("lam", "privacy_bound", "representation_dim", "rounds",
                                                       "pretrain_rounds", "clients", "fraction", "participation",
                                                       "local_epochs", "batch_size", "lr", "partition", "alpha")}}
-    return entry, [{"kind": "model", "graph": "model", "emits": "representation"}]
+    return entry, [ModelEntry("model", emits=REPRESENTATION).to_manifest()]
