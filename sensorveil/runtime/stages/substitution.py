@@ -213,7 +213,6 @@ class SubstitutionStage(Stage):
 
     kind = KIND
     output_modes = OUTPUT_MODES
-    uses_known = True
 
     @classmethod
     def validate_fields(cls, where, path, stage, manifest):
@@ -288,6 +287,15 @@ class SubstitutionStage(Stage):
             raise BundleError(f"{self.context.bundle.root}: {name} has shape {array.shape}; "
                               f"expected ({self.bank_size},)")
         return array
+
+    def output_mode(self):
+        return self.output
+
+    def conditioned_on(self):
+        return self.condition
+
+    def apply(self, batch, rng, known=None, keys=None):
+        return self(batch, rng, known, keys)
 
     def describe(self):
         # a camera release pastes the bank's people: say who they are
