@@ -29,7 +29,7 @@ from sensorveil.runtime.stages.attriguard import (
 )
 from sensorveil.sdk.evaluation import Task, baselines, dataset_slices, probing_attack, tree_attacker_accuracy
 from sensorveil.sdk.mechanisms import register
-from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, protocol_task
+from sensorveil.sdk.mechanisms.base import BundleParts, Graph, Mechanism, TrainRequest, protocol_task
 from sensorveil.sdk.training import accuracy, train_classifier
 
 ARRAYS = {"weights": "attriguard_weights.npy", "bias": "attriguard_bias.npy", "target": "attriguard_target.npy"}
@@ -242,7 +242,7 @@ class AttriGuardMechanism(Mechanism):
         entry = {"name": self.name, "kind": self.kind, "useful": run["useful"], "private": run["private"],
                  "parameters": asdict(config)}
         stage = AttriGuardEntry("defender", ARRAYS, config.beta, config.policy, config.tau, config.max_iterations)
-        return entry, [stage.to_manifest()]
+        return BundleParts(entry, [stage.to_manifest()])
 
 
 def released_figures(task: Task, train_x: torch.Tensor, test_x: torch.Tensor, epochs: int, seed: int) -> dict:

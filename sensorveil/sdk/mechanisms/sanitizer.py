@@ -38,7 +38,7 @@ from sensorveil.runtime.stages.sanitizer import (
 )
 from sensorveil.sdk.evaluation import Task, apply_privatize, baselines, evaluate
 from sensorveil.sdk.mechanisms import register
-from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, protocol_task
+from sensorveil.sdk.mechanisms.base import BundleParts, Graph, Mechanism, TrainRequest, protocol_task
 from sensorveil.sdk.networks import make_classifier
 from sensorveil.sdk.training import (
     accuracy,
@@ -371,7 +371,7 @@ class SanitizerMechanism(Mechanism):
         }
         draw = [PosteriorSampleEntry(config.latent_dim)] if config.release == "sample" else []
         stages = [ModelEntry("encoder"), *draw, stage, ModelEntry("decoder")]
-        return entry, [stage.to_manifest() for stage in stages]
+        return BundleParts(entry, [stage.to_manifest() for stage in stages])
 
 
 register(SanitizerMechanism())

@@ -10,6 +10,7 @@ import torch
 from sensorveil.runtime.stages.model import ModelEntry
 from sensorveil.runtime.stages.substitution import LOGITS, SubstitutionEntry
 from sensorveil.sdk.datasets import SensorDataset
+from sensorveil.sdk.mechanisms.base import BundleParts
 from sensorveil.sdk.mechanisms.pass_parts.data import bank_cut_outs
 from sensorveil.sdk.mechanisms.pass_parts.model import SubstitutionHead, SubstitutionModel, make_embedding
 
@@ -76,7 +77,8 @@ def colour_cut_outs(colour: np.ndarray, cut_outs: np.ndarray) -> np.ndarray:
     return np.where(person, np.maximum(colour, 1), 0).astype(np.uint8)
 
 
-def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path, include_samples: bool) -> tuple:
+def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path,
+                       include_samples: bool) -> BundleParts:
     """The bank files the runtime needs, the manifest's mechanism entry, and the pipeline: f with its
     similarity head (P(X'|X)), then the draw (sensorveil.runtime.stages.substitution)."""
     bank_rows = load_bank_rows(run_dir, run)
@@ -111,7 +113,7 @@ def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path
                              COLOUR_FILE if colour else None, LOGITS, MODEL_OUTPUT_MEANING, cut_out,
                              bank_source=dict(bank_source) if cut_out and bank_source else None,
                              condition=condition, sequence=sequence)
-    return entry, [ModelEntry("model").to_manifest(), draw.to_manifest()]
+    return BundleParts(entry, [ModelEntry("model").to_manifest(), draw.to_manifest()])
 
 
 def bank_sequences(bank_rows: np.ndarray, *groups: np.ndarray) -> np.ndarray:
