@@ -31,6 +31,7 @@ from sensorveil.export.validate import compare, int8_privacy_record, raise_on_fa
 from sensorveil.runtime.bundle import MANIFEST_NAME, SINGLE_GRAPH
 from sensorveil.runtime.capabilities import PRECISION_ORDER, extra_of_module, formats, formats_writing, precisions_of
 from sensorveil.runtime.stages import MODEL_UNITS
+from sensorveil.runtime.stages.model import with_units
 from sensorveil.sdk import mechanisms
 from sensorveil.sdk.evaluation import dataset_slices
 from sensorveil.sdk.rundir import load_recorded_dataset, read_run
@@ -299,7 +300,7 @@ class Exporter:
         runtime for the Edge TPU's sake); the stages of longer pipelines all work in model units."""
         if len(pipeline) != 1 or pipeline[0].get("kind") != "model":
             return pipeline
-        return [{**pipeline[0], "units": self.units_plan.units, "units_note": self.units_plan.note}]
+        return [with_units(pipeline[0], self.units_plan.units, self.units_plan.note)]
 
     def _compare(self, backend: str, name: str, precision: str) -> dict:
         """One graph of the bundle against the module it was exported from; with the units in the graph,

@@ -8,28 +8,40 @@ PersonCrops (sensorveil.runtime.camera.pipeline).
 import abc
 from collections import OrderedDict
 
+import numpy as np
+
 MAX_PREPROCESSORS = 8   # kinds of frame whose pre-processors a stream keeps (least recently used goes first)
 
 
 class Preprocessor(abc.ABC):
+    """Subclasses set ``name`` and implement ``prepare`` and ``restore``; ``known`` and ``keys`` have
+    defaults for a pre-processor that knows nothing of its samples."""
+
     name = ""          # counted per frame in a stream's report
     batched = False    # True: prepare() returns a batch of samples (one per person, maybe none)
 
     @abc.abstractmethod
-    def prepare(self, frame):
-        """A sensor frame -> (the samples the bundle takes, the context restore() needs)."""
+    def prepare(self, frame) -> tuple:
+        """A sensor frame -> (the samples the bundle takes: a numpy sample, or a batch where ``batched``,
+        the context restore() needs)."""
 
     @abc.abstractmethod
     def restore(self, privatized, context):
-        """The privatized samples and their context -> the frame to release."""
+        """The privatized samples and their context -> the frame to release (a source's frame type)."""
 
-    def known(self, context):
-        """What the pre-processor knows of each sample (a conditioned bundle's input), or None."""
+    def known(self, context) -> "np.ndarray | None":
+        """What the pre-processor knows of each sample (one int per sample, a conditioned bundle's input),
+        or None: the default."""
         return None
 
-    def keys(self, context):
-        """Who each sample is (a substitution bundle's key), or None."""
+    def keys(self, context) -> "list | None":
+        """Who each sample is (one hashable per sample, a substitution bundle's key), or None: the default."""
         return None
+
+
+def name_of(preprocessor) -> "str | None":
+    """What a report calls the pre-processor in use: its name, or None before a frame chose one."""
+    return None if preprocessor is None else preprocessor.name
 
 
 def check_preprocessor(preprocessor) -> None:

@@ -56,7 +56,7 @@ class Privatizer:
             raise InputError(f"output={output!r} is not available for a {self.kind} bundle; expected one of "
                              f"{list(last.output_modes)} (index output exists only for substitution "
                              "mechanisms such as PASS)")
-        self.output_mode = getattr(last, "output", None) or last.output_modes[0]
+        self.output_mode = last.output_mode()
         # the whole call is one backend run when the pipeline is a single model (what streams time apart)
         self.single_model = len(self.stages) == 1 and self.stages[0].kind == "model"
         # Randomness comes from the OS unless the caller asks for a replayable seed (docs/design.md).
@@ -177,7 +177,7 @@ class Privatizer:
     @property
     def conditioned_on(self) -> "str | None":
         """The attribute whose known value restricts the draw (manifest ``condition``), or None."""
-        return getattr(self.stages[-1], "condition", None)
+        return self.stages[-1].conditioned_on()
 
     @staticmethod
     def check_known(known, batch_size: int) -> "np.ndarray | None":
@@ -207,8 +207,7 @@ class Privatizer:
         if drawn_rows is not None:
             return self.run_for_draws(model_batch, known, keys, drawn_rows)
         for stage in self.stages:
-            model_batch = stage(model_batch, self.rng, known, keys) if getattr(stage, "uses_known", False) \
-                else stage(model_batch, self.rng)
+            model_batch = stage.apply(model_batch, self.rng, known, keys)
         return model_batch
 
     def rows_drawn(self, keys, known) -> "np.ndarray | None":
@@ -216,10 +215,9 @@ class Privatizer:
         its draw uses: a held person's draw is thrown away, so the graphs before it need not run on their crop
         (most of a camera frame's model time). None where every row goes through every stage: no keys, or a
         stage before the draw that is not a graph row by row."""
-        last = self.stages[-1]
-        if keys is None or not hasattr(last, "needs_draw") or any(s.kind != "model" for s in self.stages[:-1]):
+        if keys is None or any(s.kind != "model" for s in self.stages[:-1]):
             return None
-        return last.needs_draw(keys, known)
+        return self.stages[-1].needs_draw(keys, known)
 
     def run_for_draws(self, model_batch: np.ndarray, known, keys, drawn_rows: np.ndarray) -> np.ndarray:
         """The graphs on the ``drawn_rows`` alone, then the draw for every row (held people keep theirs)."""

@@ -51,7 +51,7 @@ from sensorveil.runtime.bundle import open_bundle
 from sensorveil.runtime.errors import InputError, OutputError
 from sensorveil.runtime.manifest_fields import pipeline_of
 from sensorveil.runtime.preprocess import make_preprocessor
-from sensorveil.runtime.preprocessor import MAX_PREPROCESSORS, PreprocessorCache, check_preprocessor  # noqa: F401
+from sensorveil.runtime.preprocessor import MAX_PREPROCESSORS, PreprocessorCache, check_preprocessor, name_of  # noqa: F401
 from sensorveil.runtime.privatizer import Privatizer
 from sensorveil.runtime.sinks import Sink, SinkError
 from sensorveil.runtime.sources import BadFrame, Frame, ReadAhead, Source, check_frame
@@ -312,7 +312,7 @@ class Stream:
         """Counters, per-stage times and end-to-end FPS over the timed (post-warmup) frames."""
         timed = self.timed_frames
         stages = {stage: summarize_ms(values) for stage, values in self.samples_ms.items() if values}
-        report = {"source": self.source.uri, "preprocessor": getattr(self.preprocessor, "name", None),
+        report = {"source": self.source.uri, "preprocessor": name_of(self.preprocessor),
                   "preprocessors": dict(self.preprocessed),
                   "frames_announced": getattr(self.source, "announced_frames", None),
                   "frames_missing": self.frames_missing(),

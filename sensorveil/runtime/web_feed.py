@@ -7,6 +7,7 @@ from typing import Callable, Optional, Tuple
 
 import numpy as np
 
+from sensorveil.runtime.preprocessor import name_of
 from sensorveil.runtime.preview import ViewComposer
 from sensorveil.runtime.privatizer import Privatizer
 from sensorveil.runtime.sources import Source, _cv2
@@ -133,7 +134,7 @@ class LiveFeed:
             times, stages = list(self.recent_times), list(self.recent_stages)
         fps = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 and times[-1] > times[0] else 0.0
         stage_p50 = {stage: float(np.median([t[stage] for t in stages])) for stage in STAGES if stages}
-        preprocessor = getattr(self.stream.preprocessor, "name", None) if self.stream is not None else None
+        preprocessor = name_of(self.stream.preprocessor) if self.stream is not None else None
         return {"status": self.status, "error": self.error, "source": self.source_uri, "preprocessor": preprocessor,
                 "backend": self.privatizer.backend_name, "fps": fps,
                 **{key: getattr(self.finished, key) + getattr(current, key) for key in COUNTER_KEYS},

@@ -5,8 +5,22 @@ everything about sensor units lives in the Privatizer. An ABC rather than a typi
 runtime runs on Python 3.6 (Jetson Nano), which has no Protocol.
 """
 import abc
+from collections import namedtuple
 
 import numpy as np
+
+# One input or output of a loaded model: its name as the library reports it, and its shape with None for a
+# free dimension (the batch). No dtype: the adapter casts the float32 batch to what the model takes itself,
+# and the manifest's check is of names and shapes.
+Port = namedtuple("Port", ["name", "shape"])
+# What io_signature returns: the model's inputs and outputs, each a list of Port.
+IOSignature = namedtuple("IOSignature", ["inputs", "outputs"])
+
+
+def io_signature_of(inputs, outputs):
+    """An adapter's IOSignature from (name, shape) pairs of its inputs and its outputs."""
+    return IOSignature([Port(name, tuple(shape)) for name, shape in inputs],
+                       [Port(name, tuple(shape)) for name, shape in outputs])
 
 
 class Backend(abc.ABC):
@@ -18,9 +32,9 @@ class Backend(abc.ABC):
         """The float32 batch the model expects -> the model's raw output."""
 
     @abc.abstractmethod
-    def io_signature(self) -> tuple:
-        """((input name, shape, dtype), ...), ((output name, shape, dtype), ...) as the library loaded them,
-        checked against the manifest before any frame runs."""
+    def io_signature(self) -> IOSignature:
+        """The model's inputs and outputs (Port: name, shape) as the library loaded them, checked against
+        the manifest before any frame runs."""
 
     @abc.abstractmethod
     def describe(self) -> dict:

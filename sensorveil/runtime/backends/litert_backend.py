@@ -15,7 +15,7 @@ except ImportError:  # Coral boards often ship only the older runtime
     from tflite_runtime import interpreter as litert
     LIBRARY = "tflite-runtime"
 
-from sensorveil.runtime.backends.base import Backend
+from sensorveil.runtime.backends.base import Backend, IOSignature, io_signature_of
 from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, check_cpu_policy, policy_threads
 from sensorveil.runtime.bundle import Bundle
 
@@ -64,14 +64,15 @@ class LiteRTBackend(Backend):
         y = self.interpreter.get_tensor(self.output["index"])
         return dequantize(y, self.output) if self.output["quantization"][0] != 0 else y.copy()
 
-    def io_signature(self) -> tuple:
-        """([(name, shape)] of the inputs, the same of the outputs); a free dimension (-1 in the shape
-        signature) is None. The converter names tensors itself, so names say nothing here."""
+    def io_signature(self) -> IOSignature:
+        """The inputs' and outputs' names and shapes; a free dimension (-1 in the shape signature) is None.
+        The converter names tensors itself, so names say nothing here."""
         def ports(details):
             return [(detail["name"], tuple(None if dim < 0 else int(dim)
                                            for dim in detail.get("shape_signature", detail["shape"])))
                     for detail in details]
-        return ports(self.interpreter.get_input_details()), ports(self.interpreter.get_output_details())
+        interpreter = self.interpreter
+        return io_signature_of(ports(interpreter.get_input_details()), ports(interpreter.get_output_details()))
 
     def describe(self) -> dict:
         return {"backend": self.name, "library": LIBRARY, "precision": self.precision,

@@ -2,7 +2,7 @@
 import numpy as np
 import onnxruntime as ort
 
-from sensorveil.runtime.backends.base import Backend
+from sensorveil.runtime.backends.base import Backend, IOSignature, io_signature_of
 from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, SHARED, check_cpu_policy, policy_threads
 from sensorveil.runtime.bundle import Bundle
 from sensorveil.runtime.onnx_scan import refuse_external_data
@@ -68,10 +68,11 @@ class OnnxRuntimeBackend(Backend):
         batch = batch.astype(self.input_dtype, copy=False)    # no copy when it already is
         return self.session.run(self.output_names[:1], {self.input_name: batch})[0]
 
-    def io_signature(self) -> tuple:
-        """([(name, shape)] of the inputs, the same of the outputs); a free dimension is None."""
-        return tuple([(port.name, tuple(dim if isinstance(dim, int) else None for dim in port.shape))
-                      for port in ports] for ports in (self.session.get_inputs(), self.session.get_outputs()))
+    def io_signature(self) -> IOSignature:
+        """The inputs' and outputs' names and shapes; a free dimension is None."""
+        def ports(ports):
+            return [(port.name, [dim if isinstance(dim, int) else None for dim in port.shape]) for port in ports]
+        return io_signature_of(ports(self.session.get_inputs()), ports(self.session.get_outputs()))
 
     def describe(self) -> dict:
         return {"backend": self.name, "library_version": ort.__version__,

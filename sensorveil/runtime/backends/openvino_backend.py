@@ -11,7 +11,7 @@ try:
 except ImportError:   # 2022.3, the last release with MYRIAD: `openvino` is a bare namespace package there
     from openvino.runtime import Core, get_version
 
-from sensorveil.runtime.backends.base import Backend
+from sensorveil.runtime.backends.base import Backend, IOSignature, io_signature_of
 from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, SHARED, check_cpu_policy, policy_threads
 from sensorveil.runtime.bundle import Bundle
 from sensorveil.runtime.errors import BackendUnavailableError
@@ -81,12 +81,12 @@ class OpenVINOBackend(Backend):
         batch = batch.astype(self.input_dtype, copy=False)    # no copy when it already is
         return np.array(self.request.infer({0: batch})[self.output], copy=True)
 
-    def io_signature(self) -> tuple:
-        """([(name, shape)] of the inputs, the same of the outputs); a free dimension is None."""
+    def io_signature(self) -> IOSignature:
+        """The inputs' and outputs' names and shapes; a free dimension is None."""
         def ports(ports):
             return [(port.get_any_name(), tuple(dim.get_length() if dim.is_static else None
                                                 for dim in port.get_partial_shape())) for port in ports]
-        return ports(self.compiled.inputs), ports(self.compiled.outputs)
+        return io_signature_of(ports(self.compiled.inputs), ports(self.compiled.outputs))
 
     def describe(self) -> dict:
         return {"backend": self.name, "library_version": get_version(), "device": self.device,

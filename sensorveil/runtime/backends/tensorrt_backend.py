@@ -15,7 +15,7 @@ import numpy as np
 import tensorrt as trt
 
 from sensorveil.runtime import engine_cache
-from sensorveil.runtime.backends.base import Backend
+from sensorveil.runtime.backends.base import Backend, IOSignature, io_signature_of
 from sensorveil.runtime.backends.cpu_policy import DEFAULT_POLICY, SHARED, check_cpu_policy
 from sensorveil.runtime.bundle import ENGINE_CACHE_DIR, Bundle
 from sensorveil.runtime.errors import BackendUnavailableError
@@ -275,8 +275,8 @@ class TensorRTBackend(Backend):
         self.memory.synchronize()
         return out
 
-    def io_signature(self) -> tuple:
-        """([(name, shape)] of the inputs, the same of the outputs); a free dimension (-1) is None."""
+    def io_signature(self) -> IOSignature:
+        """The inputs' and outputs' names and shapes; a free dimension (-1) is None."""
         def shape(dims):
             return tuple(None if int(dim) < 0 else int(dim) for dim in dims)
         engine = self.engine
@@ -287,8 +287,8 @@ class TensorRTBackend(Backend):
         else:                                             # TensorRT 8.2: bindings
             ports = [(engine.get_binding_name(i), shape(engine.get_binding_shape(i)), engine.binding_is_input(i))
                      for i in range(engine.num_bindings)]
-        return ([(name, dims) for name, dims, is_input in ports if is_input],
-                [(name, dims) for name, dims, is_input in ports if not is_input])
+        return io_signature_of([(name, dims) for name, dims, is_input in ports if is_input],
+                               [(name, dims) for name, dims, is_input in ports if not is_input])
 
     def close(self) -> None:
         for key in ("input", "output"):

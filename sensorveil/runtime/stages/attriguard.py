@@ -20,6 +20,10 @@ from sensorveil.runtime.manifest_fields import fail, need_integer, need_listed, 
 from sensorveil.runtime.stages.base import MODEL_UNITS, Stage, validate_graph_name
 
 POLICIES = ("modify_exist", "add_new", "modify_add")
+ARRAY_ROLES = ("weights", "bias", "target")     # the bundle arrays of LR-D and of the target distribution p
+# PANDA's step and maxiter where a manifest leaves them out (section 5.1.3); the sdk's settings start here too
+DEFAULT_TAU = 1.0
+DEFAULT_MAX_ITERATIONS = 100
 CHUNK = 64            # samples per Phase I batch: m rows each, so memory stays bounded for m ~ 100
 
 
@@ -48,7 +52,8 @@ def allowed_entries(x, policy):
     return np.ones(x.shape, dtype=bool)
 
 
-def panda(x, targets, decide, weights, bias, policy="modify_add", tau=1.0, max_iterations=100):
+def panda(x, targets, decide, weights, bias, policy="modify_add", tau=DEFAULT_TAU,
+          max_iterations=DEFAULT_MAX_ITERATIONS):
     """Algorithm 1 for every row at once: ``x`` (rows, d) in [0, 1], ``targets`` the value i per row,
     ``decide(batch)`` the classifier's inferred value per row. Returns (x_bar, reached)."""
     if policy not in POLICIES:
@@ -142,8 +147,8 @@ def draw(mechanism, rng):
     return np.minimum((cdf <= u).sum(axis=1), mechanism.shape[1] - 1)
 
 
-def attriguard(x, decide, weights, bias, target, beta, policy="modify_add", tau=1.0, max_iterations=100,
-               rng=None):
+def attriguard(x, decide, weights, bias, target, beta, policy="modify_add", tau=DEFAULT_TAU,
+               max_iterations=DEFAULT_MAX_ITERATIONS, rng=None):
     """The whole mechanism on a batch of flat samples in [0, 1]: Phase I, Phase II, one draw each."""
     rng = rng if rng is not None else np.random.default_rng()
     out = np.empty(x.shape, dtype=np.float32)
@@ -173,6 +178,22 @@ def check_arrays(root, weights, bias, target):
                           "(finite, non-negative, positive sum)".format(root, np.array2string(target, precision=3)))
 
 
+class AttriGuardEntry(object):
+    """What the sdk writes for the mechanism, read back by :class:`AttriGuardStage`: LR-D's graph, the
+    budget and PANDA's settings, and ``arrays``, the bundle files of LR-D's weights and bias and of the
+    target distribution p by role ("weights", "bias", "target")."""
+
+    def __init__(self, graph, arrays, beta, policy, tau=DEFAULT_TAU, max_iterations=DEFAULT_MAX_ITERATIONS):
+        self.graph, self.arrays, self.beta, self.policy = graph, dict(arrays), beta, policy
+        self.tau, self.max_iterations = tau, max_iterations
+
+    def to_manifest(self):
+        entry = {"kind": AttriGuardStage.kind, "graph": self.graph, "policy": self.policy, "beta": self.beta,
+                 "tau": self.tau, "max_iterations": self.max_iterations}
+        entry.update((role, self.arrays[role]) for role in ARRAY_ROLES)
+        return entry
+
+
 class AttriGuardStage(Stage):
     """``{"kind": "attriguard", "graph", "weights", "bias", "target", "beta", "policy", "tau",
     "max_iterations"}``: model units in (any sample shape, flattened), model units out."""
@@ -183,7 +204,7 @@ class AttriGuardStage(Stage):
     @classmethod
     def validate_fields(cls, where, path, stage, manifest):
         validate_graph_name(where, path + ".graph", stage.get("graph"), manifest)
-        for key in ("weights", "bias", "target"):
+        for key in ARRAY_ROLES:
             need_listed(where, path + "." + key, stage.get(key), manifest["files"])
         need_number(where, path + ".beta", stage.get("beta"), positive=True)
         need_text(where, path + ".policy", stage.get("policy"), POLICIES)
@@ -203,7 +224,8 @@ class AttriGuardStage(Stage):
                               "(m,), (m,)".format(context.bundle.root, self.weights.shape, self.bias.shape,
                                                   self.target.shape))
         self.beta, self.policy = float(self.require("beta")), str(self.require("policy"))
-        self.tau, self.max_iterations = float(spec.get("tau", 1.0)), int(spec.get("max_iterations", 100))
+        self.tau = float(spec.get("tau", DEFAULT_TAU))
+        self.max_iterations = int(spec.get("max_iterations", DEFAULT_MAX_ITERATIONS))
         if self.policy not in POLICIES:
             raise BundleError("{}: attriguard policy {!r}; expected one of {}".format(
                 context.bundle.root, self.policy, POLICIES))

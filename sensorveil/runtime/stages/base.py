@@ -5,6 +5,7 @@ output; the first stage gets the input batch in model units.
 
 Runs on the boards' own Python (3.6 on Jetson Nano): no annotations import, no dataclasses here.
 """
+import abc
 import io
 
 import numpy as np
@@ -44,18 +45,16 @@ class StageContext(object):
         return lambda batch: self._run_graph(name, batch)
 
 
-class Stage(object):
-    """One step of the pipeline. Subclasses set ``kind`` (the manifest's name for it) and ``emits``."""
+class Stage(abc.ABC):
+    """One step of the pipeline. Subclasses set ``kind`` (the manifest's name for it) and ``emits``, and
+    implement ``__call__``; the optional abilities below have defaults that a plain numpy step keeps, so
+    the Privatizer asks every stage the same questions instead of probing for attributes."""
 
     kind = None
     takes = MODEL_UNITS     # what the stage's input is: model units, or sensor units (a self-normalizing graph)
     emits = MODEL_UNITS
     # output modes a caller may choose with Privatizer.load(..., output=...); the first is the default
     output_modes = ("sample",)
-    # a stage that also takes ``known`` (what the device knows of each sample, e.g. a tracker's walking
-    # direction) and ``keys`` (who each sample is, e.g. a tracker's person ids) as third and fourth
-    # arguments; others are called with (batch, rng) only, as before they existed
-    uses_known = False
 
     def __init__(self, spec, context):
         self.spec = spec
@@ -67,10 +66,30 @@ class Stage(object):
         is read: its types and the ranges in which the stage still protects; one ManifestError naming
         the field. The default checks nothing: such a stage checks its keys with ``require``."""
 
+    @abc.abstractmethod
     def __call__(self, batch, rng):
         """``batch``: the previous stage's output (a batch); ``rng``: the Privatizer's numpy Generator
         (OS entropy unless the caller passed a seed). Returns this stage's output batch."""
-        raise NotImplementedError
+
+    def apply(self, batch, rng, known=None, keys=None):
+        """The stage as the Privatizer calls it, with ``known`` (what the device knows of each sample, e.g.
+        a tracker's walking direction) and ``keys`` (who each sample is, e.g. a tracker's person ids).
+        A stage that uses neither ignores them: this default."""
+        return self(batch, rng)
+
+    def output_mode(self):
+        """The output mode this loaded stage serves (one of ``output_modes``): the first by default."""
+        return self.output_modes[0]
+
+    def conditioned_on(self):
+        """The attribute whose known value restricts the stage's draw, or None: the default."""
+        return None
+
+    def needs_draw(self, keys, known=None):
+        """For a stage that holds a draw per key: bool per row of the next call with these ``keys``, the
+        rows whose input it uses, so the graphs before it may skip the others. None (the default): every
+        row's input is used."""
+        return None
 
     def describe(self):
         """What this stage adds to ``Privatizer.describe()`` (e.g. who a bank's substitutes are); nothing by default."""

@@ -53,6 +53,26 @@ class ModelStage(Stage):
         return self.run(batch)
 
 
+class ModelEntry(object):
+    """What the sdk writes for a model stage, read back by :class:`ModelStage`: the graph's name, and
+    ``emits`` only for a graph whose output is not model units (TAPPFL's representation)."""
+
+    def __init__(self, graph, emits=None):
+        self.graph, self.emits = graph, emits
+
+    def to_manifest(self):
+        entry = {"kind": ModelStage.kind, "graph": self.graph}
+        if self.emits is not None:
+            entry["emits"] = self.emits
+        return entry
+
+
+def with_units(stage, units, note):
+    """A one-model pipeline's stage as the exporter finishes it: which side maps the sensor units
+    (``units``, read by :class:`ModelStage`), and why."""
+    return dict(stage, units=units, units_note=note)
+
+
 def validate_sensor_units_stage(where, path, stage, manifest):
     """A graph with the normalization inside takes the bundle's input and returns its output in sensor
     units, so it must be the whole pipeline, and its output must be a sensor reading (not TAPPFL's

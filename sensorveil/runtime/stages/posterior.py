@@ -26,6 +26,16 @@ def sample_posterior(posterior, latent_dim, rng):
     return (mean + np.exp(0.5 * log_var) * rng.standard_normal(mean.shape)).astype(np.float32)
 
 
+class PosteriorSampleEntry(object):
+    """What the sdk writes for the draw, read back by :class:`PosteriorSampleStage`."""
+
+    def __init__(self, latent_dim):
+        self.latent_dim = int(latent_dim)
+
+    def to_manifest(self):
+        return {"kind": KIND, "latent_dim": self.latent_dim}
+
+
 class PosteriorSampleStage(Stage):
     """``{"kind": "posterior-sample", "latent_dim": m}``: [mean, log_var] (batch, 2m) in, z (batch, m) out."""
 

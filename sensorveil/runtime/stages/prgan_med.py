@@ -41,6 +41,18 @@ def conditioned(x, useful, med, noise_dim, rng):
     return generator_input(x, useful, private, noise, med.shape[0], med.shape[1]), private
 
 
+class PRGANMEDEntry(object):
+    """What the sdk writes for the conditioned generator, read back by :class:`PRGANMEDStage`: the two
+    graphs' names, the bundle file holding MED(z|y) and the generator's noise width."""
+
+    def __init__(self, classifier, generator, med, noise_dim):
+        self.classifier, self.generator, self.med, self.noise_dim = classifier, generator, med, int(noise_dim)
+
+    def to_manifest(self):
+        return {"kind": KIND, "classifier": self.classifier, "generator": self.generator, "med": self.med,
+                "noise_dim": self.noise_dim}
+
+
 class PRGANMEDStage(Stage):
     """``{"kind": "prgan-med", "classifier", "generator", "med", "noise_dim"}``: model units in, the
     useful classifier's argmax, the draws of z' and the noise, the generator graph; model units out."""

@@ -29,11 +29,31 @@ from sensorveil.runtime.manifest_fields import (
 from sensorveil.runtime.stages.base import MODEL_UNITS, Stage
 
 MECHANISMS = ("suppression", "obfuscation", "generalization", "sampling")
-# Obfuscation is epsilon-DP with Laplace(Delta / epsilon), Delta = 2 C sqrt(k) (sensorveil.sdk's Sanitizer
-# writes both). A scale whose epsilon is above this protects nothing worth the name; 10 is far above the
-# budgets the paper uses (section 3.1) and the sdk's default of 1.
+# Obfuscation is epsilon-DP with Laplace(Delta / epsilon), Delta = 2 C sqrt(k) (laplace_scale). A scale whose
+# epsilon is above this protects nothing worth the name; 10 is far above the budgets the paper uses
+# (section 3.1) and the sdk's default of 1.
 MAX_EPSILON = 10.0
 MAX_CLIP_NORM = 1e6     # latent norms are O(1); a clip far beyond them is no clip and loses float precision
+# obfuscation's scalars, written once, in the stage, by obfuscation_parameters
+NOISE_KEYS = ("clip_norm", "sensitivity", "laplace_scale", "epsilon")
+ARRAY_FILE = "sanitizer_{}.npy"     # the bundle (and run directory) file of each of PARAMETER_ARRAYS
+
+
+def sensitivity(clip_norm, sensitive_dim):
+    """Delta, the L1 sensitivity of z_S clipped to L2 norm C: two such vectors differ by at most 2C in L2,
+    hence by at most 2 C sqrt(k) in L1 (section 3.1 b)."""
+    return 2 * clip_norm * math.sqrt(sensitive_dim)
+
+
+def laplace_scale(clip_norm, sensitive_dim, epsilon):
+    """b = Delta / epsilon: Laplace(b) noise per dimension makes obfuscation epsilon-DP (section 3.1 b)."""
+    return sensitivity(clip_norm, sensitive_dim) / epsilon
+
+
+def obfuscation_parameters(clip_norm, sensitive_dim, epsilon):
+    """What obfuscation's stage carries and the sdk's run records: C, Delta, b and epsilon."""
+    return {"clip_norm": clip_norm, "sensitivity": sensitivity(clip_norm, sensitive_dim),
+            "laplace_scale": laplace_scale(clip_norm, sensitive_dim, epsilon), "epsilon": epsilon}
 
 
 def clip_rows(z, norm):
@@ -80,12 +100,34 @@ def validate_laplace(where, path, stage, sensitive_dim):
         fail(where, path + ".clip_norm", clip_norm, "a clip norm from 0 to {:g} (latent norms are O(1))".format(
             MAX_CLIP_NORM))
     optional(stage, "epsilon", need_number, where, path + ".epsilon", stage.get("epsilon"), True)
-    epsilon = 2 * clip_norm * math.sqrt(sensitive_dim) / scale
+    epsilon = sensitivity(clip_norm, sensitive_dim) / scale
     budget = min(MAX_EPSILON, float(stage.get("epsilon", MAX_EPSILON)))
     if not epsilon <= budget * (1 + 1e-9):
         fail(where, path + ".laplace_scale", scale, "at least 2 * clip_norm * sqrt(sensitive_dim) / epsilon = "
              "{:.6g} for epsilon {:g} (this scale gives epsilon {:.3g})".format(
-                 2 * clip_norm * math.sqrt(sensitive_dim) / budget, budget, epsilon))
+                 laplace_scale(clip_norm, sensitive_dim, budget), budget, epsilon))
+    if "sensitivity" in stage:     # a record of Delta, never used by the draw: it must still tell the truth
+        agrees(where, path + ".sensitivity", stage["sensitivity"], sensitivity(clip_norm, sensitive_dim),
+               "2 * clip_norm * sqrt(sensitive_dim)")
+
+
+def agrees(where, path, recorded, value, what):
+    """A recorded copy of a value the runtime computes or reads elsewhere: refused when it differs."""
+    if isinstance(recorded, bool) or not isinstance(recorded, (int, float)) or \
+            not math.isclose(recorded, value, rel_tol=1e-9, abs_tol=0.0):
+        fail(where, path, recorded, "{} = {:.6g}".format(what, value))
+
+
+def validate_recorded_noise(where, path, stage, manifest):
+    """Bundles exported before the noise's scalars were written once also copied them into
+    mechanism.parameters, where nothing read them; such a copy must agree with the stage's."""
+    parameters = manifest["mechanism"].get("parameters")
+    if not isinstance(parameters, dict):
+        return
+    for key in NOISE_KEYS:
+        if key in parameters and key in stage:
+            agrees(where, "mechanism.parameters." + key, parameters[key], float(stage[key]),
+                   "{} of {}".format(key, path))
 
 
 def check_parameters(root, mechanism, params, sensitive_dim):
@@ -104,6 +146,23 @@ def check_parameters(root, mechanism, params, sensitive_dim):
     weights = params.get("mixture_weights")
     if weights is not None and ((weights < 0).any() or not weights.sum() > 0):
         raise BundleError("{}: sanitizer mixture_weights must be non-negative with a positive sum".format(root))
+
+
+class SanitizerEntry(object):
+    """What the sdk writes for the latent mechanism, read back by :class:`SanitizerStage`: which mechanism,
+    z_S's width, the arrays it replaces z_S with (ARRAY_FILE, saved by the sdk) and, for obfuscation,
+    its noise from C and epsilon (obfuscation_parameters)."""
+
+    def __init__(self, mechanism, sensitive_dim, clip_norm=None, epsilon=None):
+        self.mechanism, self.sensitive_dim = mechanism, sensitive_dim
+        self.clip_norm, self.epsilon = clip_norm, epsilon
+
+    def to_manifest(self):
+        entry = {"kind": SanitizerStage.kind, "mechanism": self.mechanism, "sensitive_dim": self.sensitive_dim,
+                 "arrays": {name: ARRAY_FILE.format(name) for name in PARAMETER_ARRAYS[self.mechanism]}}
+        if self.mechanism == "obfuscation":
+            entry.update(obfuscation_parameters(self.clip_norm, self.sensitive_dim, self.epsilon))
+        return entry
 
 
 class SanitizerStage(Stage):
@@ -126,6 +185,7 @@ class SanitizerStage(Stage):
             optional(stage, key, need_number, where, path + "." + key, stage.get(key))
         if mechanism == "obfuscation":
             validate_laplace(where, path, stage, sensitive_dim)
+            validate_recorded_noise(where, path, stage, manifest)
         if pipeline_of(manifest)[-1] is stage:     # a sanitized latent is not a sample: the decoder must follow
             fail(where, path + ".kind", stage["kind"], "a sanitizer stage followed by the decoder's model stage")
 

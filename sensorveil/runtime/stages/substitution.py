@@ -40,6 +40,7 @@ from sensorveil.runtime.manifest_fields import (
     optional,
 )
 from sensorveil.runtime.stages.base import BANK_INDEX, SENSOR_UNITS, Stage
+from sensorveil.runtime.stages.held_draws import HeldDraws
 
 KIND = "substitution"
 OUTPUT_MODES = ("index", "sample", "colour")
@@ -47,6 +48,15 @@ OUTPUT_MODES = ("index", "sample", "colour")
 # Bundles that carry the softmax in the graph describe it in words, always starting "P(X'|X)".
 LOGITS = "logits"
 PROBABILITIES = ("probabilities", "P(X'|X)")
+BANK_INDICES_MEANING = "bank position -> row of the dataset record"
+
+
+def default_output(bank_samples):
+    """The output mode of a bundle whose manifest names none: the sample where the bundle carries the bank's
+    samples, else the bank position."""
+    return "sample" if bank_samples else "index"
+
+
 # a row of P(X'|X) sums to 1 up to float32 rounding and int8 quantization; a graph whose rows are off by
 # more than this returns something else (logits, mislabelled), and drawing from it would not be PASS
 PROBABILITY_SUM_TOLERANCE = 0.05
@@ -85,62 +95,6 @@ def restrict_to_known(probabilities: np.ndarray, bank_labels: np.ndarray, known)
     same = bank_labels[None, :] == known[:, None]
     usable = (known >= 0) & same.any(axis=1)
     return np.where(usable[:, None] & ~same, 0.0, probabilities)
-
-
-# calls a key may be absent before its held substitute is forgotten: longer than a tracker keeps a lost
-# person (camera.Tracker's max_missed, 5 frames), so a person it bridges keeps their substitute
-FORGET_AFTER = 30
-
-
-class HeldDraws(object):
-    """One substitute per key for as long as the key keeps coming back. ``following``: bank position ->
-    the position of the same bank person's next crop (None: the substitute stays the one drawn);
-    the held substitute moves on to it every ``frames_per_step`` calls (the bank's crops were taken
-    every that many frames). A key whose known value was unknown (-1) at its draw draws again once it
-    is known, so a conditioned bundle's substitute walks the way the tracker measured: at most two
-    draws per person."""
-
-    def __init__(self, following=None, frames_per_step=1, forget_after=FORGET_AFTER):
-        self.following = following
-        self.frames_per_step = max(int(frames_per_step), 1)
-        self.forget_after = int(forget_after)
-        self.entries = {}      # key -> [bank position, known value at the draw, calls held, last call seen]
-        self.calls = 0
-
-    def needs_draw(self, keys, known=None) -> np.ndarray:
-        """bool, one per key: whether the next call takes that key's fresh draw (a key not held, or held since
-        before its known value was known). Every other key's draw would be thrown away, so its model output
-        need not be computed. Read before the call, changing nothing: a key twice in one call is marked
-        twice though its second row finds the first's entry (a draw too many, never one too few)."""
-        return np.array([self.redraws(self.entries.get(key), -1 if known is None else int(known[k]))
-                         for k, key in enumerate(keys)], dtype=bool).reshape(-1)
-
-    @staticmethod
-    def redraws(entry, value) -> bool:
-        return entry is None or entry[1] < 0 <= value
-
-    def __call__(self, drawn, keys, known=None):
-        """``drawn``: this call's fresh draws, one per key (negative where ``needs_draw`` said none was
-        needed); returns the positions to emit."""
-        self.calls += 1
-        positions = np.empty_like(drawn)
-        for k, key in enumerate(keys):
-            value = -1 if known is None else int(known[k])
-            entry = self.entries.get(key)
-            if self.redraws(entry, value):
-                if drawn[k] < 0:     # a draw the model was not run for: never emit a made-up substitute
-                    raise OutputError("substitution: person {!r} needs a fresh draw but none was made; expected "
-                                      "a draw for every key needs_draw marks, so nothing is released".format(key))
-                entry = self.entries[key] = [int(drawn[k]), value, 0, self.calls]
-            else:
-                entry[2] += 1
-                entry[3] = self.calls
-                if self.following is not None and entry[2] % self.frames_per_step == 0:
-                    entry[0] = int(self.following[entry[0]])
-            positions[k] = entry[0]
-        for key in [key for key, entry in self.entries.items() if self.calls - entry[3] > self.forget_after]:
-            del self.entries[key]
-        return positions
 
 
 # Who a camera bank's people are (sdk.datasets.walkway's ``bank``): walkers the SDK drew, people who agreed to
@@ -221,13 +175,44 @@ def checked_probabilities(rows: np.ndarray) -> np.ndarray:
     return rows
 
 
+class SubstitutionEntry(object):
+    """What the sdk writes for PASS's draw, read back by :class:`SubstitutionStage`: the bank's size and
+    the bundle files of its positions' dataset rows, of its samples (None: an index-only bundle) and of
+    their colour cut-outs; what the graph before the draw returns (``model_output``, explained in words);
+    whether the samples are people cut out of camera crops and who they are (``bank_source``); and,
+    optionally, a ``condition`` (attribute, labels file) and a ``sequence`` (next-crop file, frames per step)."""
+
+    def __init__(self, bank_size, bank_indices, bank_samples=None, bank_colour=None, model_output=LOGITS,
+                 model_output_meaning=None, cut_out=False, bank_source=None, condition=None, sequence=None):
+        self.bank_size, self.bank_indices = int(bank_size), bank_indices
+        self.bank_samples, self.bank_colour = bank_samples, bank_colour
+        self.model_output, self.model_output_meaning = model_output, model_output_meaning
+        self.cut_out, self.bank_source = bool(cut_out), bank_source
+        self.condition, self.sequence = condition, sequence
+
+    def to_manifest(self):
+        entry = {"kind": KIND, "bank_size": self.bank_size, "bank_indices": self.bank_indices,
+                 "bank_samples": self.bank_samples, "bank_colour": self.bank_colour,
+                 "output_default": default_output(self.bank_samples), "model_output": self.model_output,
+                 "model_output_meaning": self.model_output_meaning, "bank_indices_meaning": BANK_INDICES_MEANING,
+                 "cut_out": self.cut_out}
+        if self.bank_source is not None:
+            entry["bank_source"] = dict(self.bank_source)
+        if self.condition is not None:
+            attribute, bank_labels = self.condition
+            entry["condition"] = {"attribute": attribute, "bank_labels": bank_labels}
+        if self.sequence is not None:
+            following, frames_per_step = self.sequence
+            entry["sequence"] = {"next": following, "frames_per_step": int(frames_per_step)}
+        return entry
+
+
 class SubstitutionStage(Stage):
     """``{"kind": "substitution", "bank_size", "bank_indices", "bank_samples", "output_default"}``:
     the previous stage's P(X'|X) in, the drawn substitute (or its bank position) out."""
 
     kind = KIND
     output_modes = OUTPUT_MODES
-    uses_known = True
 
     @classmethod
     def validate_fields(cls, where, path, stage, manifest):
@@ -264,15 +249,12 @@ class SubstitutionStage(Stage):
         root = context.bundle.root
         self.bank_size = int(self.require("bank_size"))
         self.samples_file = spec.get("bank_samples")
-        self.output = context.output or spec.get("output_default", "sample" if self.samples_file else "index")
+        self.output = context.output or spec.get("output_default", default_output(self.samples_file))
         if self.output not in OUTPUT_MODES:    # name the modes this bundle serves
             served = ["index"] + ["sample"] * bool(self.samples_file) + ["colour"] * bool(spec.get("bank_colour"))
             raise InputError(f"unknown output mode {self.output!r}; expected one of {served}")
         self.emits = BANK_INDEX if self.output == "index" else SENSOR_UNITS
-        self.bank_indices = context.array(self.require("bank_indices"))
-        if self.bank_indices.shape != (self.bank_size,):
-            raise BundleError(f"{root}: {spec['bank_indices']} has shape {self.bank_indices.shape}; "
-                              f"expected ({self.bank_size},)")
+        self.bank_indices = self.per_bank_entry(self.require("bank_indices"))
         self.samples = self.colour = None
         if self.output in ("sample", "colour"):
             if not self.samples_file:
@@ -292,14 +274,28 @@ class SubstitutionStage(Stage):
         self.condition = condition.get("attribute")          # None: an unconditioned bundle
         self.bank_labels = None
         if self.condition is not None:
-            self.bank_labels = context.array(condition["bank_labels"]).astype(np.int64)
-            if self.bank_labels.shape != (self.bank_size,):
-                raise BundleError(f"{root}: {condition['bank_labels']} has shape {self.bank_labels.shape}; "
-                                  f"expected ({self.bank_size},)")
+            self.bank_labels = self.per_bank_entry(condition["bank_labels"]).astype(np.int64)
         self.held = HeldDraws(*self.sequence(spec.get("sequence")))
         # who the substitutes are: None for a bundle that does not say (see describe_bank)
         self.bank_source = spec.get("bank_source")
         self.pastes_people = bool(spec.get("cut_out"))
+
+    def per_bank_entry(self, name) -> np.ndarray:
+        """A bundle array of one value per bank entry (its dataset rows, labels or next positions)."""
+        array = self.context.array(name)
+        if array.shape != (self.bank_size,):
+            raise BundleError(f"{self.context.bundle.root}: {name} has shape {array.shape}; "
+                              f"expected ({self.bank_size},)")
+        return array
+
+    def output_mode(self):
+        return self.output
+
+    def conditioned_on(self):
+        return self.condition
+
+    def apply(self, batch, rng, known=None, keys=None):
+        return self(batch, rng, known, keys)
 
     def describe(self):
         # a camera release pastes the bank's people: say who they are
@@ -309,8 +305,8 @@ class SubstitutionStage(Stage):
         """(following, frames_per_step) of the manifest's ``sequence`` entry, or (None, 1) without one."""
         if not sequence:
             return None, 1
-        following = self.context.array(sequence["next"]).astype(np.int64)
-        if following.shape != (self.bank_size,) or following.min() < 0 or following.max() >= self.bank_size:
+        following = self.per_bank_entry(sequence["next"]).astype(np.int64)
+        if following.min() < 0 or following.max() >= self.bank_size:
             raise BundleError(f"{self.context.bundle.root}: {sequence['next']} must hold {self.bank_size} bank "
                               f"positions (0..{self.bank_size - 1}), one per bank entry")
         return following, int(sequence.get("frames_per_step", 1))

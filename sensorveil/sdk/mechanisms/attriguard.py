@@ -20,10 +20,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from sensorveil.runtime.stages.attriguard import POLICIES, attriguard
+from sensorveil.runtime.stages.attriguard import (
+    DEFAULT_MAX_ITERATIONS,
+    DEFAULT_TAU,
+    POLICIES,
+    AttriGuardEntry,
+    attriguard,
+)
 from sensorveil.sdk.evaluation import Task, baselines, dataset_slices, probing_attack, tree_attacker_accuracy
 from sensorveil.sdk.mechanisms import register
-from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, protocol_task
+from sensorveil.sdk.mechanisms.base import BundleParts, Graph, Mechanism, TrainRequest, protocol_task
 from sensorveil.sdk.training import accuracy, train_classifier
 
 ARRAYS = {"weights": "attriguard_weights.npy", "bias": "attriguard_bias.npy", "target": "attriguard_target.npy"}
@@ -35,8 +41,8 @@ class AttriGuardConfig:
     policy: str = "modify_add"       # section 5.1.3's default noise-type policy
     beta: float = 4.0                # expected L0 budget of eq. 3 (section 5.2: 3-4 modified entries)
     target: str = "p_r"              # p_r: shares of the training data; p_u: uniform (section 5.1.3)
-    tau: float = 1.0                 # PANDA's step (section 5.1.3)
-    max_iterations: int = 100        # PANDA's maxiter
+    tau: float = DEFAULT_TAU         # PANDA's step (section 5.1.3)
+    max_iterations: int = DEFAULT_MAX_ITERATIONS     # PANDA's maxiter
     regularization: float = 1.0      # LR-D's inverse L2 strength (scikit-learn's C)
     seed: int = 0                    # splits and the evaluation's draws; the device draws from OS entropy
 
@@ -235,9 +241,8 @@ class AttriGuardMechanism(Mechanism):
             np.save(Path(out_dir) / ARRAYS[key], array, allow_pickle=False)
         entry = {"name": self.name, "kind": self.kind, "useful": run["useful"], "private": run["private"],
                  "parameters": asdict(config)}
-        stage = {"kind": "attriguard", "graph": "defender", "policy": config.policy, "beta": config.beta,
-                 "tau": config.tau, "max_iterations": config.max_iterations, **ARRAYS}
-        return entry, [stage]
+        stage = AttriGuardEntry("defender", ARRAYS, config.beta, config.policy, config.tau, config.max_iterations)
+        return BundleParts(entry, [stage.to_manifest()])
 
 
 def released_figures(task: Task, train_x: torch.Tensor, test_x: torch.Tensor, epochs: int, seed: int) -> dict:

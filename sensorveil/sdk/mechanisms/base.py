@@ -12,14 +12,19 @@ laplace). ``train_run``, ``evaluate``, ``export_run`` and the CLI only talk to t
 
 A mechanism whose output is a privatized sample in sensor units (PR-GAN, AttriGuard, Sanitizer) gets
 ``evaluate_run``/``evaluate_bundle`` from this base: it provides ``task`` and ``privatize`` only.
+
+``Mechanism`` is an abstract base (as Flower's Strategy is): ``train``, ``graphs`` and ``bundle`` must be
+implemented, so a mechanism that lacks one fails when it is registered, not halfway through an export;
+every other method has a default a mechanism may override.
 """
 from __future__ import annotations
 
+import abc
 import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 import torch
@@ -62,7 +67,14 @@ class Graph:
     inputs: Callable[[np.ndarray], np.ndarray] | None = None
 
 
-class Mechanism:
+class BundleParts(NamedTuple):
+    """What ``Mechanism.bundle`` returns: the manifest's mechanism entry and its pipeline, one entry per
+    runtime stage, each written by that stage's own writer (sensorveil.runtime.stages, ``...Entry``)."""
+    entry: dict
+    pipeline: list
+
+
+class Mechanism(abc.ABC):
     """Base class; a mechanism module subclasses it and calls ``register(Subclass())``."""
 
     name = ""
@@ -107,17 +119,19 @@ class Mechanism:
         return self.config_class(**values)
 
     # -- what every mechanism implements -----------------------------------------------------
+    @abc.abstractmethod
     def train(self, request: TrainRequest) -> dict:
-        raise NotImplementedError
+        """Train on ``request.data``, save the weights under ``request.out``, score the run; returns the run
+        record (run.json: ``request.base`` completed with useful, private, seed, kind, config, metrics)."""
 
-    def graphs(self, run_dir: Path, run: dict) -> dict:
+    @abc.abstractmethod
+    def graphs(self, run_dir: Path, run: dict) -> dict[str, Graph]:
         """{graph name: Graph}; a single-model mechanism names its graph "model"."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def bundle(self, run_dir: Path, run: dict, dataset: SensorDataset, out_dir: Path,
-               include_samples: bool = True) -> tuple[dict, list]:
-        """(manifest mechanism entry, pipeline stages); writes the .npy arrays the stages name."""
-        raise NotImplementedError
+               include_samples: bool = True) -> BundleParts:
+        """The manifest's mechanism entry and pipeline; writes the .npy arrays the stages name."""
 
     # -- sample-emitting mechanisms: provide task() and privatize(), inherit the evaluation ----
     def task(self, run_dir: Path, run: dict) -> tuple[Task, dict | None]:
@@ -126,8 +140,10 @@ class Mechanism:
         return protocol_task(load_run_dataset(run), run["useful"], run["private"], run["seed"]), None
 
     def privatize(self, run_dir: Path, run: dict) -> Callable[[torch.Tensor], torch.Tensor]:
-        """The trained mechanism in torch: model units in, model units out."""
-        raise NotImplementedError
+        """The trained mechanism in torch: model units in, model units out. The default has none: a
+        mechanism whose evaluation does not go through it (PASS draws from its bank) overrides ``release``,
+        ``evaluate_run`` and ``evaluate_bundle`` instead."""
+        raise NotImplementedError(f"{self.name} has no torch privatize; its release and evaluation are its own")
 
     # output modes the audit loads a bundle with (PASS: its bank index, which also feeds the exact-posterior attacker)
     audit_load_options: dict = {}

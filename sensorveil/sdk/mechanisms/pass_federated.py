@@ -44,7 +44,7 @@ from sensorveil.sdk.mechanisms.pass_federated_parts.config import PassFederatedC
 from sensorveil.sdk.mechanisms.pass_federated_parts.federation import federate, federated_data, prepare_federation
 from sensorveil.sdk.mechanisms.pass_federated_parts.folders import DEVICES_DIR
 from sensorveil.sdk.mechanisms.pass_federated_parts.server import HISTORY_FILE
-from sensorveil.sdk.mechanisms.pass_parts.bundle import BANK_FILE, WEIGHTS_FILE, load_head
+from sensorveil.sdk.mechanisms.pass_parts.bundle import BANK_FILE, load_head, substitution_record
 from sensorveil.sdk.mechanisms.pass_parts.config import config_dict
 from sensorveil.sdk.mechanisms.pass_parts.data import PassData
 from sensorveil.sdk.mechanisms.pass_parts.evaluate import evaluate_model
@@ -65,7 +65,7 @@ def training_record(pdata: PassData, spec: dict, config: PassFederatedConfig, ro
     history = [{"round": r["round"], **r["train"], "L_hat_plus_C": r["train"].get("L_hat", float("nan")) + c}
                for r in rounds]
     return {"lambda": lam, "mu": mu, "constant_C": c, "rounds": config.rounds, "local_epochs": config.local_epochs,
-            "pretrain_epochs": 0, "bank_size": int(len(pdata.bank_rows)), "history": history}
+            "pretrain_epochs": 0, "bank_size": pdata.bank_size, "history": history}
 
 
 def train_pass_federated_run(request: TrainRequest, config: PassFederatedConfig) -> dict:
@@ -83,10 +83,7 @@ def train_pass_federated_run(request: TrainRequest, config: PassFederatedConfig)
     training = training_record(pdata, spec, config, rounds)
     labels = pdata.labels(pdata.private[0])
     run = {**base, "kind": "substitution", "hidden": pdata.hidden, "config": config_dict(config),
-           "substitution": {"tau": config.tau, "bank_size": int(len(pdata.bank_rows)), "bank_file": BANK_FILE,
-                            "weights_file": WEIGHTS_FILE, "lambda": training["lambda"], "mu": training["mu"],
-                            "constant_C": training["constant_C"], "embedding_dim": config.embedding_dim,
-                            "condition": config.condition, "bank_origin": plan.origin},
+           "substitution": substitution_record(config, pdata, training, bank_origin=plan.origin),
            "training": training,
            "federation": {"runtime": config.federation, "flower": flower_version(), "wall_seconds": round(seconds, 1),
                           "aggregation": config.aggregation,

@@ -40,6 +40,7 @@ from sensorveil.sdk.mechanisms.pass_parts.bundle import (
     load_head,
     load_model,
     substitute_samples,
+    substitution_record,
     write_bundle_files,
 )
 from sensorveil.sdk.mechanisms.pass_parts.config import (
@@ -149,10 +150,7 @@ def train_pass_run(base: dict, data: SensorDataset, out: Path, config: PASSConfi
     evaluation = evaluate_model(pdata, head, attacker_epochs=attacker_epochs, seed=config.seed,
                                           plot_dir=out if plots else None)
     return {**base, "kind": "substitution", "hidden": pdata.hidden, "config": config_dict(config),
-            "substitution": {"tau": config.tau, "bank_size": int(len(pdata.bank_rows)), "bank_file": BANK_FILE,
-                             "weights_file": WEIGHTS_FILE, "lambda": training["lambda"], "mu": training["mu"],
-                             "constant_C": training["constant_C"], "embedding_dim": config.embedding_dim,
-                             "condition": config.condition},
+            "substitution": substitution_record(config, pdata, training),
             "training": training, "reference": evaluation["reference"], "metrics": evaluation["metrics"],
             "confusion_plot": evaluation.get("confusion_plot"), "train_seconds": round(time.time() - started, 1)}
 

@@ -16,10 +16,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from sensorveil.runtime.stages.model import ModelEntry
 from sensorveil.sdk.datasets import SensorDataset
 from sensorveil.sdk.evaluation import Task, baselines, dataset_slices, evaluate, raw_reference
 from sensorveil.sdk.mechanisms import register
-from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, load_run_dataset, protocol_task
+from sensorveil.sdk.mechanisms.base import BundleParts, Graph, Mechanism, TrainRequest, load_run_dataset, protocol_task
 from sensorveil.sdk.networks import make_classifier, make_generator
 from sensorveil.sdk.priors import maximum_entropy_distribution
 from sensorveil.sdk.training import (
@@ -334,7 +335,7 @@ class PerturbationMechanism(Mechanism):
         entry = {"name": run["mechanism"], "kind": self.kind, "useful": run["useful"], "private": run["private"],
                  "parameters": {"margin_c": selection.get("margin_c"), **{
                      key: run["config"][key] for key in ("alpha", "beta", "utility_threshold")}}}
-        return entry, [{"kind": "model", "graph": "model"}]
+        return BundleParts(entry, [ModelEntry("model").to_manifest()])
 
 
 class LaplaceBaseline(PerturbationMechanism):

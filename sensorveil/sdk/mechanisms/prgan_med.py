@@ -25,10 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sensorveil.runtime.stages.prgan_med import KIND, conditioned
+from sensorveil.runtime.stages.prgan_med import PRGANMEDEntry, conditioned
 from sensorveil.sdk.datasets import SensorDataset
 from sensorveil.sdk.mechanisms import register
-from sensorveil.sdk.mechanisms.base import Graph
+from sensorveil.sdk.mechanisms.base import BundleParts, Graph
 from sensorveil.sdk.mechanisms.prgan import (
     GENERATOR_FILE,
     Experiment,
@@ -139,8 +139,8 @@ class PRGANMEDMechanism(PerturbationMechanism):
         entry, _ = super().bundle(run_dir, run, dataset, out_dir, include_samples)
         np.save(Path(out_dir) / MED_FILE, reload_experiment(run_dir, run).med, allow_pickle=False)
         entry["parameters"]["noise_dim"] = self.noise_dim(run)
-        return entry, [{"kind": KIND, "classifier": "classifier", "generator": "generator", "med": MED_FILE,
-                        "noise_dim": self.noise_dim(run)}]
+        stage = PRGANMEDEntry("classifier", "generator", MED_FILE, self.noise_dim(run))
+        return BundleParts(entry, [stage.to_manifest()])
 
 
 register(PRGANMEDMechanism("prgan-med", "PR-GAN conditioned on z' ~ MED(z|y) (Theorem 1's A*, beyond the paper)"))

@@ -26,11 +26,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sensorveil.runtime.stages.posterior import sample_posterior
-from sensorveil.runtime.stages.sanitizer import MECHANISMS, PARAMETER_ARRAYS, sanitize_latent
+from sensorveil.runtime.stages.model import ModelEntry
+from sensorveil.runtime.stages.posterior import PosteriorSampleEntry, sample_posterior
+from sensorveil.runtime.stages.sanitizer import (
+    ARRAY_FILE,
+    MECHANISMS,
+    PARAMETER_ARRAYS,
+    SanitizerEntry,
+    obfuscation_parameters,
+    sanitize_latent,
+)
 from sensorveil.sdk.evaluation import Task, apply_privatize, baselines, evaluate
 from sensorveil.sdk.mechanisms import register
-from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, protocol_task
+from sensorveil.sdk.mechanisms.base import BundleParts, Graph, Mechanism, TrainRequest, protocol_task
 from sensorveil.sdk.networks import make_classifier
 from sensorveil.sdk.training import (
     accuracy,
@@ -209,16 +217,8 @@ def mechanism_parameters(z_s: np.ndarray, config: SanitizerConfig) -> dict:
             "mixture_means": model.means_,
             "mixture_cholesky": np.linalg.cholesky(model.covariances_),
         }
-    if config.mechanism == "obfuscation":
-        # the L1 sensitivity of z_S clipped to L2 norm C: two such vectors differ by at most 2C in L2,
-        # hence by at most 2 C sqrt(k) in L1; Lap(Delta / epsilon) per dimension (section 3.1 b)
-        sensitivity = 2 * config.clip_norm * math.sqrt(config.sensitive_dim)
-        return {
-            "clip_norm": config.clip_norm,
-            "sensitivity": sensitivity,
-            "laplace_scale": sensitivity / config.epsilon,
-            "epsilon": config.epsilon,
-        }
+    if config.mechanism == "obfuscation":     # Lap(Delta / epsilon) per dimension, as the device draws it
+        return obfuscation_parameters(config.clip_norm, config.sensitive_dim, config.epsilon)
     return {}
 
 
@@ -317,7 +317,7 @@ class SanitizerMechanism(Mechanism):
     def save_params(out: Path, params: dict) -> None:
         for name, value in params.items():
             if np.ndim(value) > 0:
-                np.save(out / f"sanitizer_{name}.npy", np.asarray(value, np.float64), allow_pickle=False)
+                np.save(out / ARRAY_FILE.format(name), np.asarray(value, np.float64), allow_pickle=False)
 
     def load(self, run_dir, run: dict):
         config = self.config_of(run)
@@ -329,7 +329,7 @@ class SanitizerMechanism(Mechanism):
         params = dict(run.get("mechanism_parameters", {}))
         params.update(
             {
-                name: np.load(Path(run_dir) / f"sanitizer_{name}.npy", allow_pickle=False)
+                name: np.load(Path(run_dir) / ARRAY_FILE.format(name), allow_pickle=False)
                 for name in PARAMETER_ARRAYS[config.mechanism]
             }
         )
@@ -354,13 +354,8 @@ class SanitizerMechanism(Mechanism):
     def bundle(self, run_dir, run: dict, dataset, out_dir: Path, include_samples: bool = True):
         config, _, _, params = self.load(run_dir, run)
         self.save_params(Path(out_dir), params)
-        stage = {
-            "kind": "sanitizer",
-            "mechanism": config.mechanism,
-            "sensitive_dim": config.sensitive_dim,
-            "arrays": {name: f"sanitizer_{name}.npy" for name in PARAMETER_ARRAYS[config.mechanism]},
-            **{key: value for key, value in params.items() if np.ndim(value) == 0},
-        }
+        # the noise's scalars go into the stage alone, where the device reads and checks them
+        stage = SanitizerEntry(config.mechanism, config.sensitive_dim, config.clip_norm, config.epsilon)
         entry = {
             "name": self.name,
             "kind": self.kind,
@@ -371,12 +366,12 @@ class SanitizerMechanism(Mechanism):
                 "sensitive_dim": config.sensitive_dim,
                 "mechanism": config.mechanism,
                 "beta": config.beta,
-                **{key: value for key, value in params.items() if np.ndim(value) == 0},
+                "release": config.release,
             },
         }
-        entry["parameters"]["release"] = config.release
-        draw = [{"kind": "posterior-sample", "latent_dim": config.latent_dim}] if config.release == "sample" else []
-        return entry, [{"kind": "model", "graph": "encoder"}, *draw, stage, {"kind": "model", "graph": "decoder"}]
+        draw = [PosteriorSampleEntry(config.latent_dim)] if config.release == "sample" else []
+        stages = [ModelEntry("encoder"), *draw, stage, ModelEntry("decoder")]
+        return BundleParts(entry, [stage.to_manifest() for stage in stages])
 
 
 register(SanitizerMechanism())

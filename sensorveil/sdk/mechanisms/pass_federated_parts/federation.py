@@ -49,7 +49,7 @@ def prepare_federation(data: PassData, plan: BankPlan, base: dict, config: PassF
     out = Path(out).resolve()
     lam, mu = resolved_weights(config, len(data.useful), len(data.private))
     model = {"modality": base["modality"], "model_shape": list(base["model_shape"]),
-             "bank_size": int(len(data.bank_rows)), "embedding_dim": int(config.embedding_dim),
+             "bank_size": data.bank_size, "embedding_dim": int(config.embedding_dim),
              "tau": float(config.tau)}
     task = {"useful": data.useful, "private": data.private, "seed": int(config.seed),
             "clients": int(config.clients), "partition": config.partition, "alpha": float(config.alpha),

@@ -7,7 +7,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from sensorveil.runtime.stages.model import ModelEntry
+from sensorveil.runtime.stages.substitution import LOGITS, SubstitutionEntry
 from sensorveil.sdk.datasets import SensorDataset
+from sensorveil.sdk.mechanisms.base import BundleParts
 from sensorveil.sdk.mechanisms.pass_parts.data import bank_cut_outs
 from sensorveil.sdk.mechanisms.pass_parts.model import SubstitutionHead, SubstitutionModel, make_embedding
 
@@ -17,6 +20,16 @@ CONDITION_FILE = "bank_condition.npy"    # bank position -> its value of the con
 SAMPLES_FILE = "substitutes.npy"         # bank position -> substitute sample, sensor units
 SEQUENCE_FILE = "bank_next.npy"          # bank position -> the same person's next crop in the bank
 COLOUR_FILE = "substitutes_colour.npy"   # bank position -> the same cut-out in colour (camera bundles)
+MODEL_OUTPUT_MEANING = ("cos(f(x), g(x'))/tau per substitute x', shape (batch, bank_size); "
+                        "P(X'|X) is their softmax (eq. 2)")
+
+
+def substitution_record(config, data, training: dict, **extra) -> dict:
+    """run.json's "substitution", read back by load_model and write_bundle_files: PASS's settings and
+    fitted weights, and the files of the bank (``data.bank_rows``, saved as BANK_FILE) and of the weights."""
+    return {"tau": config.tau, "bank_size": data.bank_size, "bank_file": BANK_FILE, "weights_file": WEIGHTS_FILE,
+            "lambda": training["lambda"], "mu": training["mu"], "constant_C": training["constant_C"],
+            "embedding_dim": config.embedding_dim, "condition": config.condition, **extra}
 
 
 def load_model(run_dir, run: dict) -> SubstitutionModel:
@@ -64,7 +77,8 @@ def colour_cut_outs(colour: np.ndarray, cut_outs: np.ndarray) -> np.ndarray:
     return np.where(person, np.maximum(colour, 1), 0).astype(np.uint8)
 
 
-def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path, include_samples: bool) -> tuple:
+def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path,
+                       include_samples: bool) -> BundleParts:
     """The bank files the runtime needs, the manifest's mechanism entry, and the pipeline: f with its
     similarity head (P(X'|X)), then the draw (sensorveil.runtime.stages.substitution)."""
     bank_rows = load_bank_rows(run_dir, run)
@@ -82,30 +96,24 @@ def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path
                             "constant_C": sub["constant_C"], "embedding_dim": sub["embedding_dim"]}}
     if sub.get("bank_origin"):   # a federated run's bank: which declared, non-private set it was drawn from
         entry["bank_origin"] = dict(sub["bank_origin"])
-    draw = {"kind": "substitution", "bank_size": int(len(bank_rows)), "bank_indices": BANK_FILE,
-            "bank_samples": SAMPLES_FILE if include_samples else None,
-            "bank_colour": COLOUR_FILE if colour else None,
-            "output_default": "sample" if include_samples else "index",
-            "model_output": "logits",
-            "model_output_meaning": "cos(f(x), g(x'))/tau per substitute x', shape (batch, bank_size); "
-                                    "P(X'|X) is their softmax (eq. 2)",
-            "bank_indices_meaning": "bank position -> row of the dataset record",
-            # camera crops: people cut out of their crops, 0 = not the person
-            "cut_out": bool(include_samples and dataset.foreground is not None)}
-    bank_source = (dataset.camera or {}).get("bank")
-    if draw["cut_out"] and bank_source:      # who the released substitutes are (sdk.datasets.walkway's bank)
-        draw["bank_source"] = dict(bank_source)
+    cut_out = bool(include_samples and dataset.foreground is not None)   # camera crops: people cut out, 0 = not
+    bank_source = (dataset.camera or {}).get("bank")      # who the released substitutes are (sdk.datasets.walkway)
+    condition = sequence = None
     if sub.get("condition"):   # the device restricts the draw to substitutes that share what it knows
         np.save(out_dir / CONDITION_FILE, dataset.attributes[sub["condition"]][bank_rows].astype(np.int64),
                 allow_pickle=False)
-        draw["condition"] = {"attribute": sub["condition"], "bank_labels": CONDITION_FILE}
-    if draw["cut_out"] and "track" in dataset.attributes:    # camera people: let held substitutes walk
+        condition = (sub["condition"], CONDITION_FILE)
+    if cut_out and "track" in dataset.attributes:    # camera people: let held substitutes walk
         grouping = [dataset.attributes["track"][bank_rows]]
         if sub.get("condition"):
             grouping.append(dataset.attributes[sub["condition"]][bank_rows])
         np.save(out_dir / SEQUENCE_FILE, bank_sequences(bank_rows, *grouping), allow_pickle=False)
-        draw["sequence"] = {"next": SEQUENCE_FILE, "frames_per_step": int((dataset.camera or {}).get("crop_every", 1))}
-    return entry, [{"kind": "model", "graph": "model"}, draw]
+        sequence = (SEQUENCE_FILE, (dataset.camera or {}).get("crop_every", 1))
+    draw = SubstitutionEntry(len(bank_rows), BANK_FILE, SAMPLES_FILE if include_samples else None,
+                             COLOUR_FILE if colour else None, LOGITS, MODEL_OUTPUT_MEANING, cut_out,
+                             bank_source=dict(bank_source) if cut_out and bank_source else None,
+                             condition=condition, sequence=sequence)
+    return BundleParts(entry, [ModelEntry("model").to_manifest(), draw.to_manifest()])
 
 
 def bank_sequences(bank_rows: np.ndarray, *groups: np.ndarray) -> np.ndarray:

@@ -29,6 +29,10 @@ class PassData:
     bank_rows: np.ndarray = field(repr=False)
     condition: str | None = None      # PASSConfig.condition
 
+    @property
+    def bank_size(self) -> int:
+        return int(len(self.bank_rows))
+
     def labels(self, attribute: str) -> np.ndarray:
         return self.dataset.attributes[attribute]
 

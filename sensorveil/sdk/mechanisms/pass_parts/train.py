@@ -67,7 +67,7 @@ def fit(data: PassData, config: PASSConfig) -> tuple[SubstitutionModel, dict]:
         history.append({"epoch": epoch + 1, **{k: v / count for k, v in sums.items()}})
         history[-1]["L_hat_plus_C"] = history[-1]["L_hat"] + c     # tracks the bound on L (eq. 9)
     record = {"lambda": lam, "mu": mu, "constant_C": c, "epochs": epochs, "pretrain_epochs": pretrain, "steps": steps,
-              "bank_size": int(len(data.bank_rows)), "history": history,
+              "bank_size": data.bank_size, "history": history,
               "fit_seconds": round(time.time() - started, 1)}
     return model.eval(), record
 

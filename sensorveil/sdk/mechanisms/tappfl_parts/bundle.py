@@ -8,6 +8,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from sensorveil.runtime.stages import REPRESENTATION
+from sensorveil.runtime.stages.model import ModelEntry
+from sensorveil.sdk.mechanisms.base import BundleParts
 from sensorveil.sdk.mechanisms.tappfl_parts.model import feature_extractor
 
 FEATURE_FILE = "feature_extractor.pt"
@@ -35,7 +38,7 @@ def pretrained_path(value: str) -> Path:
     return path
 
 
-def bundle_entry(run: dict, name: str, kind: str) -> tuple:
+def bundle_entry(run: dict, name: str, kind: str) -> BundleParts:
     """The bundle's pipeline entry for a run, and its one stage: the model, emitting the representation."""
     cfg = run["config"]
     entry = {"name": name, "kind": kind, "useful": run["useful"], "private": run["private"],
@@ -44,4 +47,4 @@ def bundle_entry(run: dict, name: str, kind: str) -> tuple:
              "parameters": {key: cfg[key] for key in ("lam", "privacy_bound", "representation_dim", "rounds",
                                                       "pretrain_rounds", "clients", "fraction", "participation",
                                                       "local_epochs", "batch_size", "lr", "partition", "alpha")}}
-    return entry, [{"kind": "model", "graph": "model", "emits": "representation"}]
+    return BundleParts(entry, [ModelEntry("model", emits=REPRESENTATION).to_manifest()])
