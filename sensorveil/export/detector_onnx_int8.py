@@ -3,10 +3,25 @@
 The Raspberry Pi and the Jetson's CPU run the detector in onnxruntime beside the privatizing model, so an
 int8 bundle's detector is int8 too: the fp32 second form (sensorveil.export.person_detector: ``image``
 (1, 300, 300, 3) float32 RGB 0-255 in, ``detections`` (1, 1917, 6) float32 out) statically quantized by
-``onnxruntime.quantization.quantize_static`` in QDQ form: weights int8 per output channel, activations uint8
-per tensor from MinMax ranges over the run's clip frames (the same frames that calibrate the TFLite int8
-file, DetectorJob.calibration). The graph's input and output stay float32, so every adapter feeds it and the
-runtime's numpy suppression reads its rows exactly as it reads the fp32 graph's; no anchors file is needed.
+``onnxruntime.quantization.quantize_static`` in QDQ form: weights uint8 per output channel (symmetric, zero
+point 128, all 8 bits), activations uint8 per tensor from MinMax ranges over the run's clip frames (the same
+frames that calibrate the TFLite int8 file, DetectorJob.calibration). The graph's input and output stay
+float32, so every adapter feeds it and the runtime's numpy suppression reads its rows exactly as it reads the
+fp32 graph's; no anchors file is needed.
+
+Why U8U8 (uint8 activations and weights), not onnxruntime's default S8S8 or the U8S8 this graph shipped as
+first: on x86-64 CPUs with AVX2 or AVX-512 but no VNNI, onnxruntime multiplies uint8 activations by int8
+weights with VPMADDUBSW, whose 16-bit pair sums saturate (its quantization guide, "Data type selection"). The
+detector's 8-bit int8 weights saturate there: the same graph's output moves far from what exact integer
+arithmetic gives (the check below then matches a threshold so low that the boxes outnumber the people), while
+VNNI and ARM CPUs, which do not saturate, compute the graph as quantized. S8S8 in QDQ form does not avoid it:
+on x86 onnxruntime runs int8 activations through the same uint8-by-int8 kernels, and it saturates alike.
+7-bit weights (reduce_range, the guide's remedy) stop the saturation but lose too many people for the check.
+U8U8 runs on kernels that do not saturate on any CPU, so the graph the export checks (on whatever x86 machine
+exports) computes what the boards compute, and the threshold matched here holds there. Its cost: on x86
+without VNNI the uint8-by-uint8 kernels are slower than the saturating ones (the int8 graph then saves little
+over fp32 on such a machine); on the boards' ARM CPUs its speed against U8S8 is for
+scripts/detector_int8_speed.py to measure there.
 
 The box decoding and score tail (every node after the last convolution: the predictors' reshapes and
 concatenations, the sigmoid, the box coder's Exp/Mul/Add and the final concatenation) stays float: it is a
@@ -38,9 +53,9 @@ from sensorveil.export.person_detector import (
 )
 from sensorveil.runtime.camera.learned import DEFAULT_SCORE, DETECTOR_OUTPUT, people_boxes
 
-INT8_FORM = "qdq-v2"        # in the cached file's name: a change of the recipe below is a new file
+INT8_FORM = "qdq-u8u8-v3"        # in the cached file's name: a change of the recipe below is a new file
 INT8_TOLERANCE = TFLITE_TOLERANCE["int8"]
-QUANTIZATION = "QDQ, U8S8, weights per channel; box decoding and scores float"
+QUANTIZATION = "QDQ, U8U8, weights per channel; box decoding and scores float"
 
 
 class FrameReader:
@@ -89,13 +104,15 @@ def quantize_detector(source: Path, frames: np.ndarray, scratch: Path) -> Path:
     from sensorveil.export.onnx_opsets import drop_unused_opsets
     prepared, out = scratch / "prepared.onnx", scratch / "detector_int8.onnx"
     quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
-    # U8S8 with full 8-bit weights: 7-bit weights (reduce_range, the model graph's choice for x86 CPUs
-    # without VNNI, where 8-bit products can saturate) lost people on walkway, below the people check
-    # check_int8_detector then made, where 8-bit weights pass; the boards that run this graph
-    # (Pi, Jetson) are ARM, whose int8 kernels do not saturate, and that check runs the graph as it ships
+    # U8U8 with full 8-bit weights (the module docstring says why): int8 weights (U8S8, and S8S8, which
+    # onnxruntime runs on the same kernels on x86) saturate on x86 CPUs without VNNI, so the export machine's
+    # check would judge another graph than the boards run; 7-bit weights (reduce_range) do not saturate but
+    # lose people on walkway's frames below matched_threshold's rule. Per channel, uint8 weights are
+    # quantized symmetrically (one zero point, 128), which onnxruntime's QLinearConv requires.
     quantize_static(str(prepared), str(out), FrameReader(frames), quant_format=QuantFormat.QDQ,
                     per_channel=True, reduce_range=False, activation_type=QuantType.QUInt8,
-                    weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax,
+                    weight_type=QuantType.QUInt8, calibrate_method=CalibrationMethod.MinMax,
+                    extra_options={"WeightSymmetric": True},
                     nodes_to_exclude=float_tail(onnx.load(str(prepared))))
     drop_unused_opsets(out)         # the boards' old onnxruntime refuses the quantizer's unused imports
     onnx.checker.check_model(onnx.load(str(out)))
