@@ -78,3 +78,25 @@ def test_a_clip_that_cannot_be_read_is_one_clear_error(tmp_path):
     bad.write_bytes(b"not a video")
     with pytest.raises(ValueError, match="clip"):
         clip_audit.read_clip(bad)
+
+
+def test_a_person_found_in_parts_is_covered_and_one_beside_the_box_is_not():
+    pipeline = np.array([[100, 20, 60, 200]])
+    parts = np.array([[105, 25, 40, 90], [110, 110, 45, 100]])      # upper and lower body, tiles apart
+    beside = np.array([[300, 20, 60, 200]])
+    assert clip_audit.covered_people(parts, pipeline) == 2
+    assert clip_audit.covered_people(beside, pipeline) == 0
+    assert clip_audit.covered_people(parts, np.zeros((0, 4), np.int64)) == 0
+
+
+def test_the_empty_scene_leaves_out_a_person_who_stands_for_most_of_the_clip():
+    from sensorveil.benchmarks.reference_people import empty_scene
+    frames = [np.full((120, 160, 3), 200, np.uint8) for _ in range(40)]
+    standing = [k for k in range(40) if k % 10 < 7]                # there 70% of the time
+    for k in standing:
+        frames[k][30:100, 60:90] = 20
+
+    def people(index, frame):
+        return [[60, 30, 30, 70]] if index in standing else []
+    assert empty_scene(frames)[60, 75] < 50                             # the plain median: the person
+    assert abs(empty_scene(frames, people)[60, 75] - 200) < 1          # people left out: the place

@@ -38,6 +38,7 @@ CONTEXT = 0.25            # share of a box's size searched around it for the per
 DETAIL_SIGMA = 1.5        # px, the blur ``detail`` takes away: what is left is the person's texture and outline
 RING = 2                  # px around the person's pixels judged too: a flat-coloured person shows as an outline
 BLUR_REACH = 4            # px a pasted pixel's detail spreads under the blur (about 2.5 DETAIL_SIGMA)
+KEPT_LEAKS = 100          # leaking boxes listed one by one (frame, box, share) for a person to look at
 
 
 def detail(grey):
@@ -107,6 +108,7 @@ class LeakMeter(object):
         self.boxes = self.unprivatized = self.leaking = self.measured = self.control_caught = 0
         self.largest_share = None
         self.worst = {"frame": None, "leaking": 0, "boxes": []}
+        self.leaks = []       # the first KEPT_LEAKS leaking boxes, each with its frame and share: to inspect
 
     def people(self, index, raw):
         """Every person the offline detectors find in the raw frame (``offline(index, raw)`` adds its boxes)."""
@@ -134,6 +136,8 @@ class LeakMeter(object):
             self.control_caught += person_share(raw_grey, control, self.empty, box, pasted) >= GHOST_SHARE
             if share >= GHOST_SHARE:
                 leaking.append(box.tolist())
+                if len(self.leaks) < KEPT_LEAKS:
+                    self.leaks.append({"frame": int(index), "box": box.tolist(), "share": round(share, 3)})
         self.leaking += len(leaking)
         if len(leaking) > self.worst["leaking"]:
             self.worst = {"frame": int(index), "leaking": len(leaking), "boxes": leaking}
@@ -142,6 +146,7 @@ class LeakMeter(object):
         return {"offline_boxes": self.boxes, "not_privatized_boxes": self.unprivatized,
                 "measured_boxes": self.measured, "leaking_boxes": self.leaking,
                 "leaking_share": self.leaking / self.boxes if self.boxes else 0.0, "worst_frame": self.worst,
+                "leaks": self.leaks,
                 "rule": {"ghost_share": GHOST_SHARE, "control_ghost": CONTROL_GHOST},
                 "largest_share": self.largest_share,
                 "control_caught_boxes": int(self.control_caught),
