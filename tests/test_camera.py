@@ -542,7 +542,7 @@ def test_the_quiet_scene_shows_the_camera_only_where_nobody_was_for_the_horizon(
         frame[50:86, x:x + 12] = 20
         trail[50:86, x:x + 12] = True
         boxes = detector.detect(frame)
-        scene.update(frame, busy_mask(frame.shape, detector.foreground, boxes, 4))
+        scene.update(frame, busy_mask(frame.shape, detector.foreground, boxes))
     assert (first == NEUTRAL_GREY).all() and first is not scene.image     # neutral start, never edited in place
     assert np.abs(scene.image[trail].astype(float) - 20.0).min() > 90     # no pixel of the walker, anywhere
     assert np.abs(scene.image[:30].astype(float) - 120.0).max() < 10      # the quiet top: the camera's scene

@@ -273,5 +273,20 @@ def test_the_learned_graph_sees_the_rgb_frame_shrunk_as_before(channels):
     learned.LearnedPeopleDetector(run_graph).find(frame)
     rgb = frame[..., 2::-1] if channels else np.repeat(frame[..., None], 3, 2)
     height, width = learned.DETECTOR_INPUT
-    before = cv2.resize(np.ascontiguousarray(rgb), (width, height), interpolation=cv2.INTER_AREA)
-    assert seen[0].shape == (1, height, width, 3) and np.array_equal(seen[0][0], before)
+    assert len(seen) == 2            # two square tiles of 361 px: left at 0 and at 479 - 361
+    for batch, left in zip(seen, (0, 479 - 361)):
+        tile = np.ascontiguousarray(rgb[:, left:left + 361])
+        before = cv2.resize(tile, (width, height), interpolation=cv2.INTER_AREA)
+        assert batch.shape == (1, height, width, 3) and np.array_equal(batch[0], before)
+
+
+def test_square_tiles_cover_the_frame_and_a_person_cut_by_a_tile_is_found_once():
+    from sensorveil.runtime.camera import learned
+    assert learned.square_tiles(360, 640) == [(0, 0, 360), (0, 280, 360)]
+    assert learned.square_tiles(360, 360) == [(0, 0, 360)]
+    assert learned.square_tiles(640, 360) == [(0, 0, 360), (280, 0, 360)]
+    assert learned.square_tiles(100, 1000)[-1] == (0, 900, 100) and len(learned.square_tiles(100, 1000)) == 10
+    whole, other = [300, 40, 50, 200], [500, 40, 40, 150]
+    cut = [300, 40, 30, 200]                        # the same person, cut at a tile's right edge
+    merged = learned.merge_tiles(np.array([cut, whole, other]))
+    assert sorted(merged.tolist()) == sorted([whole, other])

@@ -111,15 +111,51 @@ class LearnedPeopleDetector(object):
         return unite(self.learned, moving)
 
     def find(self, frame):
-        """The learned graph's people in this frame."""
+        """The learned graph's people in this frame, found on its square tiles (``square_tiles``)."""
+        found = []
+        for top, left, side in square_tiles(frame.shape[0], frame.shape[1]):
+            tile = frame[top:top + side, left:left + side]
+            found.append(self.find_in(tile) + np.array([left, top, 0, 0], dtype=np.int64))
+        return merge_tiles(np.concatenate(found))
+
+    def find_in(self, tile):
+        """The graph's people in one tile, in its pixels."""
         height, width = self.input_size
         # shrunk first, then made RGB: the area average is per channel, so the pixels are those of shrinking the
-        # RGB frame, without first copying a full frame through a reversed-channel view
-        small = self.cv2.resize(frame if frame.ndim == 2 else np.ascontiguousarray(frame[..., :3]), (width, height),
+        # RGB tile, without first copying a full tile through a reversed-channel view
+        small = self.cv2.resize(tile if tile.ndim == 2 else np.ascontiguousarray(tile[..., :3]), (width, height),
                                 interpolation=self.cv2.INTER_AREA)
-        image = self.cv2.cvtColor(small, self.cv2.COLOR_GRAY2RGB if frame.ndim == 2 else self.cv2.COLOR_BGR2RGB)
+        image = self.cv2.cvtColor(small, self.cv2.COLOR_GRAY2RGB if tile.ndim == 2 else self.cv2.COLOR_BGR2RGB)
         rows = np.asarray(self.run_graph(self.graph, image[None]))
-        return people_boxes(rows, frame.shape, self.score, self.person_class, self.box_coder)
+        return people_boxes(rows, tile.shape, self.score, self.person_class, self.box_coder)
+
+
+def square_tiles(height, width):
+    """(top, left, side) of the square tiles the graph looks at: side the frame's short side, as many as cover
+    the long side, spread evenly (overlapping where it is no multiple of the short side). The graph's input is
+    square: a 16:9 frame squeezed into it makes everyone half as wide, and the SSD then misses people it finds
+    at once in a square tile, standing people seen from behind most of all (docs/decisions/0014). Each tile
+    costs one run of the graph: two for 4:3 and 16:9 frames."""
+    side, longer = min(height, width), max(height, width)
+    count = -(-longer // side)
+    starts = [int(round(v)) for v in np.linspace(0, longer - side, count)] if count > 1 else [0]
+    if width >= height:
+        return [(0, start, side) for start in starts]
+    return [(start, 0, side) for start in starts]
+
+
+def merge_tiles(boxes):
+    """One box per person from overlapping tiles: largest first, a box kept unless it overlaps a kept one by
+    OVERLAP_IOU or lies mostly (COVERED of its area) inside one: a person at a tile's edge is found whole in the
+    next tile and cut in this one."""
+    boxes = np.asarray(boxes, dtype=np.int64).reshape(-1, 4)
+    order = np.argsort(-(boxes[:, 2] * boxes[:, 3]), kind="stable")
+    kept = np.zeros((0, 4), dtype=np.int64)
+    for box in boxes[order]:
+        if len(kept) and ((iou(box[None], kept) > OVERLAP_IOU).any() or inside_pairs(box[None], kept).any()):
+            continue
+        kept = np.concatenate([kept, box[None]])
+    return kept
 
 
 def people_boxes(rows, frame_shape, score, person_class=COCO_PERSON, box_coder=None):

@@ -129,7 +129,7 @@ class PersonCrops(Preprocessor):
         moving = getattr(self.detector, "raw_foreground", None)
         if moving is None:
             moving = getattr(self.detector, "foreground", None)
-        busy = busy_mask(image.shape[:2], moving, everyone, self.margin)
+        busy = busy_mask(image.shape[:2], moving, everyone)
         return self.scene.update(image, busy)
 
     def walked_in(self, boxes, tracks):

@@ -47,6 +47,10 @@ SCENE_STEP = 2
 # colours: the darker side is then bound by SHADOW_RATIO rather than the gap (docs/decisions/0011-neutral-
 # contrast.md has the gap's effect on the count and the colours, from scripts/paste_contrast.py)
 NEUTRAL_CONTRAST = 70
+# share of a person's box width and height the scene counts as busy around it, each way: a learned box that
+# stops at the knees or an arm still keeps the scene from learning the rest (a crop window's CROP_MARGIN is
+# smaller: it frames the person for the model, this keeps the person out of the released scene)
+BUSY_MARGIN = 0.25
 
 
 class QuietScene(object):
@@ -227,11 +231,13 @@ def dilate(blocks):
     return wide
 
 
-def busy_mask(shape, foreground, boxes, margin):
+def busy_mask(shape, foreground, boxes, margin=BUSY_MARGIN):
     """Where a person is or may be: the foreground mask (all of the frame when the detector has none) and every
-    box grown by ``margin`` px."""
+    box grown by ``margin`` of its width and height each way (at least a pixel): a detector's box often cuts off
+    a standing person's feet or an arm, and a part nobody covers for SCENE_HORIZON frames would be learnt into
+    the released scene, and stay there after they leave."""
     busy = np.ones(shape, dtype=bool) if foreground is None else foreground.astype(bool)
-    m = int(margin)
     for x, y, w, h in np.asarray(boxes, dtype=np.int64).reshape(-1, 4):
-        busy[max(y - m, 0):max(y + h + m, 0), max(x - m, 0):max(x + w + m, 0)] = True
+        grow_x, grow_y = int(np.ceil(margin * max(w, 1))), int(np.ceil(margin * max(h, 1)))
+        busy[max(y - grow_y, 0):max(y + h + grow_y, 0), max(x - grow_x, 0):max(x + w + grow_x, 0)] = True
     return busy

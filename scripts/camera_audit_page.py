@@ -1,0 +1,78 @@
+"""The camera goal of a bundle on a clip, as a page: `sensorveil camera-audit` (identity, leak meter, recall,
+count) written to Markdown and JSON, with the clip's source and licence (a clip fetched for testing is never
+committed; the page says where it came from).
+
+    sensorveil quickstart --camera CLIP --out runs/NAME          # trains and exports the bundle on the clip
+    python scripts/camera_audit_page.py --bundle runs/NAME/bundles/pass-SLUG --clip CLIP \\
+        --source "where the clip came from, its licence" --out docs/camera_audit-NAME.md
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from sensorveil.benchmarks.provenance import page_header, portable, provenance, require_clean  # noqa: E402
+
+
+def audit(bundle: Path, clip: Path, epochs: int) -> dict:
+    from sensorveil.benchmarks.camera_goal import camera_goal
+    from sensorveil.benchmarks.clip_audit import audit_clip
+    from sensorveil.sdk.reid_audit import audit_bundle
+
+    def log(line):
+        print(line, file=sys.stderr, flush=True)
+    try:
+        identity = audit_bundle(bundle, epochs=epochs, log=log)
+    except FileNotFoundError as error:
+        identity = {"verdict": "not measured", "why": str(error)}
+    clip_result = audit_clip(bundle, clip, log=log)
+    return {"bundle": str(bundle), "clip": clip_result, "identity": identity,
+            "goal": camera_goal(clip_result, identity)}
+
+
+def page(result: dict, record: dict, source: str) -> str:
+    from sensorveil.benchmarks.camera_goal import format_goal
+    from sensorveil.sdk.reid_audit import format_identity
+    clip, leak = result["clip"], result["clip"]["leak_meter"]
+    lines = ["# The camera goal on a clip", "", page_header(record), "",
+             f"Clip `{Path(clip['clip']).name}`, {clip['frames']} frames of {clip['frame_size'][0]}x"
+             f"{clip['frame_size'][1]}: {source}. Bundle `{Path(result['bundle']).name}` "
+             "(`sensorveil quickstart --camera` on this clip). What each part means: docs/guides/camera.md, "
+             "\"The camera goal, part by part\".", "", "```", format_goal(result["goal"]), "```", ""]
+    if "chance" in result["identity"]:
+        lines += ["```", format_identity(result["identity"]), "```", ""]
+    lines += [f"Reference people for recall and the leak meter: {clip['recall']['reference']}.", ""]
+    if leak["leaks"]:
+        lines += ["Leaking boxes (frame, box x y w h, share of the person the release keeps):", ""]
+        lines += [f"- frame {leak_box['frame']}: {leak_box['box']}, {leak_box['share']}" for leak_box in leak["leaks"]]
+        lines.append("")
+    for name, count in clip["count"].items():
+        lines.append(f"- {name} counter ({count['counter']}): {count['raw_people']:,} people counted in the raw "
+                     f"frames read, {count['released_people']:,} in the release, {count['floor_people']:,} in "
+                     f"JPEG 90.")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bundle", type=Path, required=True)
+    parser.add_argument("--clip", type=Path, required=True)
+    parser.add_argument("--source", required=True, help="where the clip came from and its licence")
+    parser.add_argument("--epochs", type=int, default=15, help="the re-id attacker's epochs")
+    parser.add_argument("--out", type=Path, required=True, help="the page (.md; .json beside it)")
+    parser.add_argument("--allow-dirty", action="store_true", help="write from uncommitted code (the page says so)")
+    args = parser.parse_args(argv)
+    require_clean(args.allow_dirty)
+    record = provenance(allow_dirty=args.allow_dirty)
+    result = portable(audit(args.bundle, args.clip, args.epochs), folders={
+        str(args.clip.parent.resolve()): "CLIPS", str(args.bundle.parent.resolve()): "BUNDLES"})
+    args.out.write_text(page(result, record, args.source))
+    args.out.with_suffix(".json").write_text(json.dumps({"provenance": record, **result}, indent=2, default=str))
+    print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
