@@ -104,8 +104,12 @@ def test_unite_keeps_every_learned_box_and_only_new_motion_boxes():
     assert united.tolist() == [person, walker]
 
 
+PERSON = [180, 90, 18, 180]     # CountingGraph's person (0.25, 0.5, 0.75, 0.55) on a 360x360 frame
+
+
 class CountingGraph:
-    """A detector graph stand-in with the bundle graph's signature: one person at a fixed place."""
+    """A detector graph stand-in with the bundle graph's signature: one person at a fixed place. The frames below
+    are square, so the graph sees one tile (learned.square_tiles) and its person is PERSON."""
 
     def __init__(self):
         self.calls = []
@@ -118,10 +122,10 @@ class CountingGraph:
 def test_the_graph_runs_every_kth_frame_and_its_people_stand_between():
     graph = CountingGraph()
     detector = learned.LearnedPeopleDetector(graph, every=3)
-    frame = np.full((360, 480, 3), 90, np.uint8)
+    frame = np.full((360, 360, 3), 90, np.uint8)
     found = [detector.detect(frame) for _ in range(7)]
     assert len(graph.calls) == 3 and graph.calls[0] == ("person-detector", (1, 300, 300, 3), np.uint8)
-    assert all(boxes.tolist() == [[240, 90, 24, 180]] for boxes in found)  # a standing person: motion sees none
+    assert all(boxes.tolist() == [PERSON] for boxes in found)  # a standing person: motion sees none
 
 
 class ScriptedMotion:
@@ -135,23 +139,23 @@ class ScriptedMotion:
 
 
 def test_a_walker_who_leaves_the_graphs_box_is_not_found_twice_between_its_runs():
-    """The graph's person at [240, 90, 24, 180]: motion finds them inside the box (kept), then half out of it
+    """The graph's person at PERSON: motion finds them inside the box (kept), then half out of it
     from the third frame after the run (the box is dropped, so one substitute follows the walker, not two), and
     the graph's next run finds them again. With the graph every 3 frames the box always stands."""
-    inside, moved_on = [242, 95, 20, 170], [255, 90, 24, 180]
-    frame = np.full((360, 480, 3), 90, np.uint8)
+    inside, moved_on = [182, 95, 14, 170], [191, 90, 18, 180]
+    frame = np.full((360, 360, 3), 90, np.uint8)
     motion = ScriptedMotion([[inside]] * 3 + [[moved_on]] * 7 + [[]])
     detector = learned.LearnedPeopleDetector(CountingGraph(), every=10, motion=motion, leave_behind=True)
     found = [detector.detect(frame).tolist() for _ in range(11)]
-    assert found[:3] == [[[240, 90, 24, 180]]] * 3
+    assert found[:3] == [[PERSON]] * 3
     assert found[3:10] == [[moved_on]] * 7
-    assert found[10] == [[240, 90, 24, 180]]              # the graph's next run
+    assert found[10] == [PERSON]              # the graph's next run
     every_3 = learned.LearnedPeopleDetector(CountingGraph(), every=3, motion=ScriptedMotion([[moved_on]] * 9),
                                             leave_behind=True)
     assert all(len(every_3.detect(frame)) == 2 for _ in range(9))    # never stale: the box stands beside motion's
     standing = learned.LearnedPeopleDetector(CountingGraph(), every=10, motion=ScriptedMotion([[]] * 10),
                                              leave_behind=True)
-    assert all(standing.detect(frame).tolist() == [[240, 90, 24, 180]] for _ in range(10))   # nobody moves: kept
+    assert all(standing.detect(frame).tolist() == [PERSON] for _ in range(10))   # nobody moves: kept
 
 
 def test_only_a_cut_out_release_lets_a_graph_box_go_between_runs():
@@ -161,13 +165,13 @@ def test_only_a_cut_out_release_lets_a_graph_box_go_between_runs():
     from sensorveil.runtime.camera import person_crops_from_manifest
     camera = {"frame": "person-crops", "detector": learned.DETECTOR_KIND, "detector_graph": "person-detector",
               "crop_shape": [64, 32], "detector_every": 10}
-    frame = np.full((360, 480, 3), 90, np.uint8)
+    frame = np.full((360, 360, 3), 90, np.uint8)
     for paste, kept in (("window", True), ("cut-out", False)):
         detector = person_crops_from_manifest(dict(camera, paste=paste), CountingGraph()).detector
         assert detector.leave_behind is not kept
-        detector.motion = ScriptedMotion([[]] * 3 + [[[255, 90, 24, 180]]] * 2)
+        detector.motion = ScriptedMotion([[]] * 3 + [[[191, 90, 18, 180]]] * 2)
         found = [detector.detect(frame).tolist() for _ in range(5)]
-        assert ([240, 90, 24, 180] in found[-1]) is kept
+        assert (PERSON in found[-1]) is kept
 
 
 def test_the_pipeline_needs_the_bundle_graphs_for_the_learned_detector():
