@@ -75,12 +75,11 @@ def recall(bundles: dict, clip: Path) -> dict:
 
 def settings(bundle: Path) -> dict:
     from sensorveil.runtime import Privatizer
-    from sensorveil.runtime.camera.learned import MOTION_SCALE
     privatizer = Privatizer.load(bundle)
     camera = privatizer.camera
-    entry = privatizer.bundle.graph_artifact(privatizer.backend_name, camera["detector_graph"])
-    return {"graph_every": camera["detector_every"], "graph_precision": entry.get("precision", "fp32"),
-            "graph_score": camera["detector_score"], "motion_scale": camera.get("motion_scale", MOTION_SCALE)}
+    entry = privatizer.bundle.graph_artifact(privatizer.backend_name, camera.detector_graph)
+    return {"graph_every": camera.detector_every, "graph_precision": entry.get("precision", "fp32"),
+            "graph_score": camera.detector_score, "motion_scale": camera.motion_scale}
 
 
 def measure(run: Path, clip: Path, out: Path, frames: int, rounds: int, deface: bool) -> dict:

@@ -182,7 +182,7 @@ def test_an_int8_onnx_bundle_ships_the_int8_detector_and_the_runtime_loads_it(gr
     assert entry["precision"] == "int8" and learned.ANCHORS_KEY not in entry
     assert (int8_bundle / entry["file"]).read_bytes() == int8.read_bytes()
     # its own threshold, matched to fp32's people, is the one the bundle's pipeline runs with
-    assert entry["score"] <= learned.DEFAULT_SCORE and privatizer.camera["detector_score"] == entry["score"]
+    assert entry["score"] <= learned.DEFAULT_SCORE and privatizer.camera.detector_score == entry["score"]
     detector = learned.LearnedPeopleDetector(privatizer.run_graph)
     assert detector.box_coder is None
     assert len(detector.find(walkway_frames([100])[0])) >= 2

@@ -229,9 +229,9 @@ def test_a_detector_entry_score_above_the_cameras_or_out_of_range_is_refused(sco
                 "artifacts": {"onnxruntime": {"graphs": {"model": {"file": "m.onnx"}, "person-detector": entry}}},
                 "camera": {"frame": "person-crops", "detector": learned.DETECTOR_KIND, "detector_score": 0.3,
                            "detector_graph": "person-detector", "crop_shape": [64, 32]}}
-    validate_camera("bundle", manifest)              # as exported: accepted
-    assert learned.camera_for_graph(manifest["camera"], entry)["detector_score"] == 0.22
-    assert learned.camera_for_graph(manifest["camera"], {"file": "d.onnx"}) is manifest["camera"]
+    settings = validate_camera("bundle", manifest)   # as exported: accepted
+    assert settings.for_graph(entry).detector_score == 0.22 and settings.detector_score == 0.3
+    assert settings.for_graph({"file": "d.onnx"}) is settings
     entry["score"] = score
     with pytest.raises(ManifestError, match="artifacts.onnxruntime.graphs.person-detector.score"):
         validate_camera("bundle", manifest)
@@ -450,7 +450,7 @@ def check_tflite_threshold(privatizer, precision):
     """The int8 file's entry carries the threshold matched at export to fp32's people (int8 rounding lowers
     people's scores), at most fp32's, and the pipeline runs at it; the fp32 file has none and runs at fp32's."""
     entry = privatizer.bundle.graph_artifact("litert", "person-detector")
-    score = privatizer.camera["detector_score"]
+    score = privatizer.camera.detector_score
     if precision == "int8":
         assert learned.SCORE_RANGE[0] <= entry[learned.GRAPH_SCORE_KEY] <= learned.DEFAULT_SCORE, entry
         assert score == entry[learned.GRAPH_SCORE_KEY]

@@ -37,7 +37,7 @@ class Privatizer:
     def __init__(self, bundle: Bundle, backend: str = "auto", seed: "int | None" = None, output: "str | None" = None,
                  cpu_policy: str = "dedicated", scene_still=None, **backend_options):
         self.bundle = bundle
-        self.scene_still = checked_scene_still(bundle.manifest, scene_still)
+        self.scene_still = checked_scene_still(bundle.camera, scene_still)
         self.input_spec = TensorSpec.from_manifest(bundle.manifest["input"])
         self.output_spec = TensorSpec.from_manifest(bundle.manifest["output"])
         self.kind = bundle.manifest["mechanism"].get("kind", "perturbation")
@@ -84,14 +84,14 @@ class Privatizer:
         return self.bundle.manifest
 
     @property
-    def camera(self) -> "dict | None":
-        """The manifest's ``camera`` entry as this backend runs it: where the loaded detector graph's entry
-        carries its own ``score`` (a quantized graph's, matched at export to the fp32 graph's people), that."""
-        camera = self.manifest.get("camera")
-        if not camera or camera.get("detector_graph") not in self.graphs:
+    def camera(self):
+        """The manifest's camera entry (``CameraSettings``, or None) as this backend runs it: where the loaded
+        detector graph's entry carries its own ``score`` (a quantized graph's, matched at export to the fp32
+        graph's people), that."""
+        camera = self.bundle.camera
+        if camera is None or camera.detector_graph not in self.graphs:
             return camera
-        from sensorveil.runtime.camera import learned  # here: only camera bundles need the camera package
-        return learned.camera_for_graph(camera, self.bundle.graph_artifact(self.backend_name, camera["detector_graph"]))
+        return camera.for_graph(self.bundle.graph_artifact(self.backend_name, camera.detector_graph))
 
     @property
     def signature(self) -> dict:
@@ -279,15 +279,15 @@ def expected_graph_io(bundle: Bundle, backend: str) -> dict:
     return expected
 
 
-def checked_scene_still(manifest: dict, still):
-    """``still`` for a bundle that releases a quiet scene (camera, cut-out paste), else one InputError: on any
-    other bundle it would change nothing, and a setting that silently does nothing reads as protection."""
+def checked_scene_still(camera, still):
+    """``still`` for a bundle that releases a quiet scene (``camera``: its CameraSettings, cut-out paste), else
+    one InputError: on any other bundle it would change nothing, and a setting that silently does nothing reads
+    as protection."""
     if still is None:
         return None
-    camera = manifest.get("camera") or {}
-    if camera.get("paste") != "cut-out":
+    if camera is None or not camera.cuts_out:
         raise InputError("scene_still applies to camera bundles that release a scene (camera paste 'cut-out'); "
-                         "this bundle's camera paste is {!r}".format(camera.get("paste")))
+                         "this bundle's camera paste is {!r}".format(None if camera is None else camera.paste))
     still = np.asarray(still)
     if still.dtype != np.uint8 or still.ndim not in (2, 3):
         raise InputError("scene_still of {} {}; expected uint8 HxW or HxWx3 like the camera's frames".format(
