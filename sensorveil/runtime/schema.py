@@ -37,6 +37,7 @@ from sensorveil.runtime.manifest_fields import (  # noqa: F401
     pipeline_of,
     subpath,
 )
+from sensorveil.runtime.preprocessor import declared_in
 from sensorveil.runtime.self_test import validate_self_test
 from sensorveil.runtime.stages import STAGE_KINDS, stage_class
 
@@ -229,13 +230,10 @@ def validate_pipeline(where, manifest):
         stage_class(stage["kind"]).validate_fields(where, path, stage, manifest)
 
 
-def validate_camera(where, manifest):
-    """The optional ``camera`` entry of a bundle trained on people crops, parsed and checked by its own
-    settings class (sensorveil.runtime.camera.settings); returns it, or None for a bundle without one."""
-    if "camera" not in manifest:
-        return None
-    from sensorveil.runtime.camera.settings import CameraSettings  # here: only camera bundles need the package
-    return CameraSettings.from_manifest(manifest, where)
+def validate_declared(where, manifest):
+    """The pre-processor a bundle declares in its own manifest entry (a camera bundle's ``camera``), parsed and
+    checked by the class registered for it (runtime.preprocessor.DECLARED_KINDS); returns it, or None."""
+    return declared_in(manifest, where)
 
 
 # -- the whole manifest -------------------------------------------------------------------------
@@ -263,9 +261,9 @@ def validate_manifest(manifest, where):
     validate_files(where, manifest["files"])
     validate_artifacts(where, manifest)
     validate_pipeline(where, manifest)
-    camera = validate_camera(where, manifest)
+    declared = validate_declared(where, manifest)
     validate_self_test(where, manifest)
-    return camera
+    return declared
 
 
 # -- the model against the manifest, once a backend has loaded it --------------------------------

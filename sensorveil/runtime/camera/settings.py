@@ -9,7 +9,11 @@ dict. A key absent from the entry means the default named below, in this module 
 
 Runs on the boards' own Python (3.6): no annotations import, no walrus, no dataclasses.
 """
-from sensorveil.runtime.manifest_fields import ManifestError, describe, fail, graphs_of, need_object
+import numpy as np
+
+from sensorveil.runtime.errors import InputError
+from sensorveil.runtime.manifest_fields import ManifestError, describe, fail, graphs_of, need_object, pipeline_of
+from sensorveil.runtime.preprocessor import Declared
 
 ENTRY = "camera"                    # the manifest's key for this entry
 FRAME = "person-crops"              # camera.frame: a frame's people are the bundle's samples
@@ -53,11 +57,17 @@ def is_number(value):
     return not isinstance(value, bool) and isinstance(value, (int, float))
 
 
-class CameraSettings(object):
-    """What a camera bundle's frames go through, as the manifest's ``camera`` entry says (defaults filled in).
+class CameraSettings(Declared):
+    """What a camera bundle's frames go through, as the manifest's ``camera`` entry says (defaults filled in):
+    the pre-processor it declares (registered in runtime.preprocessor.DECLARED_KINDS).
 
     ``detector_score`` is the threshold the loaded detector graph runs with: camera.detector_score, or the
     graph entry's own lower ``score`` once ``for_graph`` has bound it to the backend's graph."""
+
+    OPTIONS = {"scene_still": "camera bundles that release a scene (camera paste {!r})".format(PASTE_CUT_OUT)}
+    # the pipeline's background model is updated by the next frame's detection while ``restore`` pastes onto
+    # it, so camera frames are prepared one at a time
+    prepares_ahead = False
 
     __slots__ = ("frame", "detector", "detector_graph", "detector_score", "detector_every", "motion_scale",
                  "detector_person_class", "crop_shape", "paste", "margin", "crop_every")
@@ -167,6 +177,41 @@ class CameraSettings(object):
         bound = self.copy()
         bound.detector_score = entry[GRAPH_SCORE_KEY]
         return bound
+
+    def for_graphs(self, bundle, backend):
+        if not self.learned or self.detector_graph not in bundle.graph_names(backend):
+            return self
+        return self.for_graph(bundle.graph_artifact(backend, self.detector_graph))
+
+    def takes(self, frame):
+        """Camera frames: 8-bit grey or colour images (a frame of the bundle's sample shape passes through)."""
+        return frame.data.dtype == np.uint8 and frame.data.ndim in (2, 3)
+
+    def make(self, run_graph, scene_still=None):
+        from sensorveil.runtime.camera.pipeline import person_crops_from_manifest  # it imports this module
+        return person_crops_from_manifest(self, run_graph, scene_still)
+
+    def stream_output(self, manifest):
+        """"colour" where the bank's people also come in colour (its draw stage's ``bank_colour``): the camera
+        release pastes them in colour."""
+        return "colour" if any(stage.get("bank_colour") for stage in pipeline_of(manifest)) else None
+
+    def check_options(self, options):
+        if options.get("scene_still") is not None:
+            options = dict(options, scene_still=self.checked_scene_still(options["scene_still"]))
+        return options
+
+    def checked_scene_still(self, still):
+        """The operator's picture of the empty place, where a release of the quiet scene (cut-out paste) starts;
+        on a window paste it would change nothing, so it is refused rather than silently ignored."""
+        if not self.cuts_out:
+            raise InputError("scene_still applies to {}; this bundle's camera paste is {!r}".format(
+                self.OPTIONS["scene_still"], self.paste))
+        still = np.asarray(still)
+        if still.dtype != np.uint8 or still.ndim not in (2, 3):
+            raise InputError("scene_still of {} {}; expected uint8 HxW or HxWx3 like the camera's frames".format(
+                still.dtype, still.shape))
+        return still.copy()   # the caller's array may change later; the released scene must not change with it
 
     def copy(self):
         return CameraSettings(**{key: getattr(self, key) for key in self.__slots__})
