@@ -63,14 +63,14 @@ ENCODED_WIDTH = 5                   # ty, tx, th, tw, person logit
 class LearnedPeopleDetector(object):
     """``detect(frame)`` -> int (N, 4) boxes (x, y, w, h) in frame pixels: the learned graph's people united
     with the motion detector's. ``run_graph(graph, batch)``: the loaded bundle's graph runner
-    (Privatizer.run_graph). The motion detector's background model and foreground mask stay what the
+    (Privatizer.pipeline.run_graph). The motion detector's background model and foreground mask stay what the
     pipeline reads (``protect``, ``foreground``)."""
 
     def __init__(self, run_graph, graph=DETECTOR_GRAPH, score=DEFAULT_SCORE, every=DEFAULT_EVERY, motion=None,
                  person_class=COCO_PERSON, input_size=DETECTOR_INPUT, box_coder=None, leave_behind=False):
         if run_graph is None:
-            raise InputError("the learned people detector needs the bundle's graphs (Privatizer.run_graph); "
-                             "expected a loaded bundle, got none")
+            raise InputError("the learned people detector needs the bundle's graphs "
+                             "(Privatizer.pipeline.run_graph); expected a loaded bundle, got none")
         self.run_graph, self.graph = run_graph, graph
         self.score, self.every, self.person_class = float(score), int(every), int(person_class)
         self.input_size = tuple(int(v) for v in input_size)
@@ -191,13 +191,13 @@ def load_box_coder(data, name):
 
 
 def bundle_box_coder(run_graph, graph):
-    """The (scales, anchors) the loaded bundle behind ``run_graph`` (Privatizer.run_graph) ships for ``graph``
-    (its entry's ``anchors`` file, the verified bytes); None for a graph that decodes its own boxes."""
-    privatizer = getattr(run_graph, "__self__", None)
-    bundle = getattr(privatizer, "bundle", None)
+    """The (scales, anchors) the loaded bundle behind ``run_graph`` (Privatizer.pipeline.run_graph) ships for
+    ``graph`` (its entry's ``anchors`` file, the verified bytes); None for a graph that decodes its own boxes."""
+    pipeline = getattr(run_graph, "__self__", None)
+    bundle = getattr(pipeline, "bundle", None)
     if bundle is None or not hasattr(bundle, "graph_artifact"):
         return None
-    name = bundle.graph_artifact(privatizer.backend_name, graph).get(ANCHORS_KEY)
+    name = bundle.graph_artifact(pipeline.backend_name, graph).get(ANCHORS_KEY)
     return None if name is None else load_box_coder(bundle.read(name), name)
 
 
