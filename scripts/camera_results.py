@@ -26,7 +26,7 @@ from sensorveil.benchmarks.leak_meter import LeakMeter, TiledPeople, empty_scene
 from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean  # noqa: E402
 from sensorveil.benchmarks.scene_reveals import REVEAL_RECENT, RevealClock  # noqa: E402
 from sensorveil.runtime.camera.learned import DETECTOR_GRAPH  # noqa: E402
-from sensorveil.runtime.camera.settings import CameraSettings  # noqa: E402
+from sensorveil.runtime.camera.settings import PASTE_CUT_OUT, CameraSettings  # noqa: E402
 
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))
 CLIP = SHARED / "media" / "walkway.avi"
@@ -500,7 +500,7 @@ def detectors_text(result: dict) -> str:
 
 def how_it_pastes(audit_figures: dict) -> str:
     """One sentence on what the bundle's pipeline puts where the person was."""
-    if audit_figures.get("paste") == "cut-out":
+    if audit_figures.get("paste") == PASTE_CUT_OUT:
         from sensorveil.runtime.camera import PERSON_GAP as gap
 
         text = (
