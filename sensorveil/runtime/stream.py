@@ -27,8 +27,9 @@ number of frames it announced is reported with ``frames_missing`` (a damaged or 
 
 Reading ahead: capture and pre-processing of the next frames run in their own thread (``ReadAhead``)
 while the model runs on this one, so a stream's frame rate is set by its slowest side rather than
-by the sum of all; their stage times are measured in that thread. Camera bundles stay one frame at
-a time (``can_prepare_ahead``). The report's ``prepared_ahead`` says which way a stream ran. The
+by the sum of all; their stage times are measured in that thread. A bundle whose declared
+pre-processor follows frames one at a time (a camera's background model) stays so
+(``StagePipeline.prepares_ahead``). The report's ``prepared_ahead`` says which way a stream ran. The
 reader reads a :class:`Prefetching` source with ``read_direct()``, so a frame changes threads once.
 
 The pre-processor follows the bundle and each frame: it is chosen per kind of frame (shape, dtype,
