@@ -190,16 +190,16 @@ def test_the_pipeline_needs_the_bundle_graphs_for_the_learned_detector():
     ("detector_graph", "model"), ("detector_person_class", 3), ("detector", "yolo"),
 ])
 def test_manifest_values_that_would_blind_the_detector_are_refused(field, value):
-    from sensorveil.runtime.schema import validate_camera
+    from sensorveil.runtime.schema import validate_declared
     manifest = {"input": {"sample_shape": [64, 32]},
                 "artifacts": {"onnxruntime": {"graphs": {"model": {"file": "m.onnx"},
                                                          "person-detector": {"file": "d.onnx"}}}},
                 "camera": {"frame": "person-crops", "detector": learned.DETECTOR_KIND,
                            "detector_graph": "person-detector", "crop_shape": [64, 32]}}
-    validate_camera("bundle", manifest)              # as exported: accepted
+    validate_declared("bundle", manifest)              # as exported: accepted
     manifest["camera"][field] = value
     with pytest.raises(ManifestError, match="camera.detector"):
-        validate_camera("bundle", manifest)
+        validate_declared("bundle", manifest)
 
 
 @pytest.mark.parametrize("scale", [0.2, 0.0, 1.5, "0.5", True, None])
@@ -207,62 +207,62 @@ def test_a_motion_scale_outside_where_motion_still_finds_people_is_refused(scale
     """camera.motion_scale (export's --camera-speed fast writes 0.25): 0.25 to 1 is accepted and is the scale the
     pipeline's motion runs at; anything else is refused on load, naming the field."""
     from sensorveil.runtime.camera import person_crops_from_manifest
-    from sensorveil.runtime.schema import validate_camera
+    from sensorveil.runtime.schema import validate_declared
     camera = {"frame": "person-crops", "detector": learned.DETECTOR_KIND, "detector_graph": "person-detector",
               "crop_shape": [64, 32], "detector_every": 10, "motion_scale": 0.25}
     manifest = {"input": {"sample_shape": [64, 32]}, "camera": camera,
                 "artifacts": {"onnxruntime": {"graphs": {"model": {"file": "m.onnx"},
                                                          "person-detector": {"file": "d.onnx"}}}}}
-    validate_camera("bundle", manifest)
+    validate_declared("bundle", manifest)
     detector = person_crops_from_manifest(camera, CountingGraph()).detector
     assert detector.motion.scale == 0.25 and detector.every == 10
     del camera["motion_scale"]                       # bundles before the field: motion at half size
     assert person_crops_from_manifest(camera, CountingGraph()).detector.motion.scale == learned.MOTION_SCALE
     camera["motion_scale"] = scale
     with pytest.raises(ManifestError, match="camera.motion_scale"):
-        validate_camera("bundle", manifest)
+        validate_declared("bundle", manifest)
 
 
 @pytest.mark.parametrize("score", [0.31, 0.01, "0.2", True, None])
 def test_a_detector_entry_score_above_the_cameras_or_out_of_range_is_refused(score):
     """A graph entry's own threshold may only lower camera.detector_score (a quantized graph scores people
     lower), within SCORE_RANGE; and where accepted it is the one the pipeline runs with."""
-    from sensorveil.runtime.schema import validate_camera
+    from sensorveil.runtime.schema import validate_declared
     entry = {"file": "d.onnx", "score": 0.22}
     manifest = {"input": {"sample_shape": [64, 32]},
                 "artifacts": {"onnxruntime": {"graphs": {"model": {"file": "m.onnx"}, "person-detector": entry}}},
                 "camera": {"frame": "person-crops", "detector": learned.DETECTOR_KIND, "detector_score": 0.3,
                            "detector_graph": "person-detector", "crop_shape": [64, 32]}}
-    validate_camera("bundle", manifest)              # as exported: accepted
-    assert learned.camera_for_graph(manifest["camera"], entry)["detector_score"] == 0.22
-    assert learned.camera_for_graph(manifest["camera"], {"file": "d.onnx"}) is manifest["camera"]
+    settings = validate_declared("bundle", manifest)   # as exported: accepted
+    assert settings.for_graph(entry).detector_score == 0.22 and settings.detector_score == 0.3
+    assert settings.for_graph({"file": "d.onnx"}) is settings
     entry["score"] = score
     with pytest.raises(ManifestError, match="artifacts.onnxruntime.graphs.person-detector.score"):
-        validate_camera("bundle", manifest)
+        validate_declared("bundle", manifest)
 
 
 @pytest.mark.parametrize("anchors", ["unlisted.npy", "d.onnx", 3])
 def test_a_detector_entry_naming_anchors_that_are_not_a_listed_npy_is_refused(anchors):
-    from sensorveil.runtime.schema import validate_camera
+    from sensorveil.runtime.schema import validate_declared
     entry = {"file": "d.tflite", "anchors": "person-detector-anchors.npy"}
     manifest = {"input": {"sample_shape": [64, 32]}, "files": {"d.tflite": {}, "person-detector-anchors.npy": {}},
                 "artifacts": {"litert": {"graphs": {"model": {"file": "m.tflite"}, "person-detector": entry}}},
                 "camera": {"frame": "person-crops", "detector": learned.DETECTOR_KIND,
                            "detector_graph": "person-detector", "crop_shape": [64, 32]}}
-    validate_camera("bundle", manifest)              # as exported: accepted
+    validate_declared("bundle", manifest)              # as exported: accepted
     entry["anchors"] = anchors
     with pytest.raises(ManifestError, match="artifacts.litert.graphs.person-detector.anchors"):
-        validate_camera("bundle", manifest)
+        validate_declared("bundle", manifest)
 
 
 def test_a_learned_camera_pipeline_without_its_graph_is_refused():
-    from sensorveil.runtime.schema import validate_camera
+    from sensorveil.runtime.schema import validate_declared
     manifest = {"input": {"sample_shape": [64, 32]},
                 "artifacts": {"onnxruntime": {"graphs": {"model": {"file": "m.onnx"}}}},
                 "camera": {"frame": "person-crops", "detector": learned.DETECTOR_KIND,
                            "detector_graph": "person-detector", "crop_shape": [64, 32]}}
     with pytest.raises(ManifestError, match="person-detector"):
-        validate_camera("bundle", manifest)
+        validate_declared("bundle", manifest)
 
 
 # -- the real graph: needs the detector extra (export side) ---------------------------------------
@@ -393,14 +393,13 @@ def check_fast_bundle(run, out):
 
     from sensorveil.export import export_run
     from sensorveil.runtime import Privatizer
-    from sensorveil.runtime.camera import person_crops_from_manifest
     bundle = export_run(run, "onnx", out, camera_speed="fast")
     manifest = json.loads((bundle / "manifest.json").read_text())
     entry = manifest["artifacts"]["onnxruntime"]["graphs"]["person-detector"]
     assert entry["precision"] == "int8" and entry["score"] <= learned.DEFAULT_SCORE
     assert manifest["camera"]["detector_every"] == 10 and manifest["camera"]["motion_scale"] == 0.25
     privatizer = Privatizer.load(bundle)
-    crops = person_crops_from_manifest(privatizer.camera, privatizer.run_graph)     # as a stream builds it
+    crops = privatizer.pipeline.declared.make(privatizer.pipeline.run_graph)     # as a stream builds it
     assert crops.detector.every == 10 and crops.detector.motion.scale == 0.25
     assert crops.detector.score == entry["score"]
     assert len(crops.detector.find(walkway_frames(101)[-1])) >= 2
@@ -413,9 +412,9 @@ def check_openvino_bundle(run, out):
     from sensorveil.runtime import Privatizer
     bundle = export_run(run, "openvino", out)
     privatizer = Privatizer.load(bundle, backend="openvino")
-    assert privatizer.graphs["person-detector"].device == "CPU"
+    assert privatizer.pipeline.graphs["person-detector"].device == "CPU"
     frame = walkway_frames(101)[-1]
-    detector = learned.LearnedPeopleDetector(privatizer.run_graph)
+    detector = learned.LearnedPeopleDetector(privatizer.pipeline.run_graph)
     assert len(detector.find(frame)) >= 2
 
 
@@ -437,28 +436,28 @@ def check_tflite_bundles(run, folder):
         bundle = export_run(run, "tflite", folder / f"bundle-tflite-{precision}", int8_check=False, calibration=32,
                             **target)
         privatizer = Privatizer.load(bundle, backend="litert")
-        assert privatizer.graphs["person-detector"].precision == precision
+        assert privatizer.pipeline.graphs["person-detector"].precision == precision
         score = check_tflite_threshold(privatizer, precision)
-        detector = learned.LearnedPeopleDetector(privatizer.run_graph, score=score)
+        detector = learned.LearnedPeopleDetector(privatizer.pipeline.run_graph, score=score)
         assert (detector.box_coder is not None) == (precision == "int8")
         found[precision] = detector.find(frame)
     print("people found on walkway frame 100:", {key: len(boxes) for key, boxes in found.items()})
     assert len(found["fp32"]) >= 2 and abs(len(found["int8"]) - len(found["onnx"])) <= 1, found
     report = check_bundle(bundle, "coral-devboard")
     assert "person-detector" in report["graphs"] and report["compatible"], report["problems"]
-    assert privatizer.graphs["person-detector"].output["dtype"] == np.int8
+    assert privatizer.pipeline.graphs["person-detector"].output["dtype"] == np.int8
     check_bad_anchors_refused(bundle)
 
 
 def check_tflite_threshold(privatizer, precision):
     """The int8 file's entry carries the threshold matched at export to fp32's people (int8 rounding lowers
     people's scores), at most fp32's, and the pipeline runs at it; the fp32 file has none and runs at fp32's."""
-    entry = privatizer.bundle.graph_artifact("litert", "person-detector")
-    score = privatizer.camera["detector_score"]
+    entry = privatizer.pipeline.bundle.graph_artifact("litert", "person-detector")
+    score = privatizer.pipeline.declared.detector_score
     if precision == "int8":
         assert learned.SCORE_RANGE[0] <= entry[learned.GRAPH_SCORE_KEY] <= learned.DEFAULT_SCORE, entry
         assert score == entry[learned.GRAPH_SCORE_KEY]
-        edgetpu = privatizer.bundle.graph_artifact("edgetpu", "person-detector")    # compiled from that file
+        edgetpu = privatizer.pipeline.bundle.graph_artifact("edgetpu", "person-detector")    # compiled from that file
         assert edgetpu[learned.GRAPH_SCORE_KEY] == score
     else:
         assert learned.GRAPH_SCORE_KEY not in entry and score == learned.DEFAULT_SCORE
@@ -482,7 +481,7 @@ def check_bad_anchors_refused(bundle):
     manifest["files"]["person-detector-anchors.npy"] = file_record(anchors)
     (bundle / "manifest.json").write_text(json.dumps(manifest))
     (bundle / "manifest.sig").unlink(missing_ok=True)   # the test bundle is re-listed, not re-signed
-    detector = learned.LearnedPeopleDetector(Privatizer.load(bundle, backend="litert").run_graph)
+    detector = learned.LearnedPeopleDetector(Privatizer.load(bundle, backend="litert").pipeline.run_graph)
     with pytest.raises(OutputError, match=r"expected finite \(1, 99, 5\) box encodings"):
         detector.find(walkway_frames(1)[0])
 
