@@ -13,6 +13,8 @@ import torch
 from sensorveil.runtime.stages.sanitizer import clip_rows, sanitize_latent, sanitize_sensitive
 from sensorveil.sdk.mechanisms.sanitizer import distance_correlation, normalized_hypervolume
 
+ONE_CANDIDATE = {"beta_grid": (2.0,), "alpha_grid": ((1.0, 1.0, 1.0),)}     # no search: a short run
+
 
 def test_distance_correlation_is_one_for_linear_and_near_zero_for_independent_variables():
     rng = np.random.default_rng(0)
@@ -112,7 +114,7 @@ def test_the_stage_is_torch_free():
 def sanitizer_run(tmp_path_factory):
     from sensorveil.sdk.runs import train_run
     return train_run("sanitizer", "digits", out=tmp_path_factory.mktemp("runs") / "sanitizer", attacker_epochs=2,
-                     epochs=3, settings={"mechanism": "generalization"})
+                     epochs=3, settings={"mechanism": "generalization", **ONE_CANDIDATE})
 
 
 def test_run_records_leakage_utility_and_cas(sanitizer_run):
@@ -164,7 +166,7 @@ def test_a_mean_release_bundle_is_the_older_pipeline_and_still_runs(tmp_path):
     from sensorveil.sdk.datasets import load_dataset
     from sensorveil.sdk.runs import train_run
     run = train_run("sanitizer", "digits", out=tmp_path / "run", attacker_epochs=1, epochs=1,
-                    settings={"mechanism": "suppression", "release": "mean"})
+                    settings={"mechanism": "suppression", "release": "mean", **ONE_CANDIDATE})
     bundle = export_run(run, "onnx", tmp_path / "bundle")
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert [stage["kind"] for stage in manifest["pipeline"]] == ["model", "sanitizer", "model"]

@@ -5,7 +5,8 @@ pipeline stage) turns the result back into a sample. Randomness from the Privati
 * suppression:    z~_S = 0 (the prior's mean, so the decoder still produces plausible samples);
 * obfuscation:    z_S clipped to L2 norm C, plus iid Laplace(Delta / epsilon) noise per dimension;
 * generalization: z~_S one of the k-means centroids of the training z_S, chosen uniformly;
-* sampling:       z~_S drawn from the Gaussian mixture fitted to the training z_S.
+* sampling:       z~_S drawn from the Gaussian mixture fitted to the training rows' z_S as released (draws of
+                  q(z|x), or their means in a bundle that releases the mean).
 
 numpy only (the mixture is sampled through each component's Cholesky factor), Python 3.6.
 """

@@ -1,54 +1,56 @@
 """Sanitizer: an alpha-beta-VAE whose latent is split into a sensitive part z_S and a non-sensitive part
 z_NS, and a mechanism that replaces z_S before decoding (section 3 of the Sanitizer paper).
 
-Training (eq. 5) minimises alpha1 L1 + alpha2 L2 + alpha3 L3 - alpha4 L4 over the encoder, decoder and
-aligner, with the adversary h_v trained at the same time to minimise L4:
-* L1 (eq. 1) the beta-VAE bound, used as a loss: reconstruction error (Bernoulli -log p(x|z), data in
-  [0, 1]) + beta KL(q(z|x) || N(0, I)). Eq. 1 prints the ELBO, which is maximised, inside an argmin;
-  its negative is what eq. 5 minimises;
-* L2 (eq. 2) the aligner g_u predicting the sensitive attribute from z_S (cross-entropy);
-* L3 (eq. 3) the distance correlation between z_S and z_NS (Szekely et al. 2007);
-* L4 (eq. 4) the adversary h_v predicting the sensitive attribute from z_NS (cross-entropy).
-The mechanisms (section 3.1) run in numpy on the device (sensorveil.runtime.stages.sanitizer); the
-bundle carries the encoder (posterior mean) and the decoder as two graphs.
+Training minimises eq. 5, alpha1 L1 + alpha2 L2 + alpha3 L3 - alpha4 L4 (eq. 1-4; sanitizer_parts/model.py).
+beta (eq. 1, above 1) and alpha2..alpha4 (alpha1 = 1) are chosen from the config's grids on a validation split
+carved from the training rows (sanitizer_parts/choice.py); the chosen values and the grid with each
+candidate's validation figures go into run.json ("config" and "choice"). The model is then trained on all the
+training rows with them.
 
-The device encodes with the posterior mean, not a sample: z_S is replaced anyway, and sampling z_NS
-would only add reconstruction noise, not privacy, since L3 and L4 already strip z_NS of the attribute.
+The release (section 3.1; sanitizer_parts/release.py): z drawn from q_phi(z|x) (release="sample", the
+default, as section 3.1 writes z_S, z_NS ~ q_phi(x)) or its mean (release="mean"), z_S replaced under one of
+four mechanisms, decoded. Generalization's centroids and sampling's mixture are fitted on the training rows'
+z_S as released (draws for "sample"). The device runs the same steps in numpy
+(sensorveil.runtime.stages.posterior and .sanitizer) between the encoder and decoder graphs.
+
+The run's CAS (section 4.3): the useful attribute's with the true labels the release keeps (Y_NS), the private
+attribute's with y~_S = g_u(z~_S), the label section 3.1 d releases in D~, scored on raw test rows.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 from sensorveil.runtime.stages.model import ModelEntry
-from sensorveil.runtime.stages.posterior import PosteriorSampleEntry, sample_posterior
-from sensorveil.runtime.stages.sanitizer import (
-    ARRAY_FILE,
-    MECHANISMS,
-    PARAMETER_ARRAYS,
-    SanitizerEntry,
-    obfuscation_parameters,
-    sanitize_latent,
-)
-from sensorveil.sdk.evaluation import Task, apply_privatize, baselines, evaluate
+from sensorveil.runtime.stages.posterior import PosteriorSampleEntry
+from sensorveil.runtime.stages.sanitizer import ARRAY_FILE, MECHANISMS, PARAMETER_ARRAYS, SanitizerEntry
+from sensorveil.sdk.evaluation import baselines, evaluate
 from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import BundleParts, Graph, Mechanism, TrainRequest, protocol_task
-from sensorveil.sdk.networks import make_classifier
-from sensorveil.sdk.training import (
-    accuracy,
-    batches,
-    progress_bar,
-    sensor_step,
-    set_seed,
-    snap_to_sensor,
-    train_classifier,
+from sensorveil.sdk.mechanisms.sanitizer_parts.choice import candidates, choose
+from sensorveil.sdk.mechanisms.sanitizer_parts.model import (  # noqa: F401 (the names scripts and tests use)
+    Decoder,
+    Encoder,
+    MeanEncoder,
+    PosteriorEncoder,
+    distance_correlation,
+    fit,
+    head,
 )
+from sensorveil.sdk.mechanisms.sanitizer_parts.release import (  # noqa: F401
+    apply_release,
+    cas,
+    fit_parameters,
+    make_privatize,
+    make_release,
+    mechanism_parameters,
+    normalized_hypervolume,
+    private_cas,
+)
+from sensorveil.sdk.training import sensor_step
 
 WEIGHTS_FILE = "sanitizer.pt"
 RELEASES = ("sample", "mean")     # what the encoder hands the mechanism: a draw of q_phi(z|x), or its mean
@@ -59,11 +61,13 @@ DEFAULT_EPOCHS = {"digits": 80, "ujiindoorloc": 15}
 class SanitizerConfig:
     latent_dim: int = 16             # m
     sensitive_dim: int = 4           # k: z_S is the first k components
-    beta: float = 1.0                # eq. 1's KL weight
-    alpha1: float = 1.0              # eq. 5's weights
+    beta: float = 4.0                # eq. 1's KL weight: set by the choice from beta_grid
+    alpha1: float = 1.0              # eq. 5's weights: alpha1 fixed, the others set by the choice from alpha_grid
     alpha2: float = 1.0
     alpha3: float = 1.0
     alpha4: float = 1.0
+    beta_grid: tuple = (1.5, 2.0, 4.0)                   # every value above 1; one value and one alpha row: no search
+    alpha_grid: tuple = ((1.0, 1.0, 1.0), (10.0, 10.0, 10.0))    # (alpha2, alpha3, alpha4) rows
     mechanism: str = "sampling"      # suppression, obfuscation, generalization or sampling (section 3.1)
     release: str = "sample"          # z ~ q_phi(z|x) as section 3.1 releases it, or "mean" (the posterior mean)
     epsilon: float = 1.0             # obfuscation's privacy budget
@@ -75,187 +79,6 @@ class SanitizerConfig:
     lr: float = 1e-3
     seed: int = 0
     progress: bool = True
-
-
-class Encoder(nn.Module):
-    def __init__(self, dim: int, latent: int):
-        super().__init__()
-        self.body = nn.Sequential(nn.Flatten(), nn.Linear(dim, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU())
-        self.mean, self.log_var = nn.Linear(128, latent), nn.Linear(128, latent)
-
-    def forward(self, x):
-        h = self.body(x)
-        return self.mean(h), self.log_var(h)
-
-
-class MeanEncoder(nn.Module):
-    """The encoder graph of a bundle that releases the posterior mean of q(z|x)."""
-
-    def __init__(self, encoder: Encoder):
-        super().__init__()
-        self.encoder = encoder
-
-    def forward(self, x):
-        return self.encoder(x)[0]
-
-
-class PosteriorEncoder(nn.Module):
-    """The encoder graph of a bundle that samples q(z|x) (section 3.1): [mean, log_var] side by side, one
-    output, so the device's posterior-sample stage draws z from it."""
-
-    def __init__(self, encoder: Encoder):
-        super().__init__()
-        self.encoder = encoder
-
-    def forward(self, x):
-        return torch.cat(self.encoder(x), dim=1)
-
-
-class Decoder(nn.Module):
-    def __init__(self, latent: int, sample_shape: tuple):
-        super().__init__()
-        self.sample_shape = tuple(sample_shape)
-        dim = int(np.prod(sample_shape))
-        self.body = nn.Sequential(
-            nn.Linear(latent, 128), nn.ReLU(), nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, dim)
-        )
-
-    def forward(self, z):
-        return torch.sigmoid(self.body(z)).reshape((-1,) + self.sample_shape)
-
-
-def head(inputs: int, classes: int) -> nn.Module:
-    """The aligner g_u and the adversary h_v: a small MLP on part of the latent."""
-    return nn.Sequential(nn.Linear(inputs, 64), nn.ReLU(), nn.Linear(64, classes))
-
-
-def distance_correlation(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """dCor(a, b) of a batch by the bias-corrected estimator (Szekely and Rizzo 2014, U-centred distance
-    matrices): dCor^2 = dCov_u(a, b) / sqrt(dCov_u(a, a) dCov_u(b, b)), clamped at 0. The plain
-    (V-statistic) estimator of 2007 is biased far above 0 for independent variables at L3's batch sizes,
-    so L3 (eq. 3) gave almost no signal; tests/test_sanitizer.py checks this one stays near 0 there."""
-    n = a.shape[0]
-    if n < 4:
-        return a.new_zeros(())
-
-    def u_centred(x):
-        d = torch.cdist(x, x)
-        rows, total = d.sum(1, keepdim=True), d.sum()
-        centred = d - rows / (n - 2) - rows.T / (n - 2) + total / ((n - 1) * (n - 2))
-        return centred * (1 - torch.eye(n, dtype=x.dtype))
-
-    A, B = u_centred(a), u_centred(b)
-    dcov = lambda P, Q: (P * Q).sum() / (n * (n - 3))  # noqa: E731
-    dcor2 = dcov(A, B) / (dcov(A, A) * dcov(B, B)).clamp_min(1e-24).sqrt()
-    return (dcor2.clamp_min(0) + 1e-12).sqrt()
-
-
-def vae_loss(x, recon, mean, log_var, beta):
-    """-L1 of eq. 1 per sample: Bernoulli reconstruction error + beta KL(q(z|x) || N(0, I))."""
-    reconstruction = F.binary_cross_entropy(recon.flatten(1), x.flatten(1).clamp(0, 1), reduction="none").sum(1)
-    kl = -0.5 * (1 + log_var - mean.pow(2) - log_var.exp()).sum(1)
-    return (reconstruction + beta * kl).mean()
-
-
-def fit(task: Task, rows: np.ndarray, config: SanitizerConfig, epochs: int):
-    """Eq. 5: the encoder, decoder and aligner against the adversary, simultaneously (one step each
-    per batch). Returns (encoder, decoder, history)."""
-    set_seed(config.seed)
-    k, m = config.sensitive_dim, config.latent_dim
-    encoder, decoder = Encoder(int(np.prod(task.model_shape)), m), Decoder(m, task.model_shape)
-    aligner, adversary = head(k, task.n_private), head(m - k, task.n_private)
-    main = torch.optim.Adam([*encoder.parameters(), *decoder.parameters(), *aligner.parameters()], lr=config.lr)
-    adversary_opt = torch.optim.Adam(adversary.parameters(), lr=config.lr)
-    x_all, s_all = task.x[rows], torch.as_tensor(task.private[rows])
-    generator, history = torch.Generator().manual_seed(config.seed), []
-    for epoch in progress_bar(range(epochs), "Sanitizer alpha-beta-VAE", config.progress):
-        sums = np.zeros(4)
-        for idx in batches(len(rows), config.batch_size, generator):
-            x, s = x_all[idx], s_all[idx]
-            mean, log_var = encoder(x)
-            z = mean + torch.randn_like(mean) * (0.5 * log_var).exp()  # z ~ q_phi(z|x)
-            z_s, z_ns = z[:, :k], z[:, k:]
-            adversary_opt.zero_grad()
-            F.cross_entropy(adversary(z_ns.detach()), s).backward()  # h_v minimises L4
-            adversary_opt.step()
-            losses = (
-                vae_loss(x, decoder(z), mean, log_var, config.beta),  # -L1, eq. 1
-                F.cross_entropy(aligner(z_s), s),  # L2, eq. 2
-                distance_correlation(z_s, z_ns),  # L3, eq. 3
-                F.cross_entropy(adversary(z_ns), s),
-            )  # L4, eq. 4
-            total = (
-                config.alpha1 * losses[0]
-                + config.alpha2 * losses[1]
-                + config.alpha3 * losses[2]
-                - config.alpha4 * losses[3]
-            )  # eq. 5
-            main.zero_grad()
-            total.backward()
-            main.step()
-            sums += [float(v.detach()) for v in losses]
-        means = sums / max(1, math.ceil(len(rows) / config.batch_size))
-        history.append(dict(zip(("neg_L1", "L2", "L3", "L4"), means.round(4))))
-    return encoder.eval(), decoder.eval(), history
-
-
-def mechanism_parameters(z_s: np.ndarray, config: SanitizerConfig) -> dict:
-    """What each mechanism needs, fitted on the training split's z_S (scikit-learn here; the device
-    only reads the arrays)."""
-    if config.mechanism == "generalization":
-        from sklearn.cluster import KMeans
-
-        model = KMeans(n_clusters=config.clusters, n_init=10, random_state=config.seed).fit(z_s)
-        return {"centroids": model.cluster_centers_.astype(np.float64)}
-    if config.mechanism == "sampling":
-        from sklearn.mixture import GaussianMixture
-
-        model = GaussianMixture(n_components=config.components, covariance_type="full", random_state=config.seed)
-        model.fit(z_s)
-        return {
-            "mixture_weights": model.weights_,
-            "mixture_means": model.means_,
-            "mixture_cholesky": np.linalg.cholesky(model.covariances_),
-        }
-    if config.mechanism == "obfuscation":     # Lap(Delta / epsilon) per dimension, as the device draws it
-        return obfuscation_parameters(config.clip_norm, config.sensitive_dim, config.epsilon)
-    return {}
-
-
-def make_privatize(encoder, decoder, sensitive_dim: int, mechanism: str, params: dict, step: float, seed=None,
-                   release: str = "sample"):
-    """The mechanism as the bundle runs it: z ~ q_phi(z|x) (or its mean), z_S sanitized, decoded."""
-    rng = np.random.default_rng(seed)
-
-    def privatize(x: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad():
-            mean, log_var = encoder(x)
-            latent = (sample_posterior(torch.cat([mean, log_var], 1).numpy(), mean.shape[1], rng)
-                      if release == "sample" else mean.numpy())
-            sanitized = sanitize_latent(latent, sensitive_dim, mechanism, params, rng)
-            return snap_to_sensor(decoder(torch.from_numpy(sanitized)), step)
-
-    return privatize
-
-
-def cas(task: Task, released_train: torch.Tensor, labels: np.ndarray, classes: int, epochs: int, seed: int) -> float:
-    """Classification Accuracy Score (section 4.3, E2/E3): trained on sanitized data, tested on raw data."""
-    net = make_classifier(task.modality, task.model_shape, classes)
-    torch.manual_seed(seed)
-    train_classifier(net, released_train, labels[task.attacker_train], epochs=epochs, desc="CAS", seed=seed)
-    return accuracy(net, task.x[task.test], labels[task.test])
-
-
-def normalized_hypervolume(points: list) -> float:
-    """Area dominated by (leakage, utility) points in the unit square, privacy being 1 - leakage and
-    the reference point (privacy 0, utility 0), as in Ishibuchi et al. 2018: 1 is a perfect mechanism."""
-    front = sorted(((1 - leak, util) for leak, util in points), reverse=True)
-    area, best_utility = 0.0, 0.0
-    for privacy, utility in front:  # sweep from most private to least
-        if utility > best_utility:
-            area += privacy * (utility - best_utility)
-            best_utility = utility
-    return float(area)
 
 
 class SanitizerMechanism(Mechanism):
@@ -274,6 +97,7 @@ class SanitizerMechanism(Mechanism):
                 f"sanitizer: mechanism must be one of {MECHANISMS} and 0 < sensitive_dim < latent_dim; "
                 f"got {config.mechanism!r}, {config.sensitive_dim}/{config.latent_dim}"
             )
+        candidates(config)     # a beta of 1 or less is refused before any work
         return config
 
     def train(self, request: TrainRequest) -> dict:
@@ -281,24 +105,15 @@ class SanitizerMechanism(Mechanism):
         config = self.make_config(request)
         task = protocol_task(request.data, useful, private, config.seed)
         epochs = config.epochs or DEFAULT_EPOCHS.get(request.data.name, 40)
-        encoder, decoder, history = fit(task, task.attacker_train, config, epochs)
-        with torch.no_grad():
-            z_s = encoder(task.x[task.attacker_train])[0][:, : config.sensitive_dim].numpy().astype(np.float64)
-        params = mechanism_parameters(z_s, config)
-        torch.save({"encoder": encoder.state_dict(), "decoder": decoder.state_dict()}, Path(request.out) / WEIGHTS_FILE)
-        self.save_params(Path(request.out), params)
         step = sensor_step(request.base["output"])
-        privatize = make_privatize(encoder, decoder, config.sensitive_dim, config.mechanism, params, step, config.seed,
-                                   config.release)
-        metrics = evaluate(task, privatize, None, attacker_epochs=request.attacker_epochs, seed=config.seed)
-        released = apply_privatize(privatize, task.x[task.attacker_train])
-        metrics.update(
-            cas_useful=cas(task, released, task.useful, task.n_useful, request.attacker_epochs, config.seed),
-            cas_private=cas(task, released, task.private, task.n_private, request.attacker_epochs, config.seed + 1),
-        )
-        metrics["hypervolume"] = normalized_hypervolume(
-            [(metrics["probing_acc_private"], metrics["probing_acc_useful"])]
-        )
+        chosen, choice = choose(task, task.attacker_train, config, epochs, step)
+        config = replace(config, **chosen)
+        encoder, decoder, aligner, history = fit(task, task.attacker_train, config, epochs)
+        params = fit_parameters(encoder, task.x[task.attacker_train], config)
+        torch.save({"encoder": encoder.state_dict(), "decoder": decoder.state_dict(), "aligner": aligner.state_dict()},
+                   Path(request.out) / WEIGHTS_FILE)
+        self.save_params(Path(request.out), params)
+        metrics = self.measure(task, (encoder, decoder, aligner), params, config, step, request.attacker_epochs)
         return {
             **request.base,
             "useful": useful,
@@ -306,11 +121,30 @@ class SanitizerMechanism(Mechanism):
             "seed": config.seed,
             "kind": self.kind,
             "config": {**asdict(config), "epochs": epochs},
+            "choice": choice,
             "reference": baselines(task),
             "mechanism_parameters": {key: value for key, value in params.items() if np.ndim(value) == 0},
             "training": {"history": history},
             "metrics": metrics,
         }
+
+    @staticmethod
+    def measure(task, nets: tuple, params: dict, config: SanitizerConfig, step: float, attacker_epochs: int) -> dict:
+        """The probing attack on the release, CAS (useful: true labels; private: y~_S) and the hyper-volume."""
+        encoder, decoder, aligner = nets
+        run = make_release(encoder, decoder, aligner, config.sensitive_dim, config.mechanism, params, step,
+                           config.seed, config.release)
+        metrics = evaluate(task, lambda x: run(x)[0], None, attacker_epochs=attacker_epochs, seed=config.seed)
+        released, relabelled = apply_release(run, task.x[task.attacker_train])
+        metrics.update(
+            cas_useful=cas(task, released, task.useful, task.n_useful, attacker_epochs, config.seed),
+            cas_private=private_cas(task, released, relabelled, attacker_epochs, config.seed + 1),
+            relabelled_agreement=float((relabelled == task.private[task.attacker_train]).mean()),
+        )
+        metrics["hypervolume"] = normalized_hypervolume(
+            [(metrics["probing_acc_private"], metrics["probing_acc_useful"])]
+        )
+        return metrics
 
     # -- persistence ------------------------------------------------------------------------------
     @staticmethod
@@ -320,12 +154,25 @@ class SanitizerMechanism(Mechanism):
                 np.save(out / ARRAY_FILE.format(name), np.asarray(value, np.float64), allow_pickle=False)
 
     def load(self, run_dir, run: dict):
+        """(config, encoder, decoder, mechanism parameters) of a saved run."""
+        config, nets, params = self.load_all(run_dir, run)
+        return config, nets["encoder"], nets["decoder"], params
+
+    def load_all(self, run_dir, run: dict):
+        """(config, {"encoder", "decoder", "aligner"}, parameters); the aligner is None in runs saved before
+        it was kept."""
         config = self.config_of(run)
         shape = tuple(run["model_shape"])
-        encoder, decoder = Encoder(int(np.prod(shape)), config.latent_dim), Decoder(config.latent_dim, shape)
         state = torch.load(Path(run_dir) / WEIGHTS_FILE, weights_only=True)
-        encoder.load_state_dict(state["encoder"])
-        decoder.load_state_dict(state["decoder"])
+        nets = {"encoder": Encoder(int(np.prod(shape)), config.latent_dim),
+                "decoder": Decoder(config.latent_dim, shape), "aligner": None}
+        if "aligner" in state:
+            classes = state["aligner"]["2.bias"].shape[0]
+            nets["aligner"] = head(config.sensitive_dim, classes)
+        for name, net in nets.items():
+            if net is not None:
+                net.load_state_dict(state[name])
+                net.eval()
         params = dict(run.get("mechanism_parameters", {}))
         params.update(
             {
@@ -333,7 +180,7 @@ class SanitizerMechanism(Mechanism):
                 for name in PARAMETER_ARRAYS[config.mechanism]
             }
         )
-        return config, encoder.eval(), decoder.eval(), params
+        return config, nets, params
 
     def privatize(self, run_dir, run: dict):
         config, encoder, decoder, params = self.load(run_dir, run)
