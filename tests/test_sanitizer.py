@@ -180,3 +180,99 @@ def test_an_unknown_release_is_one_clear_error(tmp_path):
     with pytest.raises(ValueError, match="release 'median'; expected one of"):
         train_run("sanitizer", "digits", out=tmp_path / "run", attacker_epochs=1, epochs=1,
                   settings={"release": "median"})
+
+
+def digits_task():
+    from sensorveil.sdk.datasets import load_dataset
+    from sensorveil.sdk.mechanisms.base import protocol_task
+    return protocol_task(load_dataset("digits"), "parity", "lt5", 0)
+
+
+def test_the_choice_of_beta_and_alphas_never_reads_the_test_rows():
+    """Every test row is NaN: a choice that touched one would train on NaN and score NaN (or fail)."""
+    from dataclasses import replace
+
+    from sensorveil.sdk.mechanisms.sanitizer import SanitizerConfig
+    from sensorveil.sdk.mechanisms.sanitizer_parts.choice import choose
+    task = digits_task()
+    task = replace(task, x=task.x.clone())     # the loaded data set stays as it was for the other tests
+    task.x[task.test] = float("nan")
+    config = SanitizerConfig(beta_grid=(1.5, 3.0), alpha_grid=((1.0, 1.0, 1.0),), components=2, progress=False)
+    chosen, record = choose(task, task.attacker_train, config, epochs=2, step=1 / 16)
+    figures = [row["validation"] for row in record["grid"]]
+    assert record["searched"] and len(figures) == 2
+    assert all(np.isfinite([f["leakage"], f["utility"], f["score"]]).all() for f in figures)
+    best = record["grid"][int(np.argmax([f["score"] for f in figures]))]
+    assert chosen == {key: best[key] for key in chosen}
+    assert record["fitting_rows"] + record["validation_rows"] == len(task.attacker_train)
+
+
+def test_the_choice_takes_the_best_validation_score_on_rows_carved_from_the_training_rows():
+    from sensorveil.sdk.mechanisms.sanitizer import SanitizerConfig
+    from sensorveil.sdk.mechanisms.sanitizer_parts.choice import choose
+    task = digits_task()
+    seen = []
+
+    def scorer(task_, fit_rows, val_rows, config, epochs, step):
+        seen.append((set(fit_rows), set(val_rows)))
+        return {"leakage": 0.5, "utility": 0.5, "score": -abs(config.beta - 3.0) - config.alpha3}
+
+    config = SanitizerConfig(beta_grid=(1.5, 3.0, 6.0), alpha_grid=((1.0, 10.0, 1.0), (1.0, 1.0, 1.0)))
+    chosen, record = choose(task, task.attacker_train, config, 2, 1 / 16, scorer=scorer)
+    assert chosen == {"beta": 3.0, "alpha1": 1.0, "alpha2": 1.0, "alpha3": 1.0, "alpha4": 1.0}
+    assert record["chosen"] == chosen and len(record["grid"]) == 6
+    training, test = set(task.attacker_train), set(task.test)
+    for fit_rows, val_rows in seen:
+        assert fit_rows | val_rows == training and not fit_rows & val_rows and not (fit_rows | val_rows) & test
+
+
+def test_a_beta_of_one_or_less_is_refused_before_any_work(tmp_path):
+    from sensorveil.sdk.runs import train_run
+    with pytest.raises(ValueError, match="must exceed 1"):
+        train_run("sanitizer", "digits", out=tmp_path / "run", attacker_epochs=1, epochs=1,
+                  settings={"beta_grid": (1.0, 2.0)})
+
+
+def test_run_json_records_the_chosen_beta_and_alphas(sanitizer_run):
+    run = json.loads((sanitizer_run / "run.json").read_text())
+    assert run["choice"]["chosen"] == {"beta": 2.0, "alpha1": 1.0, "alpha2": 1.0, "alpha3": 1.0, "alpha4": 1.0}
+    assert run["config"]["beta"] == 2.0 and run["choice"]["validation_rows"] > 0
+
+
+class FixedPosterior(torch.nn.Module):
+    """An encoder whose q(z|x) is N(0, 9 I) for every x: its means are all 0, its draws spread 3 a side."""
+
+    def forward(self, x):
+        zeros = torch.zeros(len(x), 3)
+        return zeros, zeros + float(np.log(9.0))
+
+
+def test_the_mixture_is_fitted_on_posterior_draws_when_the_release_draws():
+    from sensorveil.sdk.mechanisms.sanitizer import SanitizerConfig, fit_parameters
+    x = torch.zeros(4000, 5)
+    drawn = fit_parameters(FixedPosterior(), x, SanitizerConfig(latent_dim=3, sensitive_dim=2, components=1))
+    np.testing.assert_allclose(np.diag(drawn["mixture_cholesky"][0]), [3.0, 3.0], rtol=0.05)
+    means = fit_parameters(FixedPosterior(), x, SanitizerConfig(latent_dim=3, sensitive_dim=2, components=1,
+                                                                 release="mean"))
+    assert np.diag(means["mixture_cholesky"][0]).max() < 0.01      # the mean release: what it releases, the means
+
+
+@pytest.fixture(scope="module")
+def suppression_run(tmp_path_factory):
+    from sensorveil.sdk.runs import train_run
+    return train_run("sanitizer", "digits", out=tmp_path_factory.mktemp("runs") / "suppression", attacker_epochs=2,
+                     epochs=2, settings={"mechanism": "suppression", **ONE_CANDIDATE})
+
+
+def test_the_private_cas_trains_on_the_relabelled_y_s(suppression_run):
+    """Suppression releases z~_S = 0 for every row, so y~_S = g_u(0) is one class c: a CAS classifier trained
+    on y~_S guesses c everywhere and scores the raw test rows' share of c. True labels would score otherwise."""
+    from sensorveil.sdk.mechanisms import get
+    run = json.loads((suppression_run / "run.json").read_text())
+    _, nets, _ = get("sanitizer").load_all(suppression_run, run)
+    with torch.no_grad():
+        c = int(nets["aligner"](torch.zeros(1, 4)).argmax(1))
+    task = digits_task()
+    metrics = run["metrics"]
+    assert metrics["cas_private"] == pytest.approx(float((task.private[task.test] == c).mean()))
+    assert metrics["relabelled_agreement"] == pytest.approx(float((task.private[task.attacker_train] == c).mean()))
