@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "pass_federated_results.py"
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
 
 
 @pytest.fixture(scope="module")
@@ -53,14 +55,35 @@ def test_audited_mnag_and_goal_against_written_out_arithmetic(script):
     assert not script.goal_verdict(None, 0.9)["met"]
 
 
-def test_quick_run_on_digits_writes_json_and_page(tmp_path):
-    docs = tmp_path / "docs"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+def made_up_central_pass(useful: str, private: str) -> dict:
+    """A central PASS entry as docs/pass_results.json and docs/uji_validation.json hold one, with made-up figures
+    (a test never reads the committed pages: their figures change with every rerun)."""
+    metrics = {"mnag": 0.71, "attributes": {useful: {"acc_guessing": 0.5, "acc_no_suppr": 0.99},
+                                            private: {"acc_guessing": 0.5, "acc_no_suppr": 0.98}}}
+    return {"task": {"useful": [useful], "private": [private]}, "metrics": metrics, "run_metrics": metrics,
+            "bundle_evaluation": audit(strongest=0.62, random_star=0.6, useful=0.9),
+            "training": {"epochs": 3, "pretrain_epochs": 1, "fit_seconds": 1.5},
+            "timestamp": "2026-01-02 10:00 UTC", "provenance": {"commit": "abcdef1234"}}
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """One --quick run on digits into a fresh folder: (its stdout, the folder with the JSON and the page)."""
+    where = tmp_path_factory.mktemp("pass-federated")
+    docs = where / "docs"
     done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--allow-dirty", "--datasets", "digits",
-                           "--out", str(tmp_path / "runs"), "--docs", str(docs)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+                           "--out", str(where / "runs"), "--docs", str(docs)],
+                          cwd=REPO, env=ENV, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "[pass-federated-results] digits: auditing the bundle" in done.stdout
+    return done.stdout, docs
+
+
+@pytest.mark.boots
+def test_quick_run_on_digits_writes_json_and_page(quick_run, tmp_path):
+    stdout, made = quick_run
+    docs = tmp_path / "docs"
+    shutil.copytree(made, docs)
+    assert "[pass-federated-results] digits: auditing the bundle" in stdout
 
     results = json.loads((docs / "pass_federated_results.json").read_text())
     assert results["quick"] is True and results["provenance"]["dirty"] in (True, False)
@@ -90,13 +113,13 @@ def test_quick_run_on_digits_writes_json_and_page(tmp_path):
         assert "PASS, central" in page
 
     (docs / "pass_federated_results.md").unlink()
-    again = subprocess.run([sys.executable, str(SCRIPT), "--render-only", "--docs", str(docs)], cwd=REPO, env=env,
+    again = subprocess.run([sys.executable, str(SCRIPT), "--render-only", "--docs", str(docs)], cwd=REPO, env=ENV,
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr[-3000:]
     assert (docs / "pass_federated_results.md").read_text() == page
 
 
-def test_ujiindoorloc_runs_on_the_validation_split_with_central_pass_settings(script, tmp_path):
+def test_ujiindoorloc_runs_on_the_validation_split_with_central_pass_settings(script, tmp_path, monkeypatch):
     """UJIIndoorLoc's devices are trainingData's users, scored on validationData's rows, with the PASS settings of
     the central bundle it is compared with (docs/uji_validation.json's), and that bundle stands beside it."""
     assert script.dataset_options("ujiindoorloc", False) == {"test_split": "validation"}
@@ -111,13 +134,14 @@ def test_ujiindoorloc_runs_on_the_validation_split_with_central_pass_settings(sc
         script.central_pass_settings("ujiindoorloc", tmp_path / "absent.json")
     assert "missing" in script.beside_validation_pass(tmp_path / "uji_validation.json")   # not audited
 
-    committed = script.BESIDE_UJI_VALIDATION
-    if committed.is_file():
-        central = script.beside_pass("ujiindoorloc")
-        entry = json.loads(committed.read_text())["mechanisms"]["pass"]
-        assert central["source"] == "docs/uji_validation.json"
-        assert central["bundle_evaluation"] == entry["bundle_evaluation"]
-        assert central["mnag"] == entry["run_metrics"]["mnag"] and isinstance(central["audited_mnag"], float)
+    useful, private = (names[0] for names in script.TASKS["ujiindoorloc"][:2])
+    entry = made_up_central_pass(useful, private)
+    (tmp_path / "uji_validation.json").write_text(json.dumps({"mechanisms": {"pass": entry}}))
+    monkeypatch.setattr(script, "BESIDE_UJI_VALIDATION", tmp_path / "uji_validation.json")
+    central = script.beside_pass("ujiindoorloc")
+    assert central["source"] == "docs/uji_validation.json"
+    assert central["bundle_evaluation"] == entry["bundle_evaluation"] and central["mnag"] == 0.71
+    assert central["audited_mnag"] == pytest.approx((0.9 - 0.5) / 0.49 - (0.62 - 0.5) / 0.48)
 
 
 @pytest.mark.skipif(not (Path(os.environ.get("SENSORVEIL_SHARED", REPO.parent / "shared")) / "datasets"
@@ -128,15 +152,22 @@ def test_ujiindoorloc_devices_are_the_training_users(script):
     assert script.devices_by("ujiindoorloc", data_path, script.dataset_options("ujiindoorloc", False), "user") == 18
 
 
-def test_refresh_beside_copies_the_comparison_rows_again_and_names_the_refresh(script, tmp_path):
-    """The committed page's JSON with a stale central row: refreshed, the row is docs/pass_results.json's
-    entry as it is now, the federated figures are untouched, and the page says which run re-read them."""
-    results = json.loads((REPO / "docs" / "pass_federated_results.json").read_text())
+@pytest.mark.boots
+def test_refresh_beside_copies_the_comparison_rows_again_and_names_the_refresh(script, quick_run, tmp_path,
+                                                                             monkeypatch):
+    """A freshly made page's JSON with a stale central row: refreshed, the row is the central PASS page's entry
+    as it is now (a made-up one here), the federated figures are untouched, and the page says which run re-read
+    them."""
+    results = json.loads((quick_run[1] / "pass_federated_results.json").read_text())
     own = json.dumps({name: {k: v for k, v in entry.items() if k != "beside"}
                       for name, entry in results["datasets"].items()}, sort_keys=True)
     results["datasets"]["digits"]["beside"]["pass"] = {"missing": "stale"}
+    central = made_up_central_pass("parity", "lt5")
+    (tmp_path / "pass_results.json").write_text(json.dumps({"datasets": {"digits": central}}))
+    beside_pass, beside_tappfl = script.beside_pass, script.beside_tappfl
+    monkeypatch.setattr(script, "beside_pass", lambda dataset: beside_pass(dataset, tmp_path / "pass_results.json"))
+    monkeypatch.setattr(script, "beside_tappfl", lambda dataset: beside_tappfl(dataset, tmp_path / "absent.json"))
     fresh = script.refresh_beside(results, allow_dirty=True)
-    central = json.loads((REPO / "docs" / "pass_results.json").read_text())["datasets"]["digits"]
     row = fresh["datasets"]["digits"]["beside"]["pass"]
     assert row["bundle_evaluation"] == central["bundle_evaluation"] and row["mnag"] == central["metrics"]["mnag"]
     assert json.dumps({name: {k: v for k, v in entry.items() if k != "beside"}
