@@ -80,6 +80,7 @@ def test_draws_follow_the_mechanism_and_replay_only_when_seeded():
                                   draw(mechanism[:50], np.random.default_rng(4)))
 
 
+@pytest.mark.boots
 def test_the_stage_is_torch_free():
     code = "import sys; import sensorveil.runtime.stages.attriguard; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
@@ -92,6 +93,7 @@ def attriguard_run(tmp_path_factory):
                      settings={"beta": "1.0"})
 
 
+@pytest.mark.trains
 def test_run_records_the_papers_attackers_and_its_budget(attriguard_run):
     run = json.loads((attriguard_run / "run.json").read_text())
     metrics = run["metrics"]
@@ -103,6 +105,8 @@ def test_run_records_the_papers_attackers_and_its_budget(attriguard_run):
 
 
 @pytest.mark.parametrize("fmt", ["onnx", "tflite", "openvino"])
+@pytest.mark.exports
+@pytest.mark.trains
 def test_bundle_runs_the_mechanism_as_the_sdk_does(attriguard_run, tmp_path, fmt):
     import torch
 

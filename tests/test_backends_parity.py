@@ -52,10 +52,14 @@ def digits_bundles(digits_run, tmp_path_factory):
     return export_all(digits_run, tmp_path_factory.mktemp("parity-digits"))
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_prgan_image_parity(digits_bundles):
     assert_parity(model_outputs(digits_bundles, real_inputs(digits_bundles["onnxruntime"])))
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_full_runtime_call_agrees_in_sensor_units(digits_bundles):
     spec = Privatizer.load(digits_bundles["onnxruntime"]).input_spec
     frames = np.random.default_rng(3).uniform(spec.low, spec.high, size=(5, *spec.sample_shape)).astype(spec.dtype)
@@ -66,6 +70,8 @@ def test_full_runtime_call_agrees_in_sensor_units(digits_bundles):
         assert np.abs(out.astype(np.int64) - outputs["onnxruntime"].astype(np.int64)).max() <= 1, backend
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_prgan_vector_parity(uji_zip, tmp_path_factory):
     from conftest import tiny_run
     run = tiny_run(tmp_path_factory.mktemp("runs") / "prgan-uji", "ujiindoorloc", data_path=uji_zip,
@@ -74,6 +80,8 @@ def test_prgan_vector_parity(uji_zip, tmp_path_factory):
     assert_parity(model_outputs(bundles, real_inputs(bundles["onnxruntime"])))
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_pass_parity(tmp_path_factory):
     from sensorveil.sdk.mechanisms.pass_substitution import PASSConfig
     from sensorveil.sdk.runs import train_run
@@ -90,6 +98,8 @@ def test_pass_parity(tmp_path_factory):
         assert np.abs(probs - probabilities["onnxruntime"]).max() < 1e-3, backend
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_tensorrt_parity(digits_run, tmp_path):
     pytest.importorskip("tensorrt", reason="tensorrt is not installed here (no NVIDIA GPU); see "
                                            "sensorveil/devices/setup/nvidia-gpu.sh")
@@ -103,6 +113,9 @@ def test_tensorrt_parity(digits_run, tmp_path):
     assert not Privatizer.load(bundle, backend="tensorrt").describe()["built_on_load"]   # cached engine reused
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_runtime_adapters_import_without_torch(digits_bundles):
     code = ("import sys\n"
             "from sensorveil.runtime import Privatizer\n"

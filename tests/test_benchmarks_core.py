@@ -56,6 +56,7 @@ def legacy_onnx(tiny, tmp_path_factory):
     return _export(tiny, tmp_path_factory.mktemp("onnx") / "tiny.onnx", dynamo=False)
 
 
+@pytest.mark.exports
 def test_single_conv_matches_hand_count(tmp_path):
     conv = nn.Conv2d(3, 8, 3, padding=1).eval()
     expected = 2 * 8 * 3 * 3 * 3 * 16 * 16  # 2 * Cout * Cin * k*k * H*W
@@ -65,6 +66,7 @@ def test_single_conv_matches_hand_count(tmp_path):
     assert onnx_flops(path, batch=4)["total"] == 4 * expected
 
 
+@pytest.mark.exports
 def test_flops_agree_legacy_exporter(tiny, legacy_onnx):
     ref = torch_flops(tiny, torch.randn(3, 3, 16, 16))
     got = onnx_flops(legacy_onnx, batch=3)
@@ -73,6 +75,7 @@ def test_flops_agree_legacy_exporter(tiny, legacy_onnx):
     assert got["total"] == pytest.approx(ref, rel=0.01)
 
 
+@pytest.mark.exports
 def test_elementwise_reported_but_not_in_total(legacy_onnx):
     got = onnx_flops(legacy_onnx, batch=1)
     mac_ops = ("Conv", "ConvTranspose", "MatMul", "Gemm")
@@ -82,6 +85,7 @@ def test_elementwise_reported_but_not_in_total(legacy_onnx):
     assert got["elementwise"] >= got["by_op"]["Relu"]
 
 
+@pytest.mark.exports
 def test_flops_agree_default_dynamo_exporter(tiny, tmp_path):
     pytest.importorskip("onnxscript")
     path = _export(tiny, tmp_path / "tiny_dynamo.onnx", dynamo=True)
@@ -90,6 +94,7 @@ def test_flops_agree_default_dynamo_exporter(tiny, tmp_path):
     assert onnx_params(path) == torch_params(tiny)
 
 
+@pytest.mark.exports
 def test_onnx_params_equal_torch_params(tiny, legacy_onnx):
     n = torch_params(tiny)
     assert n == sum(p.numel() for p in tiny.parameters()) > 0

@@ -26,6 +26,7 @@ def git_init(path: Path) -> Path:
 
 
 @needs_git
+@pytest.mark.boots
 def test_the_readme_key_folder_is_ignored_by_this_repository():
     if not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
@@ -33,6 +34,7 @@ def test_the_readme_key_folder_is_ignored_by_this_repository():
 
 
 @needs_git
+@pytest.mark.boots
 def test_keys_generate_warns_when_git_would_commit_the_private_key(tmp_path, capsys):
     project = git_init(tmp_path / "project")
     assert main(["keys", "generate", "--out", str(project / "keys")]) == 0
@@ -41,6 +43,7 @@ def test_keys_generate_warns_when_git_would_commit_the_private_key(tmp_path, cap
 
 
 @needs_git
+@pytest.mark.boots
 def test_keys_generate_is_quiet_where_git_ignores_the_key_or_there_is_no_git(tmp_path, capsys):
     project = git_init(tmp_path / "project")
     (project / ".gitignore").write_text("keys/\n")
@@ -88,6 +91,8 @@ def edgetpu_graph(bundle: Path) -> dict:
     return json.loads((bundle / "manifest.json").read_text())["artifacts"]["edgetpu"]["graphs"]["model"]
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_export_runs_the_compiler_when_installed_and_lists_the_compiled_model(digits_run, tmp_path, fake_compiler):
     from sensorveil.runtime.bundle import open_bundle
     bundle = coral_export(digits_run, tmp_path / "coral")
@@ -97,6 +102,8 @@ def test_export_runs_the_compiler_when_installed_and_lists_the_compiled_model(di
     assert not list(bundle.glob("*.log"))     # the compiler's log is not part of the bundle
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_without_the_compiler_the_printed_next_step_compiles_lists_and_re_signs(digits_run, tmp_path, capsys,
                                                                                 no_compiler, monkeypatch):
     from sensorveil.runtime import Privatizer
@@ -123,6 +130,8 @@ def test_without_the_compiler_the_printed_next_step_compiles_lists_and_re_signs(
     assert sorted(path.name for path in tmp_path.iterdir()) == ["bin", "coral", "keys"]   # no staging left
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_auto_says_why_it_runs_an_edge_tpu_bundle_on_the_cpu(digits_run, tmp_path, monkeypatch, no_compiler):
     from sensorveil.runtime import Privatizer, backends
     bundle = coral_export(digits_run, tmp_path / "coral")
@@ -136,6 +145,8 @@ def test_auto_says_why_it_runs_an_edge_tpu_bundle_on_the_cpu(digits_run, tmp_pat
     assert Privatizer.load(bundle, backend="litert").backend_why == "as asked; running on the CPU"
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_run_names_the_backend_on_the_console_and_in_its_json(digits_run, tmp_path, capsys, no_compiler):
     bundle = coral_export(digits_run, tmp_path / "coral")
     capsys.readouterr()
@@ -147,6 +158,8 @@ def test_run_names_the_backend_on_the_console_and_in_its_json(digits_run, tmp_pa
     assert report["backend"] == "litert" and "no Coral Edge TPU detected" in report["backend_why"]
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_benchmark_report_names_the_backend_that_ran_and_the_one_that_did_not(digits_run, tmp_path, capsys,
                                                                               no_compiler):
     bundle = coral_export(digits_run, tmp_path / "coral")
@@ -171,6 +184,8 @@ def test_fps_has_one_definition_in_the_guide_the_report_and_the_stream_ratio():
     assert "0.42x the table's FPS" in stream_line("synthetic-depth", row)    # the walk-through's 0.02x
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_benchmark_without_matplotlib_does_not_announce_the_png(depth_bundle, tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)      # import matplotlib raises ImportError
     assert main(["benchmark", str(depth_bundle), "--frames", "10", "--attacker-epochs", "0",
@@ -181,6 +196,8 @@ def test_benchmark_without_matplotlib_does_not_announce_the_png(depth_bundle, tm
 
 
 # -- a preview window where none can open ------------------------------------------------------------------
+@pytest.mark.exports
+@pytest.mark.trains
 def test_preview_without_a_window_says_headless_or_web_in_one_line(depth_bundle, capsys):
     cv2 = pytest.importorskip("cv2", reason="the preview needs OpenCV")
     from sensorveil.runtime.preview import window_missing

@@ -24,6 +24,7 @@ LOAD_CAPPED = ("import resource, sys\nresource.setrlimit(resource.RLIMIT_AS, (1 
 
 
 @pytest.mark.parametrize("declared", [3 * GIB, 1000])
+@pytest.mark.boots
 def test_a_sparse_3_gib_file_is_refused_without_reading_it(tmp_path, declared):
     bundle = tmp_path / "bundle"
     shutil.copytree(FIXTURE, bundle)
@@ -82,6 +83,7 @@ STALLED = ("import sys, time\nfrom sensorveil.runtime.errors import BackendUnava
            "print(round(time.monotonic() - start))\n")
 
 
+@pytest.mark.boots
 def test_an_http_source_that_never_sends_ends_with_one_error_in_bounded_time(silent_server):
     pytest.importorskip("cv2")
     url = f"http://127.0.0.1:{silent_server}/stream.mjpg"

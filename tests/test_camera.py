@@ -474,6 +474,9 @@ assert "torch" not in [m.split(".")[0] for m in sys.modules if sys.modules[m] is
 """
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_camera_bundle_runs_torch_free_on_walkway(tmp_path):
     """A (tiny) PASS bundle trained on walkway crops: its manifest carries the camera pipeline, and the
     runtime, with torch unimportable, detects, substitutes every person and pastes back, nothing else."""

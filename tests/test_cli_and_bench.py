@@ -12,6 +12,8 @@ import pytest
 from sensorveil.cli import main
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_benchmark_reports_latency_fps_flops_and_runtime_overhead(digits_bundle, tmp_path, capsys):
     out = tmp_path / "bench.json"
     assert main(["benchmark", str(digits_bundle), "--frames", "30", "--json", str(out)]) == 0
@@ -40,6 +42,8 @@ def table_rows(printed: str) -> dict:
     return rows
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_benchmark_prints_one_readable_row_per_backend(digits_bundle, capsys):
     assert main(["benchmark", str(digits_bundle), "--frames", "20", "--attacker-epochs", "1"]) == 0
     printed = capsys.readouterr().out
@@ -53,6 +57,7 @@ def test_benchmark_prints_one_readable_row_per_backend(digits_bundle, capsys):
     assert "Attackers trained 1 epochs" in printed
 
 
+@pytest.mark.trains
 def test_benchmark_formats_exports_each_format_and_says_why_one_cannot_run_here(digits_run, tmp_path,
                                                                                      capsys):
     out = tmp_path / "formats.json"
@@ -77,11 +82,15 @@ def test_formats_take_a_format_or_a_format_and_precision():
         parse_formats("onnx:fp16")
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_benchmark_formats_needs_a_run_directory(digits_bundle, capsys):
     assert main(["benchmark", str(digits_bundle), "--formats", "all"]) == 2
     assert "is not a run directory" in capsys.readouterr().err
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_benchmark_versus_a_peer_needs_a_video_source(digits_bundle, capsys):
     # the peer runs on the frames the stream runs: no source, or a live one, cannot be replayed to it
     for extra in ([], ["--source", "synthetic-depth"]):
@@ -89,6 +98,8 @@ def test_benchmark_versus_a_peer_needs_a_video_source(digits_bundle, capsys):
         assert "needs --source set to a video file" in capsys.readouterr().err
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_evaluate_a_bundle_through_the_runtime(digits_bundle, tmp_path):
     out = tmp_path / "eval.json"
     report = tmp_path / "audit.md"
@@ -105,6 +116,7 @@ def test_evaluate_a_bundle_through_the_runtime(digits_bundle, tmp_path):
     assert "95% interval" in report.read_text() and report.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.trains
 def test_errors_exit_2_with_one_line_that_says_what_was_expected(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path)]) == 2
     err = capsys.readouterr().err
@@ -124,6 +136,7 @@ def test_camera_quickstart_names_its_bundle_for_the_clip():
     assert clip_slug(Path("/clips/___.mp4")) == "camera"
 
 
+@pytest.mark.trains
 def test_camera_quickstart_takes_the_camera_speed_to_the_export(tmp_path, monkeypatch):
     import sensorveil.quickstart as quickstart
     asked = {}
@@ -151,6 +164,9 @@ def test_a_wide_clip_is_worked_at_the_working_width_unless_full_size_is_asked_fo
     assert working_clip(narrow, tmp_path / "clips") == narrow
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_console_script_help_lists_the_contract_verbs():
     out = subprocess.run([sys.executable, "-m", "sensorveil", "--help"], capture_output=True, text=True, check=True)
     for verb in ("quickstart", "train", "evaluate", "export", "benchmark"):
@@ -158,6 +174,8 @@ def test_console_script_help_lists_the_contract_verbs():
 
 
 @pytest.mark.slow
+@pytest.mark.boots
+@pytest.mark.trains
 def test_quickstart_end_to_end(tmp_path):
     # the limit is a hang guard, not a speed goal: 90 s on a quiet 2-core machine, far more on a shared one
     result = subprocess.run([sys.executable, "-m", "sensorveil", "quickstart", "--out", str(tmp_path), "--epochs", "3"],
@@ -193,6 +211,8 @@ def test_a_camera_stream_is_not_read_against_the_per_crop_table():
     assert "x the table's FPS" not in camera and "people new to the tracker" in camera
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_the_device_report_is_named_after_the_detected_device(digits_bundle, tmp_path, capsys):
     from sensorveil.benchmarks.stream_bench import detected_device
     assert main(["benchmark", str(digits_bundle), "--frames", "20", "--device-report", str(tmp_path / "r")]) == 0

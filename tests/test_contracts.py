@@ -79,6 +79,8 @@ def test_benchmark_and_exporter_read_the_table():
     assert EXTRA_OF_MODULE["litert_torch"] == "export-tflite" and EXTRA_OF_MODULE["onnxscript"] == "onnx"
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_the_exporter_refuses_a_precision_its_format_does_not_write(digits_run, tmp_path):
     from sensorveil.export import export_run
     with pytest.raises(ValueError, match="onnx format is exported in fp32 or int8; use --format tflite or "
@@ -87,6 +89,7 @@ def test_the_exporter_refuses_a_precision_its_format_does_not_write(digits_run, 
     assert not (tmp_path / "b").exists()
 
 
+@pytest.mark.exports
 def test_the_cli_offers_the_table(capsys):
     from sensorveil.cli import main
     assert main(["devices", "formats"]) == 0

@@ -40,6 +40,8 @@ def other_format_bundles(digits_run, tmp_path_factory):
 
 
 @pytest.mark.parametrize("policy", CPU_POLICIES)
+@pytest.mark.exports
+@pytest.mark.trains
 def test_each_policy_loads_and_runs_on_onnxruntime(digits_bundle, policy):
     privatizer = Privatizer.load(digits_bundle, backend="onnxruntime", cpu_policy=policy)
     run_once(privatizer)
@@ -48,6 +50,8 @@ def test_each_policy_loads_and_runs_on_onnxruntime(digits_bundle, policy):
 
 @pytest.mark.parametrize("backend", ["litert", "openvino"])
 @pytest.mark.parametrize("policy", CPU_POLICIES)
+@pytest.mark.exports
+@pytest.mark.trains
 def test_each_policy_loads_and_runs_on_the_other_cpu_backends(other_format_bundles, backend, policy):
     if backend not in other_format_bundles:
         pytest.skip(f"{backend} is not installed here")
@@ -62,6 +66,8 @@ def test_each_policy_loads_and_runs_on_the_other_cpu_backends(other_format_bundl
         assert described["threads"] == (shared_threads() if policy == "shared" else "default")
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_shared_onnxruntime_session_does_not_spin(digits_bundle):
     shared = Privatizer.load(digits_bundle, backend="onnxruntime", cpu_policy="shared").backend
     options = shared.session.get_session_options()     # read back from the live session
@@ -73,11 +79,15 @@ def test_shared_onnxruntime_session_does_not_spin(digits_bundle):
     assert dedicated.session.get_session_options().intra_op_num_threads == 0     # onnxruntime's own default
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_explicit_threads_win_over_the_policy(digits_bundle):
     backend = Privatizer.load(digits_bundle, backend="onnxruntime", cpu_policy="shared", threads=2).backend
     assert backend.session.get_session_options().intra_op_num_threads == 2
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_the_stream_default_is_shared(depth_bundle):
     privatizer = load_for_stream(depth_bundle, backend="onnxruntime")
     assert privatizer.backend_options["cpu_policy"] == "shared"
@@ -85,6 +95,8 @@ def test_the_stream_default_is_shared(depth_bundle):
 
 
 @pytest.mark.parametrize("load", [Privatizer.load, load_for_stream])
+@pytest.mark.exports
+@pytest.mark.trains
 def test_an_unknown_policy_is_one_clear_error(digits_bundle, load):
     with pytest.raises(InputError) as error:
         load(digits_bundle, backend="onnxruntime", cpu_policy="turbo")
@@ -109,6 +121,9 @@ def busy_children(pid: int) -> list:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc to find leftover processes")
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_contend_prints_both_columns_and_leaves_nothing_behind(depth_bundle, tmp_path):
     result = subprocess.run([sys.executable, "-m", "sensorveil", "benchmark", str(depth_bundle), "--contend", "1",
                              "--frames", "20", "--json", str(tmp_path / "contend.json")],

@@ -366,6 +366,7 @@ def test_uji_test_split_fails_closed(options, words):
         load_dataset("ujiindoorloc", UJI_ZIP, **options)
 
 
+@pytest.mark.trains
 def test_uji_test_split_options_from_the_cli(uji_zip):
     """--dataset-option KEY=VALUE arrives as text; the registry converts it to the loader's types."""
     from sensorveil.cli import build_parser
@@ -380,6 +381,7 @@ def test_uji_test_split_options_from_the_cli(uji_zip):
         dataset_options(["test_split"])
 
 
+@pytest.mark.trains
 def test_uji_test_split_survives_run_reload(tmp_path, uji_zip):
     from conftest import tiny_run
 

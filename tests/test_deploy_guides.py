@@ -108,6 +108,8 @@ def run_guide(name: str, digits_run: Path, tmp_path: Path, compiler: bool = Fals
 
 
 @pytest.mark.guides
+@pytest.mark.boots
+@pytest.mark.trains
 def test_the_raspberry_pi_guide_runs_as_written(digits_run, tmp_path):
     pytest.importorskip("cryptography", reason="the guide signs its bundle (the sign extra)")
     pytest.importorskip("ai_edge_litert", reason="the guide's LiteRT alternative needs the export-tflite extra")
@@ -118,6 +120,8 @@ def test_the_raspberry_pi_guide_runs_as_written(digits_run, tmp_path):
 
 
 @pytest.mark.guides
+@pytest.mark.boots
+@pytest.mark.trains
 def test_the_coral_guide_runs_as_written(digits_run, tmp_path):
     pytest.importorskip("cryptography", reason="the guide signs its bundle (the sign extra)")
     pytest.importorskip("ai_edge_litert", reason="the Coral export needs the export-tflite extra")
@@ -154,6 +158,7 @@ def test_board_commands_use_the_python_their_set_up_script_installs_into(name):
 
 
 @pytest.mark.guides
+@pytest.mark.boots
 def test_setup_script_in_a_clean_home(tmp_path):
     """rpi5-cpu.sh as a board owner runs it, in an empty home, with pip from this machine's index."""
     home = tmp_path / "home"

@@ -160,6 +160,8 @@ def walkway_frames(indices):
     return np.stack(frames)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_an_int8_onnx_bundle_ships_the_int8_detector_and_the_runtime_loads_it(graphs, int8_bundle, tmp_path):
     """onnx_detector: int8 jobs get the int8 file (precision int8, no anchors), others the fp32 one. An int8
     ONNX camera bundle carries it, and the runtime loads it and finds walkway's people with it."""
@@ -193,6 +195,9 @@ print("onnxruntime", privatizer.describe()["library_version"])
 """
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_the_int8_bundle_finds_the_same_people_on_jetsons_python_3_6_and_onnxruntime_1_10(
         int8_bundle, tmp_path_factory, tmp_path):
     """JetPack 4.6's floor (Python 3.6, numpy 1.19, onnxruntime 1.10; OpenCV 4.6 from PyPI, the last wheel for

@@ -16,6 +16,7 @@ NO_EVIDENCE = {"device_tree_model": "", "tegra_release": "", "usb_ids": [], "nvi
 
 
 @pytest.mark.parametrize("name", PROFILES)
+@pytest.mark.boots
 def test_profile_is_complete(name):
     profile = devices.load_profile(name)
     for key in ("backend", "format", "precision", "precisions", "input_constraints", "requires", "setup_script",
@@ -104,6 +105,8 @@ def test_myriad_check_needs_static_shapes_and_old_opsets():
     assert any("static shapes" in p for p in verdict["problems"]) and any("opset15" in p for p in verdict["problems"])
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_devices_check_cli_on_real_bundles(digits_run, tmp_path, capsys):
     pytest.importorskip("openvino", reason="openvino is not installed")
     from sensorveil.cli import main
@@ -119,6 +122,8 @@ def test_devices_check_cli_on_real_bundles(digits_run, tmp_path, capsys):
     assert report["operator_counts"]["Convolution"] == 3 and report["problems"]
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_edgetpu_note_names_the_graph_files_of_a_plain_int8_tflite_bundle(digits_run, tmp_path):
     """A tflite int8 bundle has no edgetpu artifact; the note's compile command names its own graph file."""
     pytest.importorskip("ai_edge_litert", reason="LiteRT is not installed")

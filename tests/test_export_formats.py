@@ -10,6 +10,8 @@ import pytest
 from sensorveil.runtime import Privatizer
 from sensorveil.runtime.errors import BackendUnavailableError
 
+pytestmark = [pytest.mark.exports, pytest.mark.trains]
+
 pytest.importorskip("litert_torch", reason="litert-torch is not installed (pip install 'sensorveil[export-tflite]')")
 pytest.importorskip("openvino", reason="openvino is not installed (pip install 'sensorveil[openvino]')")
 

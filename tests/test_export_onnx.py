@@ -12,6 +12,8 @@ from sensorveil.runtime import Privatizer
 from sensorveil.runtime.bundle import sha256_of
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_manifest_lists_every_file_with_its_hash(digits_bundle):
     manifest = json.loads((digits_bundle / "manifest.json").read_text())
     [stage] = manifest["pipeline"]
@@ -30,12 +32,16 @@ def test_manifest_lists_every_file_with_its_hash(digits_bundle):
         assert key in manifest["metrics"]
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_flops_from_checkpoint_and_from_graph_agree(digits_bundle):
     complexity = json.loads((digits_bundle / "manifest.json").read_text())["complexity"]
     assert complexity["flops_torch"] == complexity["flops_onnx"] > 0
     assert complexity["params"] == complexity["params_onnx"] > 0
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_export_is_validated_against_torch(digits_bundle, digits_run):
     manifest = json.loads((digits_bundle / "manifest.json").read_text())
     [record] = manifest["validation"]
@@ -52,6 +58,8 @@ def test_export_is_validated_against_torch(digits_bundle, digits_run):
     np.testing.assert_allclose(Privatizer.load(digits_bundle)(x), expected, atol=16 * 1e-4)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_uji_vector_bundle_round_trip(uji_zip, tmp_path):
     from conftest import tiny_run
 
@@ -65,6 +73,8 @@ def test_uji_vector_bundle_round_trip(uji_zip, tmp_path):
     assert out.shape == (3, 520) and out.dtype == np.uint8 and set(np.unique(out)) <= {0, 1}
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_unknown_format_and_precision_are_clear_errors(digits_run, tmp_path):
     from sensorveil.export import export_run
 
@@ -74,6 +84,8 @@ def test_unknown_format_and_precision_are_clear_errors(digits_run, tmp_path):
         export_run(digits_run, "onnx", tmp_path / "b", precision="fp16")
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_missing_export_library_is_one_error_and_leaves_no_bundle(digits_run, tmp_path, monkeypatch, capsys):
     """What a user of the README's first install (.[train,onnx]) meets on `export --target coral-usb`."""
     import sys
@@ -89,6 +101,8 @@ def test_missing_export_library_is_one_error_and_leaves_no_bundle(digits_run, tm
     assert not out.exists()
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_binary_sensor_bundle_privatizes_as_the_run_measured(uji_zip, tmp_path):
     """PR-GAN trains through the WiFi scan's 0/1 values (straight-through rounding), so the fixed
     D_z scores the deployed bundle exactly as it scored the trained generator."""

@@ -27,6 +27,8 @@ def export(run, out, *extra) -> int:
     return main(["export", str(run), "--format", "onnx", "--out", str(out), *extra])
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_an_out_holding_user_files_is_refused_unless_forced(digits_run, tmp_path, capsys):
     out = tmp_path / "photos"
     out.mkdir()
@@ -41,6 +43,8 @@ def test_an_out_holding_user_files_is_refused_unless_forced(digits_run, tmp_path
     assert sorted(os.listdir(tmp_path)) == ["photos"]       # no staging folder, no lock left behind
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_file_at_out_is_refused_unless_forced(digits_run, tmp_path, capsys):
     out = tmp_path / "notes.txt"
     out.write_text("mine")
@@ -49,6 +53,8 @@ def test_a_file_at_out_is_refused_unless_forced(digits_run, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("where", ["run", "parent"])
+@pytest.mark.exports
+@pytest.mark.trains
 def test_the_run_folder_or_its_parent_is_never_an_out(digits_run, where, capsys):
     out = digits_run if where == "run" else digits_run.parent
     before = snapshot(out)
@@ -58,6 +64,8 @@ def test_the_run_folder_or_its_parent_is_never_an_out(digits_run, where, capsys)
     assert snapshot(out) == before
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_an_earlier_bundle_is_replaced_only_by_a_whole_one(digits_run, tmp_path, monkeypatch, capsys):
     out = tmp_path / "bundle"
     assert export(digits_run, out) == 0
@@ -72,6 +80,9 @@ def test_an_earlier_bundle_is_replaced_only_by_a_whole_one(digits_run, tmp_path,
     Privatizer.load(out)
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_two_exports_into_one_out_cannot_both_run(digits_run, tmp_path, capsys):
     out = tmp_path / "bundle"
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}

@@ -75,6 +75,8 @@ def attriguard_bundle(tmp_path_factory) -> Path:
     ({"sensitive_dim": 0}, "sensitive_dim is 0; expected an integer from 1"),
     ({"mechanism": "none"}, "mechanism is 'none'; expected one of"),
 ])
+@pytest.mark.exports
+@pytest.mark.trains
 def test_sanitizer_values_that_switch_privacy_off_are_refused(obfuscation_bundle, tmp_path, change, fragment):
     bundle = copy_bundle(obfuscation_bundle, tmp_path)
     edit_manifest(bundle, lambda m: stage_entry(m, "sanitizer").update(change))
@@ -83,6 +85,8 @@ def test_sanitizer_values_that_switch_privacy_off_are_refused(obfuscation_bundle
     assert fragment in str(error.value)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_sanitizer_bundle_as_exported_still_loads_and_noises(obfuscation_bundle):
     p = Privatizer.load(obfuscation_bundle, seed=0)
     x = np.full(p.input_spec.sample_shape, 8.0, dtype=np.float32)
@@ -91,6 +95,8 @@ def test_sanitizer_bundle_as_exported_still_loads_and_noises(obfuscation_bundle)
 
 # -- AttriGuard: tau, target and weights ---------------------------------------------------------------
 @pytest.mark.parametrize("tau", [0, -0.5, 2.0])
+@pytest.mark.exports
+@pytest.mark.trains
 def test_attriguard_step_outside_0_1_is_refused(attriguard_bundle, tmp_path, tau):
     bundle = copy_bundle(attriguard_bundle, tmp_path)
     edit_manifest(bundle, lambda m: stage_entry(m, "attriguard").update(tau=tau))
@@ -99,6 +105,8 @@ def test_attriguard_step_outside_0_1_is_refused(attriguard_bundle, tmp_path, tau
 
 
 @pytest.mark.parametrize("values", ["zeros", "nan", "negative"])
+@pytest.mark.exports
+@pytest.mark.trains
 def test_attriguard_target_that_is_no_distribution_is_refused(attriguard_bundle, tmp_path, values):
     bundle = copy_bundle(attriguard_bundle, tmp_path)
     name = stage_entry(json.loads((bundle / "manifest.json").read_text()), "attriguard")["target"]
@@ -193,6 +201,7 @@ def test_self_contained_models_pass_the_scan():
 
 
 @pytest.mark.parametrize("name", ["manifest.sig", "model.onnx", "manifest.json"])
+@pytest.mark.boots
 def test_a_fifo_in_the_bundle_is_refused_not_waited_on(tmp_path, name):
     import subprocess
     import sys
@@ -263,6 +272,8 @@ def model_units_bundle(digits_run, tmp_path_factory) -> Path:
     return export_run(digits_run, "onnx", tmp_path_factory.mktemp("bundles") / "model-units", sensor_units=False)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_one_model_bundle_records_its_self_test_and_passes_it(digits_bundle):
     manifest = json.loads((Path(digits_bundle) / "manifest.json").read_text())
     assert manifest["self_test"]["samples"] == 8 and model_stage(manifest)["units"] == "sensor"
@@ -274,6 +285,8 @@ def test_a_one_model_bundle_records_its_self_test_and_passes_it(digits_bundle):
     ("model", lambda m: model_stage(m).update(units="sensor")),       # output left in model units
     ("model", lambda m: m["output"]["normalization"].update(scale=8.0)),   # a scale that is not the graph's
 ])
+@pytest.mark.exports
+@pytest.mark.trains
 def test_units_or_normalization_that_do_not_fit_the_graph_are_refused(digits_bundle, model_units_bundle, tmp_path,
                                                                       which, change):
     bundle = copy_bundle(digits_bundle if which == "sensor" else model_units_bundle, tmp_path)
@@ -282,6 +295,8 @@ def test_units_or_normalization_that_do_not_fit_the_graph_are_refused(digits_bun
         Privatizer.load(bundle)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_self_test_entry_is_validated(digits_bundle, tmp_path):
     bundle = copy_bundle(digits_bundle, tmp_path)
     edit_manifest(bundle, lambda m: m["self_test"].update(max_mean_error=5))
@@ -289,6 +304,8 @@ def test_a_self_test_entry_is_validated(digits_bundle, tmp_path):
         Privatizer.load(bundle)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_scene_still_is_refused_where_it_would_change_nothing_or_is_not_a_picture(digits_bundle, tmp_path, capsys):
     """--scene-still / Privatizer(scene_still=) sets where a camera bundle's released scene starts; on a bundle
     that releases no scene it would do nothing, and a file that is no picture must not fall back to grey unsaid."""

@@ -18,6 +18,8 @@ from sensorveil.sdk import federated
 from sensorveil.sdk.mechanisms import tappfl
 from tests.test_federated_defence import spec_for
 
+pytestmark = [pytest.mark.boots, pytest.mark.trains]
+
 pytest.importorskip("flwr", reason="Flower is the federated extra: pip install 'sensorveil[federated]'")
 
 ADAPTIVE_APPS = "tests.test_federated_adaptive_attack:adaptive_apps"

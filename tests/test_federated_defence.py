@@ -123,6 +123,8 @@ EXPECTED_REASON = {"nan": r"non-finite values", "inf": r"holds 1 non-finite",
                    "count": r"num-examples=1e\+12 outside \[1, \d+\]"}
 
 
+@pytest.mark.boots
+@pytest.mark.trains
 def test_every_bad_update_is_dropped_and_named_and_the_model_is_the_honest_average(tmp_path):
     """15 devices, 7 hostile (one of each kind), 8 honest: more than half, so the round goes on."""
     kinds = list(EXPECTED_REASON)
@@ -145,6 +147,8 @@ def test_every_bad_update_is_dropped_and_named_and_the_model_is_the_honest_avera
         np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.boots
+@pytest.mark.trains
 def test_too_few_valid_updates_fail_the_round_with_one_error_naming_the_devices(tmp_path):
     with pytest.raises(federated.FederationError, match="exited with code") as caught:
         simulate(tmp_path, {0: "nan", 1: "count"}, clients=3)
@@ -158,6 +162,8 @@ def test_too_few_valid_updates_fail_the_round_with_one_error_naming_the_devices(
 
 
 @pytest.mark.parametrize("aggregation", ["fedmedian", "fedtrimmedavg"])
+@pytest.mark.boots
+@pytest.mark.trains
 def test_robust_aggregation_holds_against_an_outlier_fedavg_would_follow(tmp_path, aggregation):
     """One device of five sends 1e3 everywhere: finite, well shaped, honest-looking count. With the norm
     bounds off it reaches the aggregation, where the median (or the 20% trimmed mean) ignores it."""

@@ -42,6 +42,7 @@ def test_a_dp_value_that_would_switch_privacy_off_is_refused_with_one_clear_erro
         check_config(PassFederatedConfig(**setting))
 
 
+@pytest.mark.trains
 def test_the_cli_setting_reaches_the_same_refusal():
     from sensorveil.cli import main
     code = main(["train", "pass-federated", "--dataset", "digits", "--useful", "parity", "--private", "lt5",
@@ -49,6 +50,7 @@ def test_the_cli_setting_reaches_the_same_refusal():
     assert code != 0
 
 
+@pytest.mark.trains
 def test_updates_are_clipped_on_the_device_noise_is_added_and_the_spend_is_recorded():
     noise, clip = 1e-3, 0.5
     nodes = [{"partition-id": 0}, {"partition-id": 1}, {"partition-id": 2, "scale": 1e4}]   # one huge update

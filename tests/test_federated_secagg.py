@@ -16,6 +16,7 @@ SECURE = {"clipping_range": 8.0, "max_weight": 30.0}
 NODES = [{"partition-id": i} for i in range(3)]
 
 
+@pytest.mark.trains
 def test_the_secure_aggregate_equals_the_plain_fedavg_aggregate_and_no_update_reaches_the_server_in_clear():
     plain, _, _ = run_rounds(NODES, rounds=2)
     secure, grid, reports = run_rounds(NODES, rounds=2, secure_aggregation=SECURE)
@@ -33,6 +34,7 @@ def federated_initial(name: str):
     return MODEL[name]
 
 
+@pytest.mark.trains
 def test_a_secure_aggregate_that_moves_the_model_too_far_fails_the_round():
     hostile = [*NODES[:2], {"partition-id": 2, "scale": 1e4}]
     with pytest.raises(federated.FederationError, match=r"round 1 \(train\): the securely aggregated model fails "
@@ -68,6 +70,7 @@ def test_tappfl_refuses_secagg_where_the_server_would_average_a_share_of_the_tra
 
 @pytest.mark.slow
 @pytest.mark.loopback
+@pytest.mark.trains
 def test_pass_federated_trains_with_secagg_over_tls_and_an_unregistered_node_is_refused(tmp_path, monkeypatch):
     from sensorveil.cli import main
     from sensorveil.sdk.federated.certs import write_certificates, write_node_keys

@@ -34,6 +34,8 @@ def test_the_certificates_verify_for_loopback_and_the_private_keys_are_the_owner
 
 
 @pytest.mark.loopback
+@pytest.mark.boots
+@pytest.mark.trains
 def test_training_over_tls_with_authenticated_supernodes_refuses_an_unregistered_node(tmp_path, monkeypatch):
     from sensorveil.cli import main
     from sensorveil.sdk.federated.certs import write_certificates, write_node_keys

@@ -85,6 +85,8 @@ def set_at(path, value):
         (("schema_version",), True, "schema_version True is not supported"),
     ],
 )
+@pytest.mark.exports
+@pytest.mark.trains
 def test_bad_manifest_field_is_one_error_naming_the_field(digits_bundle, tmp_path, path, value, fragment):
     with pytest.raises(ManifestError) as error:
         load_with(digits_bundle, tmp_path, set_at(path, value))
@@ -120,6 +122,8 @@ def test_schema1_stage_fields_are_validated_too(tmp_path, path, value, fragment)
         ("[1, 2]", "must hold a JSON object"),
     ],
 )
+@pytest.mark.exports
+@pytest.mark.trains
 def test_json_that_python_cannot_take_is_a_bundle_error(digits_bundle, tmp_path, text, fragment):
     with pytest.raises(BundleError, match=fragment):
         load_with(digits_bundle, tmp_path, text=text)
@@ -141,6 +145,8 @@ def test_json_that_python_cannot_take_is_a_bundle_error(digits_bundle, tmp_path,
         ),
     ],
 )
+@pytest.mark.exports
+@pytest.mark.trains
 def test_model_inputs_and_outputs_are_checked_against_the_manifest(digits_bundle, tmp_path, change, fragment):
     with pytest.raises(ManifestError) as error:
         load_with(digits_bundle, tmp_path, change)
@@ -155,6 +161,9 @@ def test_substitution_model_must_score_the_whole_bank(tmp_path):
         load_with(FIXTURES / "schema1-pass-digits-onnx", tmp_path, shrink_bank)
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_cli_reports_a_bad_manifest_in_one_line_and_exits_2(digits_bundle, tmp_path):
     target = tmp_path / "bundle"
     shutil.copytree(digits_bundle, target)

@@ -65,6 +65,8 @@ def toy_run(toy, tmp_path):
 
 
 @pytest.mark.parametrize("fmt", ["onnx", "tflite", "openvino"])
+@pytest.mark.exports
+@pytest.mark.trains
 def test_every_graph_is_exported_validated_and_run_in_order(toy, toy_run, tmp_path, fmt):
     from sensorveil.export import export_run
     bundle = export_run(toy_run, fmt, tmp_path / f"toy-{fmt}")
@@ -87,6 +89,8 @@ def test_every_graph_is_exported_validated_and_run_in_order(toy, toy_run, tmp_pa
     np.testing.assert_allclose(privatizer(x), expected[:, 0] * 16, atol=1e-3)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_stage_missing_a_key_is_one_bundle_error(toy, toy_run, tmp_path):
     from sensorveil.export import export_run
     bundle = export_run(toy_run, "onnx", tmp_path / "toy")

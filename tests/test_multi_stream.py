@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from sensorveil.benchmarks.multi_stream import stream_counts
 from sensorveil.cli import main
 from sensorveil.runtime.stream import stream_threads
@@ -14,6 +16,8 @@ def test_stream_counts_double_up_to_the_asked_number():
     assert stream_counts(8) == [1, 2, 4, 8]
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_benchmark_streams_prints_one_row_per_stream_count(depth_bundle, tmp_path, capsys):
     out = tmp_path / "streams.json"
     assert main(["benchmark", str(depth_bundle), "--streams", "3", "--frames", "12", "--json", str(out)]) == 0

@@ -29,6 +29,8 @@ def quick_cli_run(tmp_path_factory):
     return out, result
 
 
+@pytest.mark.boots
+@pytest.mark.trains
 def test_train_epochs_flags_say_what_they_train_and_reach_the_classifiers(quick_cli_run):
     help_text = " ".join(build_parser()._subparsers._group_actions[0].choices["train"].format_help().split())
     assert "epochs of the mechanism's own networks only" in help_text
@@ -40,12 +42,16 @@ def test_train_epochs_flags_say_what_they_train_and_reach_the_classifiers(quick_
            "probing attackers 1 (--attacker-epochs)" in result.stdout
 
 
+@pytest.mark.boots
+@pytest.mark.trains
 def test_train_warns_when_the_utility_threshold_is_not_met(quick_cli_run):
     _, result = quick_cli_run
     assert "warning: the utility threshold was not met: Acc(D_y) on 'parity' reached" in result.stderr
     assert "against 0.999" in result.stderr
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_run_on_a_file_shows_progress(depth_bundle, capsys):
     if not WALKWAY.is_file():
         pytest.skip(f"walkway.avi not found at {WALKWAY} (set SENSORVEIL_SHARED)")
@@ -54,6 +60,8 @@ def test_run_on_a_file_shows_progress(depth_bundle, capsys):
     assert "frames 30/30 (100%)" in err       # of --frames, as the clip holds more
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_stream_fractions_are_explained_in_words(depth_bundle, capsys):
     assert main(["run", str(depth_bundle), "--source", "synthetic-depth:1", "--frames", "20"]) == 0
     out = capsys.readouterr().out
@@ -70,6 +78,8 @@ def test_evaluate_on_a_corrupt_manifest_names_the_file(tmp_path, capsys):
     assert f"{bundle / 'manifest.json'} is not valid JSON" in err and "Traceback" not in err
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_empty_npy_source_is_one_clear_error(depth_bundle, tmp_path, capsys):
     empty = tmp_path / "empty.npy"
     np.save(empty, np.zeros((0, 424, 512), np.uint16))
@@ -92,6 +102,8 @@ def test_empty_npy_source_is_one_clear_error(depth_bundle, tmp_path, capsys):
         (["preview", "BUNDLE", "--source", "synthetic-depth", "--no-raw"], "apply to the web preview"),
     ],
 )
+@pytest.mark.exports
+@pytest.mark.trains
 def test_usage_errors_exit_2_as_the_readme_promises(argv, expected, depth_bundle, capsys):
     argv = [str(depth_bundle) if arg == "BUNDLE" else arg for arg in argv]
     try:
@@ -102,6 +114,7 @@ def test_usage_errors_exit_2_as_the_readme_promises(argv, expected, depth_bundle
     assert expected in capsys.readouterr().err
 
 
+@pytest.mark.boots
 def test_directories_the_readme_creates_are_ignored_by_git():
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("not a git checkout")

@@ -33,6 +33,8 @@ ODD = [np.zeros((8, 8), np.float32) + 3.0,        # float32 among uint8
 
 
 @pytest.mark.parametrize("odd", range(len(ODD)))
+@pytest.mark.exports
+@pytest.mark.trains
 def test_one_odd_frame_among_good_ones_is_counted_bad_and_the_stream_goes_on(digits_bundle, odd):
     good = [np.random.default_rng(k).integers(0, 256, (8, 8, 3), dtype=np.uint8) for k in range(4)]
     report = run_stream(Privatizer.load(digits_bundle), scripted(good[:2] + [ODD[odd]] + good[2:]))

@@ -20,6 +20,8 @@ import pytest
 
 from sensorveil.runtime import Privatizer
 
+pytestmark = [pytest.mark.boots, pytest.mark.exports, pytest.mark.trains]
+
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "scripts" / "board_parity.py"   # shared with scripts/device_matrix.py
 

@@ -63,6 +63,7 @@ def chi_square_pvalue(counts: np.ndarray, probs: np.ndarray) -> tuple[float, int
     return float(chisquare(observed[keep], expected[keep]).pvalue), int(keep.sum())
 
 
+@pytest.mark.trains
 def test_run_records_the_pass_task_and_metrics(pass_run):
     run = json.loads((pass_run / "run.json").read_text())
     assert run["mechanism"] == "pass" and run["kind"] == "substitution"
@@ -85,6 +86,8 @@ def test_run_records_the_pass_task_and_metrics(pass_run):
     assert (pass_run / "substitution_confusion.png").stat().st_size > 1000
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_bundle_carries_the_head_and_the_bank(pass_bundle, pass_run):
     manifest = json.loads((pass_bundle / "manifest.json").read_text())
     assert manifest["mechanism"]["kind"] == "substitution" and manifest["schema_version"] == 2
@@ -97,6 +100,8 @@ def test_bundle_carries_the_head_and_the_bank(pass_bundle, pass_run):
                                   np.load(pass_run / "bank_indices.npy", allow_pickle=False))
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_runtime_sample_and_index_modes(pass_bundle, digits):
     bank_rows = np.load(pass_bundle / "bank_indices.npy", allow_pickle=False)
     sampler = Privatizer.load(pass_bundle)                       # default: sample mode
@@ -112,6 +117,8 @@ def test_runtime_sample_and_index_modes(pass_bundle, digits):
     assert indexer.bytes_per_frame() == {"index": 2, "sample": 8 * 8 * 4}
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_held_persons_crop_skips_the_model_and_a_new_one_draws_from_its_own_scores(pass_bundle, digits):
     privatizer = Privatizer.load(pass_bundle, output="index", seed=5)
     stage, rows = privatizer.stages[0], []
@@ -162,6 +169,8 @@ def test_sampler_matches_a_known_distribution():
     assert chi_square_pvalue(np.bincount(draws, minlength=40), swapped)[0] < CHI2_ALPHA
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_runtime_frequencies_match_exported_probabilities(pass_bundle, digits):
     privatizer = Privatizer.load(pass_bundle, output="index", seed=3)
     x, probs = spread_input(privatizer, digits)
@@ -171,6 +180,8 @@ def test_runtime_frequencies_match_exported_probabilities(pass_bundle, digits):
     assert pvalue > CHI2_ALPHA
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_unseeded_runtimes_differ_and_seeded_ones_repeat(pass_bundle, digits):
     first, second = Privatizer.load(pass_bundle, output="index"), Privatizer.load(pass_bundle, output="index")
     x, probs = spread_input(first, digits)
@@ -181,6 +192,8 @@ def test_unseeded_runtimes_differ_and_seeded_ones_repeat(pass_bundle, digits):
     np.testing.assert_array_equal(seeded[0], seeded[1])
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_bad_output_mode_gives_one_clear_error(pass_bundle, index_only_bundle, digits_bundle):
     with pytest.raises(InputError, match="expected one of \\['index', 'sample'\\]"):
         Privatizer.load(pass_bundle, output="pixels")
@@ -191,6 +204,8 @@ def test_bad_output_mode_gives_one_clear_error(pass_bundle, index_only_bundle, d
         Privatizer.load(digits_bundle, output="index")
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_bundle_evaluation_runs_through_the_runtime(pass_bundle, pass_run):
     from sensorveil.sdk.assess import evaluate_path
     result = evaluate_path(pass_bundle, attacker_epochs=1)
@@ -209,6 +224,7 @@ def test_nag_and_mnag_follow_eq_13_and_14():
     assert mnag([1.0, 0.5], [0.0], [0.2, 0.4]) == pytest.approx(0.5 - 0.3)
 
 
+@pytest.mark.trains
 def test_cli_accepts_several_attributes_for_pass():
     from sensorveil.cli import build_parser
     args = build_parser().parse_args(["train", "pass", "--dataset", "digits", "--private", "lt5", "digit",
@@ -307,6 +323,8 @@ def conditioned_bundle(tmp_path_factory):
     return export_run(run, "onnx", tmp_path_factory.mktemp("bundles") / "pass-conditioned")
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_conditioned_bundle_draws_only_among_substitutes_the_device_knows_match(conditioned_bundle, digits):
     manifest = json.loads((conditioned_bundle / "manifest.json").read_text())
     assert manifest["pipeline"][-1]["condition"]["attribute"] == "parity"

@@ -45,6 +45,7 @@ def small_run(tmp_path_factory):
                          attacker_epochs=1, settings=dict(TINY))
 
 
+@pytest.mark.trains
 def test_every_device_replies_every_round_and_the_run_is_scored_as_central_pass(small_run):
     from sensorveil.sdk.runs import read_run
     run = read_run(small_run)
@@ -68,6 +69,8 @@ def test_every_device_replies_every_round_and_the_run_is_scored_as_central_pass(
     assert set(trained) == set(initial) and not torch.equal(trained["g"], initial["g"])
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_the_onnx_export_loads_in_the_runtime_and_privatizes_a_batch(small_run, tmp_path):
     from sensorveil.export import export_run
     from sensorveil.runtime import Privatizer
@@ -109,6 +112,8 @@ def hostile_apps(spec: dict):
     return server, client
 
 
+@pytest.mark.boots
+@pytest.mark.trains
 def test_a_nan_update_is_dropped_and_named_and_the_model_is_the_honest_mean(tmp_path):
     from sensorveil.sdk.datasets import load_dataset
     from sensorveil.sdk.rundir import base_record, dataset_record
@@ -172,6 +177,8 @@ def audited_apps(spec: dict):
     return server, client
 
 
+@pytest.mark.boots
+@pytest.mark.trains
 def test_each_node_opens_only_its_own_folder_and_the_bank_is_no_devices_row(tmp_path):
     """The trainer writes device-k/rows.npz for each device; in a real simulation each node's process opens
     that file and no other file of the run (no other device's folder) and no file of the dataset."""
@@ -231,6 +238,7 @@ def test_settings_are_checked_before_any_flower_process_starts(tmp_path):
 
 
 @pytest.mark.loopback
+@pytest.mark.trains
 def test_deployment_over_loopback_superlink_and_supernodes(tmp_path, monkeypatch):
     """SuperLink + 2 SuperNodes on 127.0.0.1, `flwr run` through `sensorveil train pass-federated`; every
     process is stopped by id when the block ends."""
@@ -255,6 +263,7 @@ def test_deployment_over_loopback_superlink_and_supernodes(tmp_path, monkeypatch
 
 
 @pytest.mark.loopback
+@pytest.mark.trains
 def test_a_node_whose_data_folder_is_missing_fails_the_run_with_one_line_naming_it(tmp_path, monkeypatch, capsys):
     """A real SuperNode given a data-path that does not exist: its ClientApp raises, the round fails, and
     `sensorveil train` exits 2 with one line on stderr naming that node (its SuperNode ID), the reason and

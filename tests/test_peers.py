@@ -12,6 +12,9 @@ from conftest import WALKWAY
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_compare_peers_runs_both_tools_on_the_same_frames(depth_bundle, tmp_path):
     pytest.importorskip("deface", reason="the peer comparison needs deface (pip install 'sensorveil[peers]')")
     if not WALKWAY.is_file():
@@ -30,6 +33,8 @@ def test_compare_peers_runs_both_tools_on_the_same_frames(depth_bundle, tmp_path
     assert "not their privacy" in page and "| deface |" in page and "| sensorveil |" in page
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_benchmark_prints_the_stream_as_a_multiple_of_deface_on_the_same_frames(depth_bundle, tmp_path, capsys):
     """`sensorveil benchmark --versus deface`: deface's CPU a frame (start-up taken out) beside the stream's."""
     pytest.importorskip("deface", reason="the peer comparison needs deface (pip install 'sensorveil[peers]')")
@@ -48,6 +53,7 @@ def test_benchmark_prints_the_stream_as_a_multiple_of_deface_on_the_same_frames(
     assert f"{row['times_deface']:.1f}x deface's frames per CPU-second" in printed
 
 
+@pytest.mark.boots
 def test_deface_installs_measures_each_backend_it_is_asked_for():
     """scripts/deface_installs.py: deface's CPU a frame with a forced --backend, the backend in the command."""
     pytest.importorskip("deface", reason="the peer comparison needs deface (pip install 'sensorveil[peers]')")

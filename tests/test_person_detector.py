@@ -305,6 +305,7 @@ np.savez(sys.argv[3], rows=np.concatenate([encodings, logits[:, :, 1:2]], -1), b
 """
 
 
+@pytest.mark.boots
 def test_numpy_decoding_equals_tensorflows_own_box_coder(tmp_path):
     """On a walkway frame, the frozen graph's box encodings and person logits decoded in numpy with the anchors
     the export reads out of the graph are TensorFlow's own decoded boxes and sigmoid scores (second form)."""
@@ -350,6 +351,9 @@ def test_the_converted_graph_finds_walkway_people_motion_cannot_see_yet():
     assert len(detector.motion.detect(walkway_frames(1)[0])) == 0      # motion alone: nothing yet
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_an_exported_camera_bundle_runs_the_learned_detector_torch_free(tmp_path):
     import json
     import subprocess

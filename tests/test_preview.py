@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 from conftest import WALKWAY
 
+pytestmark = [pytest.mark.exports, pytest.mark.trains]
+
 cv2 = pytest.importorskip("cv2", reason="the preview needs OpenCV (pip install opencv-python-headless)")
 
 

@@ -81,6 +81,7 @@ def test_laplace_mechanism_is_random_unless_seeded():
 
 
 @pytest.mark.slow
+@pytest.mark.trains
 def test_prgan_on_digits_fools_the_fixed_classifier_within_the_utility_threshold(tmp_path):
     """A real run: D_z's accuracy drops while D_y stays near its threshold; the probing attacker
     is measured and reported, whatever it finds."""
@@ -133,6 +134,7 @@ def test_depth_histogram_reads_heights_and_ignores_invalid_pixels():
     assert not histogram(torch.zeros(1, 1, 8, 8)).any()
 
 
+@pytest.mark.exports
 def test_depth_classifier_exports_to_onnx_with_the_same_outputs(tmp_path):
     """D_z, the probing attackers and PASS's depth embedding f are this network: its max-pool, depth
     steps and profile go through the exporter's ONNX path and onnxruntime gives torch's answer."""

@@ -49,6 +49,8 @@ def med_bundle(med_run, tmp_path_factory):
     return export_run(med_run, "onnx", tmp_path_factory.mktemp("bundles") / "prgan-med")
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_bundle_declares_the_med_stage_and_validates_both_graphs(med_bundle):
     manifest = json.loads((med_bundle / "manifest.json").read_text())
     assert manifest["mechanism"]["name"] == "prgan-med"
@@ -58,6 +60,9 @@ def test_bundle_declares_the_med_stage_and_validates_both_graphs(med_bundle):
                                                                          "generator": "passed"}
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_bundle_is_random_unless_seeded_and_runs_without_torch(med_bundle):
     from sensorveil.runtime import Privatizer
     from sensorveil.sdk.datasets import load_dataset
@@ -78,6 +83,8 @@ print("LEAKED", [m for m in ("torch", "sensorveil.sdk", "sensorveil.export", "sk
     assert "LEAKED []" in result.stdout, result.stdout + result.stderr
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_stage_naming_a_graph_the_bundle_lacks_is_refused(med_bundle, tmp_path):
     from sensorveil.runtime import Privatizer
     from sensorveil.runtime.errors import BundleError
@@ -90,6 +97,7 @@ def test_a_stage_naming_a_graph_the_bundle_lacks_is_refused(med_bundle, tmp_path
         Privatizer.load(broken)
 
 
+@pytest.mark.trains
 def test_fixed_dz_reads_the_drawn_private_value_more_often_than_chance(med_run):
     """G is trained so the fixed D_z reads z' (eq. 8 aimed at z'): with z' forced to each value on the
     same test rows, D_z must follow it more often than a D_z that ignored the condition would (1/2)."""

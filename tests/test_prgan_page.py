@@ -73,6 +73,7 @@ def test_a_json_without_provenance_gets_no_invented_commit(page):
     assert "a commit not recorded" in text and "a command not recorded" in text
 
 
+@pytest.mark.boots
 def test_render_only_rewrites_the_page_from_the_json(tmp_path):
     (tmp_path / "r.json").write_text(json.dumps(made_up()))
     done = subprocess.run([sys.executable, str(SCRIPT), "--render-only", "--json", str(tmp_path / "r.json"),
@@ -81,6 +82,7 @@ def test_render_only_rewrites_the_page_from_the_json(tmp_path):
     assert "# PR-GAN:" in (tmp_path / "r.md").read_text()
 
 
+@pytest.mark.boots
 def test_a_tiny_real_run_on_digits_writes_a_portable_json_and_its_page(tmp_path):
     json_path, md = tmp_path / "prgan.json", tmp_path / "prgan.md"
     done = subprocess.run([sys.executable, str(SCRIPT), "--datasets", "digits", "--epochs", "1",

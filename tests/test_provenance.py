@@ -28,6 +28,7 @@ def repo(tmp_path, monkeypatch):
     return root
 
 
+@pytest.mark.boots
 def test_the_record_holds_command_date_host_and_commit(repo):
     record = prov.provenance([str(repo / "scripts" / "x.py"), "--rounds", "5", "two words"])
     assert record["command"] == "python scripts/x.py --rounds 5 'two words'"
@@ -37,6 +38,7 @@ def test_the_record_holds_command_date_host_and_commit(repo):
     assert record["commit"] == head and record["dirty"] is False
 
 
+@pytest.mark.boots
 def test_a_dirty_tree_is_refused_unless_allowed_and_then_said(repo):
     prov.require_clean(False)                    # clean: nothing to refuse
     (repo / "untracked.txt").write_text("a new file changes nothing a clone regenerates\n")
@@ -81,6 +83,7 @@ def test_portable_rewrites_machine_paths(monkeypatch, tmp_path):
     assert made == ["x.py --out <out> --reuse", "<out>", "/data/outer/a", "'<out>'"]
 
 
+@pytest.mark.boots
 def test_a_script_run_from_a_clone_records_that_clone_with_the_package_installed_elsewhere(repo, tmp_path):
     """pip install . puts the package outside any checkout (a venv's site-packages): the commit, the clean
     check and the command still come from the checkout of the script that runs (it said "commit unknown")."""

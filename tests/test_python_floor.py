@@ -22,6 +22,7 @@ ON_THE_BOARD = [
 ]
 
 
+@pytest.mark.boots
 def test_board_side_code_needs_nothing_newer_than_python_3_6():
     pytest.importorskip("vermin", reason="vermin is not installed (pip install '.[dev]')")
     # vermin has no __main__ module: its console script's entry point is vermin.main

@@ -13,6 +13,8 @@ from sensorveil.runtime.sources import BadFrame, Frame, Source, SourceDisconnect
 from sensorveil.runtime.stream import Stream, load_for_stream, run_stream, stream_threads
 from sensorveil.runtime.synthetic_depth import make_identities, render_depth_frame
 
+pytestmark = [pytest.mark.exports, pytest.mark.trains]
+
 
 class MixedFrames(Source):
     """Kinect frames with an unreadable frame, a frame of the wrong kind and a gap in the numbering."""

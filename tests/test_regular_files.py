@@ -42,6 +42,7 @@ def keys(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["argument", "setting", "folder"])
+@pytest.mark.boots
 def test_a_fifo_as_trusted_key_is_refused_not_waited_on(tmp_path, how):
     folder = tmp_path / "trusted"
     folder.mkdir()
@@ -55,6 +56,7 @@ def test_a_fifo_as_trusted_key_is_refused_not_waited_on(tmp_path, how):
     assert len(done.stdout.strip().splitlines()) == 1
 
 
+@pytest.mark.boots
 def test_a_fifo_among_depth_frames_is_refused_not_waited_on(tmp_path):
     import cv2
     frames = tmp_path / "depth"
@@ -70,6 +72,7 @@ def test_a_fifo_among_depth_frames_is_refused_not_waited_on(tmp_path):
     assert done.stdout.startswith("InputError") and "0001.png is a FIFO" in done.stdout, done.stdout
 
 
+@pytest.mark.boots
 def test_a_depth_frame_swapped_for_a_fifo_after_open_is_a_bad_frame(tmp_path):
     import cv2
     frames = tmp_path / "depth"
@@ -86,6 +89,7 @@ def test_a_depth_frame_swapped_for_a_fifo_after_open_is_a_bad_frame(tmp_path):
     assert lines[0] == "(8, 8)" and lines[1].startswith("BadFrame") and "0001.png is a FIFO" in lines[1], lines
 
 
+@pytest.mark.boots
 def test_a_fifo_as_scene_still_is_refused_not_waited_on(tmp_path):
     fifo = tmp_path / "still.png"
     os.mkfifo(fifo)

@@ -50,6 +50,8 @@ def test_a_verdict_holds_only_when_every_part_of_the_goal_holds(raw, released, b
     assert reid_audit.verdict({"rank1": raw}, {"rank1": released}, chance, bank)[0] == expected
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip_bank_would_be_found(tmp_path):
     from sensorveil.export import export_run
     from sensorveil.sdk.runs import train_run

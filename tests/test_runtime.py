@@ -14,6 +14,9 @@ from sensorveil.runtime import BundleError, InputError, Privatizer
 from sensorveil.runtime.errors import BackendUnavailableError
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_runtime_runs_without_torch_sdk_or_export_in_a_fresh_interpreter(digits_bundle):
     code = f"""
 import sys, numpy as np
@@ -28,6 +31,8 @@ print("LEAKED", leaked)
     assert "LEAKED []" in result.stdout, result.stdout + result.stderr
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_single_sample_and_batch_in_sensor_units(digits_bundle):
     p = Privatizer.load(digits_bundle)
     rng = np.random.default_rng(1)
@@ -42,6 +47,8 @@ def test_single_sample_and_batch_in_sensor_units(digits_bundle):
         p(batch.astype(np.uint8))
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_an_integer_dtype_the_manifest_declares_is_converted(digits_bundle, tmp_path):
     bundle = copy_bundle(digits_bundle, tmp_path)
     edit_manifest(bundle, lambda m: m["input"].update(accepts_dtypes=["uint8"]))
@@ -49,6 +56,8 @@ def test_an_integer_dtype_the_manifest_declares_is_converted(digits_bundle, tmp_
     assert Privatizer.load(bundle)(frame.astype(np.uint8)).shape == (8, 8)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_depth_bundle_keeps_uint16_millimetres(depth_bundle):
     p = Privatizer.load(depth_bundle)
     frame = np.random.default_rng(0).integers(500, 3000, size=(180, 180)).astype(np.uint16)
@@ -66,6 +75,8 @@ def test_depth_bundle_keeps_uint16_millimetres(depth_bundle):
     (np.full((8, 8), np.nan, np.float32), "NaN/inf"),
     (np.full((2, 8, 8), np.inf, np.float64), "NaN/inf"),
 ])
+@pytest.mark.exports
+@pytest.mark.trains
 def test_bad_input_gets_one_clear_error(digits_bundle, bad, fragment):
     p = Privatizer.load(digits_bundle)
     with pytest.raises(InputError) as error:
@@ -87,6 +98,8 @@ def edit_manifest(bundle, change):
     path.write_text(json.dumps(manifest))
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_tampered_model_file_is_refused(digits_bundle, tmp_path):
     bundle = copy_bundle(digits_bundle, tmp_path)
     model = bundle / "model.onnx"
@@ -109,6 +122,8 @@ def test_tampered_model_file_is_refused(digits_bundle, tmp_path):
     (lambda m: m.update(pipeline=[{"kind": "model", "graph": "decoder"}]), "does not carry"),
     (lambda m: m.update(pipeline=[{"kind": "teleport"}]), "'teleport' is not known"),
 ])
+@pytest.mark.exports
+@pytest.mark.trains
 def test_malformed_manifest_is_refused(digits_bundle, tmp_path, change, fragment):
     bundle = copy_bundle(digits_bundle, tmp_path)
     edit_manifest(bundle, change)
@@ -117,6 +132,8 @@ def test_malformed_manifest_is_refused(digits_bundle, tmp_path, change, fragment
     assert fragment in str(error.value)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_invalid_json_and_missing_bundle_are_refused(digits_bundle, tmp_path):
     bundle = copy_bundle(digits_bundle, tmp_path)
     (bundle / "manifest.json").write_text("{not json")
@@ -126,6 +143,8 @@ def test_invalid_json_and_missing_bundle_are_refused(digits_bundle, tmp_path):
         Privatizer.load(tmp_path / "does-not-exist")
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_loading_and_running_never_unpickles(digits_bundle, monkeypatch):
     def refuse(*_, **__):
         raise AssertionError("the runtime tried to unpickle something")
@@ -135,6 +154,8 @@ def test_loading_and_running_never_unpickles(digits_bundle, monkeypatch):
     Privatizer.load(digits_bundle)(np.ones((8, 8), np.float32))
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_unknown_backend_is_a_clear_error(digits_bundle):
     with pytest.raises(BackendUnavailableError, match="unknown backend 'nope'"):
         Privatizer.load(digits_bundle, backend="nope")

@@ -103,6 +103,7 @@ def test_hypervolume_by_hand():
     assert normalized_hypervolume([(0.2, 0.5), (0.3, 0.4)]) == pytest.approx(0.4)    # a dominated point adds nothing
 
 
+@pytest.mark.boots
 def test_the_stage_is_torch_free():
     code = "import sys; import sensorveil.runtime.stages.sanitizer; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
@@ -115,6 +116,7 @@ def sanitizer_run(tmp_path_factory):
                      epochs=3, settings={"mechanism": "generalization"})
 
 
+@pytest.mark.trains
 def test_run_records_leakage_utility_and_cas(sanitizer_run):
     run = json.loads((sanitizer_run / "run.json").read_text())
     metrics = run["metrics"]
@@ -126,6 +128,8 @@ def test_run_records_leakage_utility_and_cas(sanitizer_run):
 
 
 @pytest.mark.parametrize("fmt", ["onnx", "tflite", "openvino"])
+@pytest.mark.exports
+@pytest.mark.trains
 def test_bundle_runs_encoder_mechanism_decoder_as_the_sdk_does(sanitizer_run, tmp_path, fmt):
     from sensorveil.export import export_run
     from sensorveil.runtime import Privatizer
@@ -143,6 +147,8 @@ def test_bundle_runs_encoder_mechanism_decoder_as_the_sdk_does(sanitizer_run, tm
     np.testing.assert_allclose(device, sdk.numpy()[:, 0] * 16.0, atol=16 * 2e-3)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_the_release_samples_the_posterior_and_replays_only_when_seeded(sanitizer_run, tmp_path):
     """Section 3.1 releases z ~ q_phi(x): the device draws it (OS entropy), so two calls differ; a seed
     replays the draw."""
@@ -156,6 +162,8 @@ def test_the_release_samples_the_posterior_and_replays_only_when_seeded(sanitize
     np.testing.assert_array_equal(Privatizer.load(bundle, seed=5)(x), Privatizer.load(bundle, seed=5)(x))
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_mean_release_bundle_is_the_older_pipeline_and_still_runs(tmp_path):
     """release="mean" exports what every Sanitizer bundle before the posterior draw was: encoder (mean),
     sanitizer, decoder; such bundles load and run as they did."""
@@ -173,6 +181,7 @@ def test_a_mean_release_bundle_is_the_older_pipeline_and_still_runs(tmp_path):
     np.testing.assert_array_equal(p(x), p(x))      # suppression of the mean: nothing random left
 
 
+@pytest.mark.trains
 def test_an_unknown_release_is_one_clear_error(tmp_path):
     from sensorveil.sdk.runs import train_run
     with pytest.raises(ValueError, match="release 'median'; expected one of"):

@@ -2,6 +2,8 @@
 import numpy as np
 import pytest
 
+pytestmark = [pytest.mark.exports, pytest.mark.trains]
+
 
 def short_clip(path, frames=41):
     import cv2

@@ -5,6 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = [pytest.mark.boots, pytest.mark.exports, pytest.mark.trains]
+
 REPO = Path(__file__).resolve().parents[1]
 LIMITED = r"""
 import resource, signal, sys

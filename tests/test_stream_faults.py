@@ -35,6 +35,8 @@ def numbered_mjpeg(path: Path, frames: int = 40) -> Path:
     return path
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_damaged_frame_in_a_video_is_counted_and_the_rest_still_streams(depth_bundle, tmp_path):
     data = bytearray(numbered_mjpeg(tmp_path / "clip.avi").read_bytes())
     jpeg_starts = [i for i in range(len(data) - 1) if data[i] == 0xFF and data[i + 1] == 0xD8]
@@ -47,6 +49,8 @@ def test_a_damaged_frame_in_a_video_is_counted_and_the_rest_still_streams(depth_
     assert report["frames_out"] >= 35          # it went on past the damage instead of ending there
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_truncated_video_reports_the_frames_it_never_delivered(depth_bundle, tmp_path, capsys):
     if not WALKWAY.is_file():
         pytest.skip(f"walkway.avi not found at {WALKWAY} (set SENSORVEIL_SHARED)")
@@ -65,6 +69,8 @@ def test_a_truncated_video_reports_the_frames_it_never_delivered(depth_bundle, t
     assert code == 1 and f"ended {report['frames_missing']} frames short of the 795 it announced" in err
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_half_a_recording_fails_even_under_the_bad_share_unless_the_user_allows_a_partial_file(depth_bundle,
                                                                                               tmp_path, capsys):
     if not WALKWAY.is_file():
@@ -92,6 +98,8 @@ def test_a_source_that_does_not_know_its_length_says_so_instead_of_a_negative_co
         assert source.announced_frames is None
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_the_preprocessor_follows_each_frame_not_the_first(depth_bundle):
     identity = make_identities(1, seed=3)[0]
     kinect = [render_depth_frame(identity, 0, np.random.default_rng(i), center=(212, 256)) for i in range(4)]
@@ -114,6 +122,9 @@ def test_the_preprocessor_follows_each_frame_not_the_first(depth_bundle):
     assert sum(report["preprocessors"].values()) == 5
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_sigterm_ends_a_run_like_ctrl_c_with_its_report_and_a_playable_video(depth_bundle, tmp_path):
     video, out = tmp_path / "out.mp4", tmp_path / "report.json"
     process = subprocess.Popen([sys.executable, "-m", "sensorveil", "run", str(depth_bundle), "--source",
@@ -145,6 +156,8 @@ def test_udp_sink_checks_its_address_once_at_open(target, fragment):
         open_sink(target)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_udp_sink_address_error_is_one_line_with_exit_2(depth_bundle, capsys):
     from sensorveil.cli import main
     assert main(["run", str(depth_bundle), "--source", "synthetic-depth", "--frames", "2",
@@ -153,6 +166,8 @@ def test_udp_sink_address_error_is_one_line_with_exit_2(depth_bundle, capsys):
     assert "port 99999 is out of range" in err and "Traceback" not in err
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_an_oversized_png_is_refused_from_its_header_as_a_bad_frame(depth_bundle, tmp_path):
     identity = make_identities(1, seed=3)[0]
     frame = render_depth_frame(identity, 0, np.random.default_rng(0), center=(212, 256))
@@ -243,6 +258,8 @@ def test_prefetching_starts_its_thread_at_the_first_read_not_at_open():
     assert threading.active_count() == before
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_stream_reading_ahead_reads_prefetching_in_its_own_reader_thread(depth_bundle):
     """One thread hop per frame: the stream's reader reads the source itself, Prefetching's thread never
     starts, and frames and bad frames still arrive in order and are counted."""

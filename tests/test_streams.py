@@ -73,6 +73,8 @@ def test_empty_floor_keeps_the_frame_centre():
     assert (top, left) == (212 - 90, 256 - 90)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_depth_stream_privatizes_the_patch_and_frame_mode_leaks_nothing_else(depth_bundle):
     privatizer = Privatizer.load(depth_bundle)
     with open_source("synthetic-depth:2", loop_frames=3, frames=3) as source:
@@ -86,6 +88,8 @@ def test_depth_stream_privatizes_the_patch_and_frame_mode_leaks_nothing_else(dep
         assert np.count_nonzero(result.output) == np.count_nonzero(window)  # nothing outside the patch
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_depthdir_counts_a_corrupt_png_as_bad_and_goes_on(depth_bundle, tmp_path):
     for i, frame in enumerate(depth_frames(3)):
         assert cv2.imwrite(str(tmp_path / f"{i:04d}.png"), frame)
@@ -97,6 +101,8 @@ def test_depthdir_counts_a_corrupt_png_as_bad_and_goes_on(depth_bundle, tmp_path
     assert any("16-bit" in error for error in report["errors"])
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_npy_samples_pass_through_and_match_the_privatizer(digits_bundle, tmp_path):
     from sklearn.datasets import load_digits
 
@@ -127,6 +133,8 @@ def test_a_nan_frame_is_counted_bad_not_fatal(bundle, request, tmp_path):
     assert (report["frames_out"], report["bad"]) == (4, 1) and "NaN" in report["errors"][0]
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_stage_timings_stay_bounded_on_a_long_stream(digits_bundle, tmp_path, monkeypatch):
     from sensorveil.runtime import stream as stream_module
 
@@ -141,6 +149,8 @@ def test_stage_timings_stay_bounded_on_a_long_stream(digits_bundle, tmp_path, mo
     assert report["timed_frames"] == 180 and report["frames_out"] == 180
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_huge_batch_runs_in_chunks_with_the_same_result(digits_bundle):
     from sensorveil.runtime import privatizer as privatizer_module
 
@@ -158,6 +168,8 @@ def vtest():
     return VTEST
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_video_file_camera_path_matches_opencv_area_resize(depth_bundle, vtest):
     privatizer = Privatizer.load(depth_bundle)
     with open_source(str(vtest)) as source:
@@ -264,6 +276,8 @@ class FlakySensor(Source):
         return Frame(np.full((8, 8), index, np.float32), float(index), index, "array")
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_disconnected_sensor_is_reopened_with_back_off(digits_bundle):
     delays = []
     source = Reconnecting(FlakySensor(), base_delay_s=0.5, max_delay_s=1.5, sleep=delays.append)
@@ -280,6 +294,8 @@ def test_a_sensor_that_never_comes_back_gets_one_clear_error():
         list(source)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_frame_number_gaps_count_as_dropped(digits_bundle):
     class Skipping(Source):
         def open(self):
@@ -295,6 +311,8 @@ def test_frame_number_gaps_count_as_dropped(digits_bundle):
     assert (report["frames_out"], report["dropped"]) == (5, 5)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_udp_sink_sends_exactly_the_privatized_output(depth_bundle):
     receiver = UdpReceiver(port=0, host="127.0.0.1", timeout_s=5)
     sent = []
@@ -313,6 +331,8 @@ def test_udp_sink_sends_exactly_the_privatized_output(depth_bundle):
     assert len(sent) == 2
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_png_and_npz_sinks_keep_sensor_units(depth_bundle, tmp_path):
     privatizer = Privatizer.load(depth_bundle)
     for fmt in ("png", "npz"):
@@ -372,6 +392,7 @@ def test_kinect_hardware_streams_depth_in_millimetres(uri, module):
     assert frame.data.dtype == np.uint16 and frame.data.ndim == 2 and frame.modality == "depth"
 
 
+@pytest.mark.boots
 def test_stream_modules_import_without_torch_sdk_or_opencv():
     code = (
         "import sys, sensorveil.runtime.stream, sensorveil.runtime.sources, sensorveil.runtime.sinks, "
@@ -383,6 +404,8 @@ def test_stream_modules_import_without_torch_sdk_or_opencv():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_benchmark_with_a_source_reports_stream_split_and_labelled_estimates(depth_bundle):
     from sensorveil.benchmarks.bench import benchmark_bundle
 
@@ -406,6 +429,8 @@ def test_benchmark_with_a_source_reports_stream_split_and_labelled_estimates(dep
     assert result["device"]["name"]
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_cli_run_writes_a_report_and_a_sink(depth_bundle, tmp_path, capsys):
     import json
 
@@ -431,6 +456,8 @@ def test_cli_run_writes_a_report_and_a_sink(depth_bundle, tmp_path, capsys):
     assert "inference_ms" in capsys.readouterr().out
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_cli_run_fails_when_nothing_is_delivered_or_too_much_is_bad(digits_bundle, tmp_path, capsys):
     from sensorveil.cli import main
 

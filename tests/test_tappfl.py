@@ -184,6 +184,7 @@ def small_run(tmp_path_factory):
         return run_dir, time.time() - started
 
 
+@pytest.mark.trains
 def test_small_federation_trains_f_only_and_reports_every_round(small_run):
     from sensorveil.sdk.runs import read_run
     run_dir, seconds = small_run
@@ -205,6 +206,7 @@ def test_small_federation_trains_f_only_and_reports_every_round(small_run):
     print(f"small federation: {seconds:.1f} s")
 
 
+@pytest.mark.trains
 def test_participation_all_runs_device_update_on_every_device_every_round(small_run):
     """Algorithm 1 lines 3-5: every device counts its DeviceUpdates and reports the count to @app.evaluate,
     which all 4 devices answer. A count never exceeds the rounds so far, so a mean equal to the round
@@ -217,6 +219,7 @@ def test_participation_all_runs_device_update_on_every_device_every_round(small_
         assert entry["train"]["device_updates"] == pytest.approx(entry["round"])
 
 
+@pytest.mark.trains
 def test_the_papers_inference_accuracy_is_recorded_on_held_out_rows(small_run):
     """run.json's metrics hold the paper's measure (each device's own g on rows it did not train on, mean
     over devices, end of training) beside the probing attackers' figures, and per round."""
@@ -259,6 +262,8 @@ def test_defaults_follow_algorithm_1_at_the_papers_rows_per_device():
     assert tappfl.paper_scale_clients(32561) == 100
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_representation_bundle_runs_in_every_local_format_and_matches_torch(small_run, tmp_path):
     from sensorveil.export import export_run
     from sensorveil.runtime import Privatizer
@@ -286,6 +291,8 @@ def test_representation_bundle_runs_in_every_local_format_and_matches_torch(smal
         assert privatizer(x[0]).shape == (16,)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_the_audit_attacks_the_representation_the_bundle_emits(small_run, tmp_path, capsys):
     """`sensorveil evaluate BUNDLE`: the audit's attackers learn from representations the runtime
     computed (onnxruntime, no torch in the loop) and agree with the attack on the trained f."""
@@ -327,6 +334,8 @@ def failing_spec(tmp_path: Path) -> dict:
     return spec
 
 
+@pytest.mark.boots
+@pytest.mark.trains
 def test_a_clientapp_that_raises_fails_the_simulation_instead_of_hanging(tmp_path):
     from sensorveil.sdk import federated
     started = time.time()
@@ -340,6 +349,8 @@ def test_a_clientapp_that_raises_fails_the_simulation_instead_of_hanging(tmp_pat
     assert re.match(r"round 1 \(train\): 2 of 2 devices failed: node \d+: \w*Error: .*missing\.npz", message), message
 
 
+@pytest.mark.boots
+@pytest.mark.trains
 def test_a_simulation_past_its_limit_is_stopped_by_pid_and_says_so(tmp_path):
     from sensorveil.sdk import federated
     with pytest.raises(federated.FederationTimeout, match=r"limit of 3 s and was stopped \(pid (\d+)\)") as caught:
@@ -382,6 +393,7 @@ def test_adult_loader_reads_the_uci_format_from_a_user_given_folder(tmp_path):
 
 
 # -- sampled participation stays an option ------------------------------------------------------------
+@pytest.mark.trains
 def test_sampled_participation_trains_only_rho_m_devices_a_round(tmp_path, monkeypatch):
     """participation="sampled" (Flower's FedAvg): 2 of 10 devices train in the round; all 10 answer
     @app.evaluate, and their DeviceUpdate counts average 2 / 10."""
@@ -429,6 +441,7 @@ def listening_addresses(pids: set) -> set:
 
 
 @pytest.mark.loopback
+@pytest.mark.trains
 def test_federation_over_loopback_with_real_superlink_and_supernodes(tmp_path, monkeypatch):
     """SuperLink + 2 SuperNodes on 127.0.0.1, `flwr run` through `sensorveil train tappfl`; everything
     is stopped by process id when the block ends, within a bounded time."""

@@ -74,6 +74,7 @@ def swap_in_identity_model(bundle):
 
 
 # -- keys and signing -------------------------------------------------------------------------------
+@pytest.mark.boots
 def test_keys_generate_writes_an_owner_only_private_key_and_never_overwrites(keys):
     private, public = keys["publisher"]
     assert stat.S_IMODE(private.stat().st_mode) == 0o600
@@ -82,6 +83,9 @@ def test_keys_generate_writes_an_owner_only_private_key_and_never_overwrites(key
     assert again.returncode == 2 and "refusing to overwrite" in again.stderr and "Traceback" not in again.stderr
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_export_sign_writes_a_signature_the_trusted_key_accepts(digits_run, keys, tmp_path):
     private, public = keys["publisher"]
     out = tmp_path / "bundle"
@@ -95,6 +99,9 @@ def test_export_sign_writes_a_signature_the_trusted_key_accepts(digits_run, keys
     assert p(FRAME).shape == (8, 8)
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_signed_bundle_loads_without_keys_and_says_it_was_not_checked(digits_bundle, keys, tmp_path):
     bundle = signed_copy(digits_bundle, tmp_path, keys["publisher"][0])
     p = Privatizer.load(bundle)
@@ -103,6 +110,9 @@ def test_signed_bundle_loads_without_keys_and_says_it_was_not_checked(digits_bun
 
 
 # -- the tampered-model case ------------------------------------------------------------------
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_identity_model_with_fixed_sha256_is_refused_with_signing_on(digits_bundle, keys, tmp_path):
     bundle = signed_copy(digits_bundle, tmp_path, keys["publisher"][0])
     swap_in_identity_model(bundle)
@@ -110,6 +120,9 @@ def test_identity_model_with_fixed_sha256_is_refused_with_signing_on(digits_bund
         Privatizer.load(bundle, trusted_keys=[keys["publisher"][1]])
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_identity_model_with_fixed_sha256_is_reported_unsigned_with_signing_off(digits_bundle, keys, tmp_path):
     bundle = signed_copy(digits_bundle, tmp_path, keys["publisher"][0])
     swap_in_identity_model(bundle)
@@ -120,6 +133,9 @@ def test_identity_model_with_fixed_sha256_is_reported_unsigned_with_signing_off(
 
 # -- which bundles a device with keys refuses ---------------------------------------------------------
 @pytest.mark.parametrize("configured_by", ["argument", "environment", "environment folder"])
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_unsigned_bundle_is_refused_when_keys_are_configured(digits_bundle, keys, configured_by, monkeypatch):
     public = keys["publisher"][1]
     if configured_by == "argument":
@@ -131,6 +147,9 @@ def test_unsigned_bundle_is_refused_when_keys_are_configured(digits_bundle, keys
         Privatizer.load(digits_bundle, trusted_keys=trusted)
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_bundle_signed_by_another_key_is_refused(digits_bundle, keys, tmp_path):
     bundle = signed_copy(digits_bundle, tmp_path, keys["stranger"][0])
     with pytest.raises(TrustError, match="not among the trusted keys"):
@@ -138,6 +157,9 @@ def test_bundle_signed_by_another_key_is_refused(digits_bundle, keys, tmp_path):
 
 
 @pytest.mark.parametrize("edit", ["manifest value", "signature bytes", "signature garbage"])
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_any_change_after_signing_is_refused(digits_bundle, keys, tmp_path, edit):
     bundle = signed_copy(digits_bundle, tmp_path, keys["publisher"][0])
     if edit == "manifest value":
@@ -156,6 +178,9 @@ def test_any_change_after_signing_is_refused(digits_bundle, keys, tmp_path, edit
         Privatizer.load(bundle, trusted_keys=[keys["publisher"][1]])
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_private_key_given_as_trusted_key_is_a_clear_error(digits_bundle, keys, tmp_path):
     bundle = signed_copy(digits_bundle, tmp_path, keys["publisher"][0])
     with pytest.raises(TrustError, match="not a PEM public key"):
@@ -169,6 +194,8 @@ def copy_of(bundle, tmp_path):
     return target
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_file_swapped_after_the_check_is_never_run(digits_bundle, tmp_path):
     bundle = copy_of(digits_bundle, tmp_path)
     verified = open_bundle(bundle)  # hashes checked here ...
@@ -178,6 +205,8 @@ def test_file_swapped_after_the_check_is_never_run(digits_bundle, tmp_path):
 
 
 @pytest.mark.parametrize("stray", ["model.onnx.data", "sub/extra.bin", ".hidden"])
+@pytest.mark.exports
+@pytest.mark.trains
 def test_unlisted_file_in_the_bundle_is_refused(digits_bundle, tmp_path, stray):
     bundle = copy_of(digits_bundle, tmp_path)
     (bundle / stray).parent.mkdir(parents=True, exist_ok=True)
@@ -186,6 +215,8 @@ def test_unlisted_file_in_the_bundle_is_refused(digits_bundle, tmp_path, stray):
         Privatizer.load(bundle)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_symbolic_link_in_place_of_a_listed_file_is_refused(digits_bundle, tmp_path):
     bundle = copy_of(digits_bundle, tmp_path)
     real = tmp_path / "elsewhere.onnx"
@@ -206,6 +237,8 @@ def test_symbolic_link_in_place_of_a_listed_file_is_refused(digits_bundle, tmp_p
         ("manifest.sig", "cannot be hashed inside itself"),
     ],
 )
+@pytest.mark.exports
+@pytest.mark.trains
 def test_aliases_and_outside_paths_are_refused(digits_bundle, tmp_path, alias, fragment):
     bundle = copy_of(digits_bundle, tmp_path)
     manifest = json.loads((bundle / "manifest.json").read_text())
@@ -215,6 +248,8 @@ def test_aliases_and_outside_paths_are_refused(digits_bundle, tmp_path, alias, f
         Privatizer.load(bundle)
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_twenty_thousand_aliases_are_refused_without_hashing_them(digits_bundle, tmp_path, monkeypatch):
     bundle = copy_of(digits_bundle, tmp_path)
     manifest = json.loads((bundle / "manifest.json").read_text())
@@ -246,12 +281,18 @@ def signed_with_serial(bundle, tmp_path, key_file, serial, name):
     return target
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_signing_writes_a_serial_that_grows(digits_bundle, keys, tmp_path, no_serial_policy):
     bundle = signed_copy(digits_bundle, tmp_path, keys["publisher"][0])
     serial = json.loads((bundle / "manifest.json").read_text())["serial"]
     assert isinstance(serial, int) and serial > 1_700_000_000  # the Unix time of signing
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_an_older_signed_bundle_is_refused_once_a_serial_is_pinned(
     digits_bundle, keys, tmp_path, no_serial_policy, monkeypatch
 ):
@@ -267,6 +308,9 @@ def test_an_older_signed_bundle_is_refused_once_a_serial_is_pinned(
         Privatizer.load(old, trusted_keys=trusted, min_serial=1)
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_pinned_serial_needs_a_trusted_signature(digits_bundle, keys, tmp_path, no_serial_policy):
     bundle = signed_with_serial(digits_bundle, tmp_path, keys["publisher"][0], 9, "signed")
     with pytest.raises(TrustError, match="only a trusted signature can vouch for"):
@@ -276,6 +320,8 @@ def test_a_pinned_serial_needs_a_trusted_signature(digits_bundle, keys, tmp_path
 
 
 @pytest.mark.parametrize("value", ["ten", "-1", "0"])
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_bad_serial_setting_is_an_error_not_ignored(digits_bundle, monkeypatch, value):
     monkeypatch.setenv("SENSORVEIL_MIN_SERIAL", value)
     with pytest.raises(TrustError, match="SENSORVEIL_MIN_SERIAL|min_serial"):

@@ -76,6 +76,7 @@ def test_select_rule_against_written_out_choice(settings):
             settings.select_values(bad)
 
 
+@pytest.mark.trains
 def test_held_out_users_split(uji_zip):
     """Loader option test_split=held-out-users: whole trainingData users (and so their phones) are the test rows."""
     from sensorveil.sdk.datasets import load_dataset
@@ -98,6 +99,7 @@ def test_held_out_users_split(uji_zip):
     assert np.unique(data.attributes["region"][~held]).size == 104
 
 
+@pytest.mark.boots
 def test_quick_run_writes_json_and_page(uji_zip, tmp_path):
     docs, out = tmp_path / "docs", tmp_path / "runs"
     json_path, page = docs / "uji_validation.json", docs / "uji_validation.md"
@@ -151,6 +153,8 @@ def test_quick_run_writes_json_and_page(uji_zip, tmp_path):
     assert again.read_text() == text
 
 
+@pytest.mark.boots
+@pytest.mark.trains
 def test_quick_run_with_select(uji_zip, tmp_path):
     """--select mu=0.2,1: PASS trained and audited per value on held-out users, the rule's value used on the page."""
     json_path, page, out = tmp_path / "uji.json", tmp_path / "uji.md", tmp_path / "runs"

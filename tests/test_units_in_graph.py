@@ -58,6 +58,8 @@ def both_ways(bundles, fmt) -> tuple:
 
 
 @pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.exports
+@pytest.mark.trains
 def test_integer_sensor_output_matches_the_numpy_path_within_one_level(depth_bundles, fmt):
     in_graph, numpy_path = both_ways(depth_bundles, fmt)
     assert (in_graph.takes, numpy_path.takes) == ("sensor", "model")
@@ -70,6 +72,8 @@ def test_integer_sensor_output_matches_the_numpy_path_within_one_level(depth_bun
 
 
 @pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.exports
+@pytest.mark.trains
 def test_float_sensor_output_matches_the_numpy_path(digits_bundles, fmt):
     in_graph, numpy_path = both_ways(digits_bundles, fmt)
     assert in_graph.takes == "sensor"
@@ -79,6 +83,8 @@ def test_float_sensor_output_matches_the_numpy_path(digits_bundles, fmt):
     assert np.abs(y - reference).max() / in_graph.output_spec.scale <= FLOAT_LIMIT
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_the_onnx_graph_takes_and_returns_the_sensor_dtype(depth_bundles):
     import onnxruntime as ort
     bundle = depth_bundles["onnx", "sensor"]
@@ -88,6 +94,8 @@ def test_the_onnx_graph_takes_and_returns_the_sensor_dtype(depth_bundles):
     assert stage["units"] == "sensor" and "units_note" in stage
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_the_frame_reaches_the_graph_without_a_copy(depth_bundles):
     p = Privatizer.load(depth_bundles["onnx", "sensor"], backend="onnxruntime")
     frames = sensor_frames(p, n=2)
@@ -97,6 +105,8 @@ def test_the_frame_reaches_the_graph_without_a_copy(depth_bundles):
     assert np.array_equal(p.sensor_output(p.run_model(graph_input)), p(frames))
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_other_dtypes_are_clipped_before_the_cast(depth_bundles):
     """A float frame with readings out of range must not wrap around in the cast to uint16."""
     in_graph, numpy_path = both_ways(depth_bundles, "onnx")
@@ -107,6 +117,8 @@ def test_other_dtypes_are_clipped_before_the_cast(depth_bundles):
     assert np.abs(in_graph(frames).astype(np.int64) - numpy_path(frames).astype(np.int64)).max() <= 1
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_bundle_without_the_field_loads_in_model_units(depth_bundles, tmp_path):
     source = depth_bundles["onnx", "model"]
     bundle = tmp_path / "no-units-field"
@@ -132,12 +144,16 @@ def bad_units(manifest: dict, **stage_fields) -> dict:
     ({"units": 1}, r"pipeline\[0\]\.units"),
     ({"units": None}, r"pipeline\[0\]\.units"),
     ({"units": "sensor", "emits": "representation"}, "representation")])
+@pytest.mark.exports
+@pytest.mark.trains
 def test_schema_rejects_bad_units(depth_bundles, fields, match):
     manifest = json.loads((depth_bundles["onnx", "sensor"] / "manifest.json").read_text())
     with pytest.raises(ManifestError, match=match):
         validate_manifest(bad_units(manifest, **fields), "test")
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_schema_rejects_sensor_units_in_a_longer_pipeline(depth_bundles):
     manifest = json.loads((depth_bundles["onnx", "sensor"] / "manifest.json").read_text())
     manifest["pipeline"].append({"kind": "model", "graph": "model"})
@@ -145,6 +161,8 @@ def test_schema_rejects_sensor_units_in_a_longer_pipeline(depth_bundles):
         validate_manifest(manifest, "test")
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_stage_with_bad_units_is_refused_at_load(depth_bundles, tmp_path):
     bundle = tmp_path / "bad"
     shutil.copytree(depth_bundles["onnx", "sensor"], bundle)
@@ -155,6 +173,8 @@ def test_a_stage_with_bad_units_is_refused_at_load(depth_bundles, tmp_path):
 
 
 # -- where the units stay in the runtime -------------------------------------------------------------
+@pytest.mark.exports
+@pytest.mark.trains
 def test_int8_for_the_edge_tpu_keeps_model_units_and_maps_fully(digits_run, tmp_path):
     from sensorveil.export import export_run
     from sensorveil.export.device_check import check_bundle

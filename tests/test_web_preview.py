@@ -149,6 +149,8 @@ def server(depth_bundle):
         yield running
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_mjpeg_streams_carry_decodable_jpegs_of_both_views(server):
     for view in ("privatized", "raw"):
         with server.get(f"stream/{view}.mjpg") as response:
@@ -158,6 +160,8 @@ def test_mjpeg_streams_carry_decodable_jpegs_of_both_views(server):
         assert all(image is not None and image.shape == (360, 360, 3) for image in images), view
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_counters_move_and_privacy_figures_are_the_manifests(server, depth_bundle):
     first = server.wait_for(lambda: frames_out(server) or None, what="the first frame")
     server.wait_for(lambda: frames_out(server) > first, what="frames_out to grow")
@@ -170,6 +174,8 @@ def test_counters_move_and_privacy_figures_are_the_manifests(server, depth_bundl
     assert shown["random_star"] == metrics["random_star"]
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_remote_viewer_cannot_switch_the_raw_view_back_on(depth_bundle):
     """The switch's policy, through the app in-process: only a loopback client may re-enable raw."""
     from starlette.testclient import TestClient
@@ -188,6 +194,8 @@ def test_a_remote_viewer_cannot_switch_the_raw_view_back_on(depth_bundle):
     assert local.post("/api/raw", json={"enabled": True}).json() == {"raw_enabled": True}
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_raw_switch_ends_open_raw_streams_and_refuses_new_ones(depth_bundle):
     with PreviewServer(depth_bundle) as server:
         with server.get("stream/raw.mjpg") as response:
@@ -203,6 +211,8 @@ def test_raw_switch_ends_open_raw_streams_and_refuses_new_ones(depth_bundle):
     assert "frames_out" in server.output     # Ctrl-C printed the stream report
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_no_raw_never_serves_raw_frames(depth_bundle):
     with PreviewServer(depth_bundle, "--no-raw") as server:
         server.wait_for(lambda: frames_out(server) or None, what="the first frame")
@@ -240,6 +250,8 @@ def app_client(depth_bundle):
     return client
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_foreign_page_cannot_turn_the_raw_view_on(app_client):
     """The probe: a text/plain POST with a foreign Origin and Host (a simple request, which a browser
     sends cross-origin without asking), and its variants, each refused; the raw view stays off."""
@@ -269,6 +281,8 @@ def test_a_foreign_page_cannot_turn_the_raw_view_on(app_client):
 
 
 @pytest.mark.parametrize("value", ['"false"', '"true"', "0", "1", "null", "[]", "{}"])
+@pytest.mark.exports
+@pytest.mark.trains
 def test_enabled_must_be_a_json_boolean(app_client, value):
     response = app_client.post("/api/raw", content='{"enabled": %s}' % value,
                                headers={"Content-Type": "application/json"})
@@ -278,6 +292,8 @@ def test_enabled_must_be_a_json_boolean(app_client, value):
     assert app_client.feed.raw_enabled is False
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_large_body_is_refused_before_it_is_read(app_client):
     big = b'{"enabled": false, "pad": "' + b"x" * 2048 + b'"}'
     response = app_client.post("/api/raw", content=big, headers={"Content-Type": "application/json"})
@@ -287,6 +303,8 @@ def test_a_large_body_is_refused_before_it_is_read(app_client):
     assert chunked.status_code == 413, chunked.text
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_gets_from_a_foreign_host_and_unknown_views_are_refused_cleanly(app_client):
     for path in ("/frame/privatized.jpg", "/stream/privatized.mjpg", "/frame/raw.jpg", "/api/status", "/"):
         response = app_client.get(path, headers={"Host": "rebound.example"})
@@ -328,6 +346,8 @@ def limited_server(depth_bundle):
         yield running
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_huge_body_is_413_without_being_buffered(limited_server):
     """A 300 MB Content-Length, and a chunked body past the limit: each refused while the client
     still has most of its body to send (the server never waited for it)."""
@@ -341,6 +361,8 @@ def test_a_huge_body_is_413_without_being_buffered(limited_server):
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
 
 
+@pytest.mark.exports
+@pytest.mark.trains
 def test_open_connections_and_streams_are_bounded(limited_server):
     import socket
     host, port = limited_server.url.split("/")[2].split(":")
@@ -396,6 +418,9 @@ BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backgr
                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_page_in_headless_chromium_shows_both_views_and_live_counters(depth_bundle, capsys):
     executable = chromium_or_skip()
     from playwright.sync_api import sync_playwright
@@ -446,6 +471,9 @@ ATTACK_PAGE = """<!doctype html><title>elsewhere</title><script>
 </script>"""
 
 
+@pytest.mark.boots
+@pytest.mark.exports
+@pytest.mark.trains
 def test_a_page_from_another_origin_in_chromium_cannot_turn_the_raw_view_on(depth_bundle):
     """A real browser on the board (loopback, so the old loopback-only check let it through) opens
     a page from another origin (another port) whose script posts {"enabled": true} to the preview
