@@ -26,6 +26,7 @@ from sensorveil.benchmarks.leak_meter import LeakMeter, TiledPeople, empty_scene
 from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean  # noqa: E402
 from sensorveil.benchmarks.scene_reveals import REVEAL_RECENT, RevealClock  # noqa: E402
 from sensorveil.runtime.camera.learned import DETECTOR_GRAPH  # noqa: E402
+from sensorveil.runtime.camera.settings import PASTE_CUT_OUT, CameraSettings  # noqa: E402
 
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))
 CLIP = SHARED / "media" / "walkway.avi"
@@ -77,7 +78,7 @@ def audit_bundle(bundle: Path, seeds: int, epochs: int) -> dict:
                 seeds=seeds, attacker_epochs=epochs)
     train_useful, test_useful = task.useful[task.attacker_train], task.useful[task.test]
     guessing = score(np.full(len(test_useful), np.bincount(train_useful).argmax()), test_useful, weights)
-    camera = privatizer.manifest.get("camera", {})
+    camera = privatizer.pipeline.declared or CameraSettings()   # the defaults where a bundle has no entry
     direction_only = (direction_only_audit(run_dir, run, privatizer, seeds, epochs, weights)
                       if privatizer.conditioned_on else None)
     return {
@@ -87,7 +88,7 @@ def audit_bundle(bundle: Path, seeds: int, epochs: int) -> dict:
         "privatized": private,
         "raw": raw,
         "conditioned_on": privatizer.conditioned_on,
-        "paste": camera.get("paste", "window"),
+        "paste": camera.paste,
         "direction_guessing": guessing,
         "direction_nag": nag(private["useful"]["mean"], guessing, raw["useful"]["mean"]),
         "direction_nag_low": nag(private["useful"]["low"], guessing, raw["useful"]["mean"]),
@@ -106,7 +107,7 @@ def direction_only_audit(run_dir, run: dict, privatizer, seeds: int, epochs: int
     from sensorveil.sdk.audit import Release, audit
     from sensorveil.sdk.mechanisms.pass_substitution import attack_task, run_data
 
-    stage = privatizer.stages[-1]
+    stage = privatizer.pipeline.stages[-1]
     data = run_data(run_dir, run, bank_rows=stage.bank_indices)
     rng = np.random.default_rng(0)
 
@@ -180,9 +181,9 @@ def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | N
 
     stream = Stream(stream_privatizer(bundle, seed), open_source(str(clip), prefetch=False))
     privatizer = stream.privatizer
-    learned = DETECTOR_GRAPH in privatizer.graphs     # the bundle's own detector also looks, on tiles
+    learned = DETECTOR_GRAPH in privatizer.pipeline.graphs     # the bundle's own detector also looks, on tiles
     truth, empty = scene_truth(clip)
-    offline = TiledPeople(offline_graph or privatizer.run_graph) if learned else None
+    offline = TiledPeople(offline_graph or privatizer.pipeline.run_graph) if learned else None
     if truth is not None:     # a made scene: its recorded people are looked at too
         offline = truth_boxes(truth, offline)
     meter = LeakMeter(clip_empty_scene(clip) if empty is None else empty, offline=offline) if leaks else None
@@ -294,11 +295,11 @@ def recall_figures(bundle: Path, clip: Path) -> "dict | None":
     from sensorveil.runtime import Privatizer
 
     privatizer = Privatizer.load(bundle)
-    if DETECTOR_GRAPH not in privatizer.graphs:
+    if DETECTOR_GRAPH not in privatizer.pipeline.graphs:
         return None
     frames, (truth, _) = clip_frames(clip), scene_truth(clip)
-    every = privatizer.manifest["camera"].get("detector_every", 1)
-    return detector_recall(frames, privatizer.run_graph, empty_scene(frames), every, truth=truth)
+    every = privatizer.pipeline.declared.detector_every
+    return detector_recall(frames, privatizer.pipeline.run_graph, empty_scene(frames), every, truth=truth)
 
 
 def recall_lines(result: dict) -> list:
@@ -392,8 +393,9 @@ def release_output(bundle: Path) -> str:
     """The draw stage's output a stream releases (runtime.stream.load_for_stream): "colour" for a camera bundle
     whose bank people come in colour, else the grey "sample"."""
     from sensorveil.runtime.bundle import open_bundle
-    from sensorveil.runtime.stream import colour_release
-    return "colour" if colour_release(open_bundle(bundle).manifest) else "sample"
+    loaded = open_bundle(bundle)
+    declared = loaded.declared
+    return (declared.stream_output(loaded.manifest) if declared is not None else None) or "sample"
 
 
 def count_over_draws(bundle: Path, clip: Path, seeds: int) -> dict:
@@ -498,7 +500,7 @@ def detectors_text(result: dict) -> str:
 
 def how_it_pastes(audit_figures: dict) -> str:
     """One sentence on what the bundle's pipeline puts where the person was."""
-    if audit_figures.get("paste") == "cut-out":
+    if audit_figures.get("paste") == PASTE_CUT_OUT:
         from sensorveil.runtime.camera import PERSON_GAP as gap
 
         text = (

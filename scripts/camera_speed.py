@@ -58,16 +58,15 @@ def speed_rounds(bundles: dict, clip: Path, frames: int, rounds: int, deface: bo
 def stream_detector(bundle: Path):
     """The bundle's people detector exactly as a stream builds it from its manifest."""
     from sensorveil.runtime import Privatizer
-    from sensorveil.runtime.camera import person_crops_from_manifest
     privatizer = Privatizer.load(bundle)
-    return privatizer, person_crops_from_manifest(privatizer.camera, privatizer.run_graph).detector
+    return privatizer, privatizer.pipeline.declared.make(privatizer.pipeline.run_graph).detector
 
 
 def recall(bundles: dict, clip: Path) -> dict:
     from sensorveil.benchmarks.detector_recall import detector_recall
     from sensorveil.benchmarks.reference_people import empty_scene
     built = {speed: stream_detector(bundle) for speed, bundle in bundles.items()}
-    reference_graph = built["recall"][0].run_graph
+    reference_graph = built["recall"][0].pipeline.run_graph
     frames, (truth, _) = clip_frames(clip), scene_truth(clip)
     return detector_recall(frames, reference_graph, empty_scene(frames), 1, SAMPLE_EVERY, truth=truth,
                            compared={speed: detector.detect for speed, (_, detector) in built.items()})
@@ -75,12 +74,11 @@ def recall(bundles: dict, clip: Path) -> dict:
 
 def settings(bundle: Path) -> dict:
     from sensorveil.runtime import Privatizer
-    from sensorveil.runtime.camera.learned import MOTION_SCALE
     privatizer = Privatizer.load(bundle)
-    camera = privatizer.camera
-    entry = privatizer.bundle.graph_artifact(privatizer.backend_name, camera["detector_graph"])
-    return {"graph_every": camera["detector_every"], "graph_precision": entry.get("precision", "fp32"),
-            "graph_score": camera["detector_score"], "motion_scale": camera.get("motion_scale", MOTION_SCALE)}
+    camera = privatizer.pipeline.declared
+    entry = privatizer.pipeline.bundle.graph_artifact(privatizer.backend_name, camera.detector_graph)
+    return {"graph_every": camera.detector_every, "graph_precision": entry.get("precision", "fp32"),
+            "graph_score": camera.detector_score, "motion_scale": camera.motion_scale}
 
 
 def measure(run: Path, clip: Path, out: Path, frames: int, rounds: int, deface: bool) -> dict:
@@ -89,7 +87,7 @@ def measure(run: Path, clip: Path, out: Path, frames: int, rounds: int, deface: 
               "settings": {speed: settings(bundle) for speed, bundle in bundles.items()}}
     result["speed"] = speed_rounds(bundles, clip, frames, rounds, deface)
     result["recall"] = recall(bundles, clip)
-    reference = stream_detector(bundles["recall"])[0].run_graph
+    reference = stream_detector(bundles["recall"])[0].pipeline.run_graph
     result["release"] = {}
     for speed, bundle in bundles.items():
         figures = pipeline_on_clip(bundle, clip, [], seed=0, offline_graph=reference)

@@ -141,7 +141,7 @@ def check_release(p, x, y):
                 y.min(), y.max(), p.output_spec.low, p.output_spec.high)
         # AttriGuard's M* keeps x itself (r_i = 0) with probability p_i when C already infers the drawn
         # value i (eq. 3): an unchanged sample is one of its outcomes, so the identity check skips it
-        may_keep_input = any(stage.kind == "attriguard" for stage in p.stages)
+        may_keep_input = any(stage.kind == "attriguard" for stage in p.pipeline.stages)
         if not may_keep_input and y.shape == x.shape and np.allclose(y.astype(np.float64), x.astype(np.float64),
                                                                      atol=1e-6):
             return "finding", "released the input unchanged"

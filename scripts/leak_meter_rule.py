@@ -72,7 +72,7 @@ def read_clip(bundle: Path, clip: Path) -> tuple:
     privatizer = Privatizer.load(bundle, output="sample", seed=0)
     stream = Stream(privatizer, open_source(str(clip), prefetch=False))
     truth, empty = scene_truth(clip)
-    offline = TiledPeople(privatizer.run_graph)
+    offline = TiledPeople(privatizer.pipeline.run_graph)
     meter = LeakMeter(clip_empty_scene(clip) if empty is None else empty,
                       offline=offline if truth is None else truth_boxes(truth, offline))
     shares, previous, frames = {}, 0, 0

@@ -142,7 +142,7 @@ def main() -> None:
     parser.add_argument("--carried", action="store_true",
                         help="also each union with the graph's boxes carried on between runs at their people's pace")
     args = parser.parse_args()
-    run_graph = Privatizer.load(Path(args.bundle)).run_graph
+    run_graph = Privatizer.load(Path(args.bundle)).pipeline.run_graph
     frames, (truth, _) = clip_frames(Path(args.clip)), scene_truth(Path(args.clip))
     detectors = compared(run_graph, args.every, args.scales, int8_run_graph(Path(args.clip)) if args.int8 else None,
                          args.carried)

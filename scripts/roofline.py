@@ -261,7 +261,7 @@ def graph_input(bundle_dir: Path) -> np.ndarray:
     """One sensor frame as the bundle's first graph takes it: model units, or the sensor's dtype where
     the exporter put the units in the graph (int8 bundles keep model units)."""
     privatizer = Privatizer.load(bundle_dir)
-    return privatizer.graph_input(sensor_sample(privatizer)[None])
+    return privatizer.pipeline.graph_input(sensor_sample(privatizer)[None])
 
 
 def measure_model(model: str, bundles: dict, thread_counts: list, iters: int, peak: dict) -> dict:

@@ -27,7 +27,8 @@ def export_all(run, root) -> dict:
 
 
 def model_outputs(bundles: dict, inputs: np.ndarray) -> dict:
-    return {backend: Privatizer.load(path, backend=backend).run_model(inputs) for backend, path in bundles.items()}
+    return {backend: Privatizer.load(path, backend=backend).pipeline.run_model(inputs)
+            for backend, path in bundles.items()}
 
 
 def assert_parity(outputs: dict) -> None:
@@ -91,7 +92,7 @@ def test_pass_parity(tmp_path_factory):
     outputs = model_outputs(bundles, real_inputs(bundles["onnxruntime"]))
     assert_parity(outputs)          # the logits of eq. 2
     # the substitution kind samples from their softmax: every backend must agree on the distribution
-    draw = Privatizer.load(bundles["onnxruntime"]).stages[-1]
+    draw = Privatizer.load(bundles["onnxruntime"]).pipeline.stages[-1]
     probabilities = {backend: draw.probabilities(out.reshape(len(out), -1)) for backend, out in outputs.items()}
     for backend, probs in probabilities.items():
         assert np.allclose(probs.sum(1), 1.0, atol=1e-9)
@@ -108,7 +109,8 @@ def test_tensorrt_parity(digits_run, tmp_path):
     inputs = real_inputs(bundle)
     trt = Privatizer.load(bundle, backend="tensorrt")
     assert trt.describe()["built_on_load"]
-    diff = np.abs(trt.run_model(inputs) - Privatizer.load(bundle, backend="onnxruntime").run_model(inputs)).max()
+    onnx = Privatizer.load(bundle, backend="onnxruntime")
+    diff = np.abs(trt.pipeline.run_model(inputs) - onnx.pipeline.run_model(inputs)).max()
     assert diff <= FP32_LIMIT
     assert not Privatizer.load(bundle, backend="tensorrt").describe()["built_on_load"]   # cached engine reused
 

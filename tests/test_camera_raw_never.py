@@ -39,7 +39,7 @@ def camera_manifest(paste, cut_out):
 @pytest.mark.parametrize("paste, cut_out", [("window", True), (None, True), ("cut-out", False)])
 def test_a_paste_mode_that_does_not_fit_the_bank_is_refused(paste, cut_out):
     from sensorveil.runtime.manifest_fields import ManifestError
-    from sensorveil.runtime.schema import validate_camera
+    from sensorveil.runtime.schema import validate_declared
     with pytest.raises(ManifestError, match="camera.paste"):
-        validate_camera("bundle", camera_manifest(paste, cut_out))
-    validate_camera("bundle", camera_manifest("cut-out" if cut_out else "window", cut_out))    # the fitting one
+        validate_declared("bundle", camera_manifest(paste, cut_out))
+    validate_declared("bundle", camera_manifest("cut-out" if cut_out else "window", cut_out))    # the fitting one

@@ -45,7 +45,7 @@ def other_format_bundles(digits_run, tmp_path_factory):
 def test_each_policy_loads_and_runs_on_onnxruntime(digits_bundle, policy):
     privatizer = Privatizer.load(digits_bundle, backend="onnxruntime", cpu_policy=policy)
     run_once(privatizer)
-    assert privatizer.backend.describe()["cpu_policy"] == policy
+    assert privatizer.pipeline.backend.describe()["cpu_policy"] == policy
 
 
 @pytest.mark.parametrize("backend", ["litert", "openvino"])
@@ -57,7 +57,7 @@ def test_each_policy_loads_and_runs_on_the_other_cpu_backends(other_format_bundl
         pytest.skip(f"{backend} is not installed here")
     privatizer = Privatizer.load(other_format_bundles[backend], backend=backend, cpu_policy=policy)
     run_once(privatizer)
-    described = privatizer.backend.describe()
+    described = privatizer.pipeline.backend.describe()
     assert described["cpu_policy"] == policy
     if backend == "openvino" and policy == "shared":
         assert described["config"]["PERFORMANCE_HINT"] == "LATENCY" and described["config"]["NUM_STREAMS"] == "1"
@@ -69,12 +69,12 @@ def test_each_policy_loads_and_runs_on_the_other_cpu_backends(other_format_bundl
 @pytest.mark.exports
 @pytest.mark.trains
 def test_shared_onnxruntime_session_does_not_spin(digits_bundle):
-    shared = Privatizer.load(digits_bundle, backend="onnxruntime", cpu_policy="shared").backend
+    shared = Privatizer.load(digits_bundle, backend="onnxruntime", cpu_policy="shared").pipeline.backend
     options = shared.session.get_session_options()     # read back from the live session
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"
     assert options.intra_op_num_threads == shared_threads()
-    dedicated = Privatizer.load(digits_bundle, backend="onnxruntime").backend    # the plain default
+    dedicated = Privatizer.load(digits_bundle, backend="onnxruntime").pipeline.backend    # the plain default
     assert dedicated.cpu_policy == "dedicated"
     assert dedicated.session.get_session_options().intra_op_num_threads == 0     # onnxruntime's own default
 
@@ -82,7 +82,7 @@ def test_shared_onnxruntime_session_does_not_spin(digits_bundle):
 @pytest.mark.exports
 @pytest.mark.trains
 def test_explicit_threads_win_over_the_policy(digits_bundle):
-    backend = Privatizer.load(digits_bundle, backend="onnxruntime", cpu_policy="shared", threads=2).backend
+    backend = Privatizer.load(digits_bundle, backend="onnxruntime", cpu_policy="shared", threads=2).pipeline.backend
     assert backend.session.get_session_options().intra_op_num_threads == 2
 
 
@@ -91,7 +91,7 @@ def test_explicit_threads_win_over_the_policy(digits_bundle):
 def test_the_stream_default_is_shared(depth_bundle):
     privatizer = load_for_stream(depth_bundle, backend="onnxruntime")
     assert privatizer.backend_options["cpu_policy"] == "shared"
-    assert privatizer.backend.describe()["spinning"] is False
+    assert privatizer.pipeline.backend.describe()["spinning"] is False
 
 
 @pytest.mark.parametrize("load", [Privatizer.load, load_for_stream])

@@ -171,12 +171,12 @@ def test_an_int8_onnx_bundle_ships_the_int8_detector_and_the_runtime_loads_it(gr
     entry = onnx_detector(DetectorJob(tmp_path, "fp32", str(WALKWAY), progress=lambda line: None))
     assert entry == {"file": "person-detector.onnx", "precision": "fp32"}
     privatizer = Privatizer.load(int8_bundle)
-    entry = privatizer.bundle.graph_artifact("onnxruntime", learned.DETECTOR_GRAPH)
+    entry = privatizer.pipeline.bundle.graph_artifact("onnxruntime", learned.DETECTOR_GRAPH)
     assert entry["precision"] == "int8" and learned.ANCHORS_KEY not in entry
     assert (int8_bundle / entry["file"]).read_bytes() == int8.read_bytes()
     # its own threshold, matched to fp32's people, is the one the bundle's pipeline runs with
-    assert entry["score"] <= learned.DEFAULT_SCORE and privatizer.camera["detector_score"] == entry["score"]
-    detector = learned.LearnedPeopleDetector(privatizer.run_graph)
+    assert entry["score"] <= learned.DEFAULT_SCORE and privatizer.pipeline.declared.detector_score == entry["score"]
+    detector = learned.LearnedPeopleDetector(privatizer.pipeline.run_graph)
     assert detector.box_coder is None
     assert len(detector.find(walkway_frames([100])[0])) >= 2
 
@@ -188,7 +188,7 @@ import numpy as np
 from sensorveil.runtime import Privatizer
 from sensorveil.runtime.camera import learned
 privatizer = Privatizer.load(sys.argv[1])
-detector = learned.LearnedPeopleDetector(privatizer.run_graph)
+detector = learned.LearnedPeopleDetector(privatizer.pipeline.run_graph)
 frames = np.load(sys.argv[2])
 np.savez(sys.argv[3], **{"f%d" % k: detector.find(frame) for k, frame in enumerate(frames)})
 print("onnxruntime", privatizer.describe()["library_version"])
@@ -216,7 +216,7 @@ def test_the_int8_bundle_finds_the_same_people_on_jetsons_python_3_6_and_onnxrun
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
     assert result.returncode == 0 and "onnxruntime 1.10" in result.stdout, result.stdout[-3000:]
     board = np.load(tmp_path / "boxes.npz")
-    detector = learned.LearnedPeopleDetector(Privatizer.load(int8_bundle).run_graph)
+    detector = learned.LearnedPeopleDetector(Privatizer.load(int8_bundle).pipeline.run_graph)
     for k, frame in enumerate(frames):
         here, there = detector.find(frame), board["f%d" % k]
         assert len(here) >= 2 and len(there) == len(here), (k, here, there)

@@ -69,7 +69,7 @@ def test_int8_model_has_int8_io_and_stays_close(bundles):
     inputs = exporter.samples
     with torch.no_grad():
         expected = exporter.graphs["model"].module(torch.from_numpy(inputs)).numpy()
-    assert np.abs(p.run_model(inputs).reshape(expected.shape) - expected).mean() < 0.01
+    assert np.abs(p.pipeline.run_model(inputs).reshape(expected.shape) - expected).mean() < 0.01
     calibration = np.load(bundle / "calibration_inputs.npy")
     assert calibration.shape[0] == 64 and calibration.dtype == np.float32
 
@@ -166,7 +166,7 @@ def test_int8_pass_keeps_its_bank_weights_and_maps_onto_the_edge_tpu(tmp_path):
     p = Privatizer.load(bundle, backend="litert", output="index", seed=0)
     indices = p(np.random.default_rng(0).uniform(0, 16, size=(20, 8, 8)).astype(np.float32))
     assert indices.shape == (20,) and indices.max() < 128
-    probs = p.stages[-1].probabilities(p.run_model(np.full((1, 1, 8, 8), 0.5, np.float32)))
+    probs = p.pipeline.stages[-1].probabilities(p.pipeline.run_model(np.full((1, 1, 8, 8), 0.5, np.float32)))
     assert probs.shape == (1, 128) and abs(probs.sum() - 1) < 1e-9
 
 

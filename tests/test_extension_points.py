@@ -59,3 +59,24 @@ def test_a_backend_reports_names_and_shapes_as_its_documentation_says():
 
 def test_a_report_names_no_preprocessor_before_one_is_chosen():
     assert name_of(None) is None
+
+
+def test_a_declared_preprocessor_is_registered_by_its_manifest_entry_and_defaults_in_one_place():
+    """The camera entry is one registered kind: parsed once into CameraSettings, every absent key read as the
+    default its settings module names, and an option only it takes refused on a bundle that declares none."""
+    from sensorveil.runtime.camera import settings
+    from sensorveil.runtime.errors import InputError
+    from sensorveil.runtime.preprocessor import DECLARED_KINDS, Declared, check_declared_options, declared_class
+    assert inspect.isabstract(Declared) and declared_class("camera") is settings.CameraSettings
+    assert set(DECLARED_KINDS) == {settings.ENTRY}
+    manifest = {"input": {"sample_shape": [128, 64]}, "artifacts": {}, "pipeline": [{"kind": "model"}],
+                "camera": {"frame": settings.FRAME, "detector": settings.DETECTOR_MOTION, "crop_shape": [128, 64]}}
+    parsed = settings.CameraSettings.from_manifest(manifest, "bundle")
+    assert (parsed.paste, parsed.margin, parsed.detector_score, parsed.detector_every, parsed.motion_scale) == (
+        settings.PASTE_WINDOW, settings.CROP_MARGIN, settings.DEFAULT_SCORE, settings.DEFAULT_EVERY,
+        settings.MOTION_SCALE)
+    assert parsed.crop_shape == settings.CROP_SHAPE and not parsed.prepares_ahead
+    with pytest.raises(InputError, match="scene_still applies to camera bundles"):
+        check_declared_options(None, {"scene_still": np.zeros((4, 4), np.uint8)})
+    with pytest.raises(InputError, match="this bundle's camera paste is 'window'"):
+        check_declared_options(parsed, {"scene_still": np.zeros((4, 4), np.uint8)})

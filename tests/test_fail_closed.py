@@ -147,7 +147,7 @@ def test_pass_graph_that_returns_no_probabilities_is_not_drawn_from(tmp_path):
     "model_output": "logits" from a logits bundle does) is refused at the call, not drawn from."""
     bundle = copy_bundle(PASS_BUNDLE, tmp_path)
     p = Privatizer.load(bundle)
-    p.graphs["model"].run = lambda batch: np.full((len(batch), 64), 3.0, dtype=np.float32)
+    p.pipeline.graphs["model"].run = lambda batch: np.full((len(batch), 64), 3.0, dtype=np.float32)
     with pytest.raises(OutputError, match="not probabilities"):
         p(np.zeros((8, 8), np.float32))
 
@@ -164,7 +164,7 @@ def test_normalization_that_float32_cannot_carry_is_refused(tmp_path, key, value
 
 def test_output_that_is_not_finite_is_never_released(tmp_path):
     p = Privatizer.load(FIXTURES / "schema1-prgan-digits-onnx")
-    p.graphs["model"].run = lambda batch: np.full(batch.shape, math.nan, dtype=np.float32)
+    p.pipeline.graphs["model"].run = lambda batch: np.full(batch.shape, math.nan, dtype=np.float32)
     with pytest.raises(OutputError, match="NaN/inf"):
         p(np.zeros((8, 8), np.float32))
 

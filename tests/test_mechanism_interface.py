@@ -79,7 +79,7 @@ def test_every_graph_is_exported_validated_and_run_in_order(toy, toy_run, tmp_pa
     assert manifest["complexity"]["graphs"] == ["encoder", "decoder"]
 
     privatizer = Privatizer.load(bundle)
-    assert privatizer.describe()["pipeline"] == ["model", "toy_shift", "model"] and not privatizer.single_model
+    assert privatizer.describe()["pipeline"] == ["model", "toy_shift", "model"] and not privatizer.pipeline.single_model
     x = np.random.default_rng(0).uniform(0, 16, size=(5, 8, 8)).astype(np.float32)
     graphs = toy.graphs(toy_run, json.loads((toy_run / "run.json").read_text()))
     with torch.no_grad():

@@ -46,8 +46,8 @@ def digits():
 
 def spread_input(privatizer, digits) -> tuple[np.ndarray, np.ndarray]:
     """The digit (of the first 50) whose P(X'|X) has the highest entropy, and that distribution."""
-    draw = privatizer.stages[-1]
-    probs = draw.probabilities(privatizer.run_model(to_model_units(digits.x[:50], privatizer.input_spec)))
+    draw = privatizer.pipeline.stages[-1]
+    probs = draw.probabilities(privatizer.pipeline.run_model(to_model_units(digits.x[:50], privatizer.input_spec)))
     entropy = -(probs * np.log(np.clip(probs, 1e-30, None))).sum(1)
     best = int(entropy.argmax())
     return digits.x[best], probs[best].astype(np.float64)
@@ -121,7 +121,7 @@ def test_runtime_sample_and_index_modes(pass_bundle, digits):
 @pytest.mark.trains
 def test_a_held_persons_crop_skips_the_model_and_a_new_one_draws_from_its_own_scores(pass_bundle, digits):
     privatizer = Privatizer.load(pass_bundle, output="index", seed=5)
-    stage, rows = privatizer.stages[0], []
+    stage, rows = privatizer.pipeline.stages[0], []
     graph = stage.run
     stage.run = lambda batch: rows.append(len(batch)) or graph(batch)
     first = privatizer(digits.x[:3], keys=["a", "b", "c"])
@@ -132,7 +132,7 @@ def test_a_held_persons_crop_skips_the_model_and_a_new_one_draws_from_its_own_sc
     privatizer(digits.x[:2], keys=["a", "b"])                        # nobody new: the model does not run
     assert rows == [3, 1]
     # each new person's draw comes from their own row of scores: a graph sure of one substitute per crop
-    bank = privatizer.stages[-1].bank_size
+    bank = privatizer.pipeline.stages[-1].bank_size
 
     def sure(batch):
         chosen = (batch.reshape(len(batch), -1) * 255).astype(int).sum(axis=1) % bank

@@ -104,8 +104,12 @@ def test_unite_keeps_every_learned_box_and_only_new_motion_boxes():
     assert united.tolist() == [person, walker]
 
 
+PERSON = [180, 90, 18, 180]     # CountingGraph's person (0.25, 0.5, 0.75, 0.55) on a 360x360 frame
+
+
 class CountingGraph:
-    """A detector graph stand-in with the bundle graph's signature: one person at a fixed place."""
+    """A detector graph stand-in with the bundle graph's signature: one person at a fixed place. The frames below
+    are square, so the graph sees one tile (learned.square_tiles) and its person is PERSON."""
 
     def __init__(self):
         self.calls = []
@@ -118,10 +122,10 @@ class CountingGraph:
 def test_the_graph_runs_every_kth_frame_and_its_people_stand_between():
     graph = CountingGraph()
     detector = learned.LearnedPeopleDetector(graph, every=3)
-    frame = np.full((360, 480, 3), 90, np.uint8)
+    frame = np.full((360, 360, 3), 90, np.uint8)
     found = [detector.detect(frame) for _ in range(7)]
     assert len(graph.calls) == 3 and graph.calls[0] == ("person-detector", (1, 300, 300, 3), np.uint8)
-    assert all(boxes.tolist() == [[240, 90, 24, 180]] for boxes in found)  # a standing person: motion sees none
+    assert all(boxes.tolist() == [PERSON] for boxes in found)  # a standing person: motion sees none
 
 
 class ScriptedMotion:
@@ -135,23 +139,23 @@ class ScriptedMotion:
 
 
 def test_a_walker_who_leaves_the_graphs_box_is_not_found_twice_between_its_runs():
-    """The graph's person at [240, 90, 24, 180]: motion finds them inside the box (kept), then half out of it
+    """The graph's person at PERSON: motion finds them inside the box (kept), then half out of it
     from the third frame after the run (the box is dropped, so one substitute follows the walker, not two), and
     the graph's next run finds them again. With the graph every 3 frames the box always stands."""
-    inside, moved_on = [242, 95, 20, 170], [255, 90, 24, 180]
-    frame = np.full((360, 480, 3), 90, np.uint8)
+    inside, moved_on = [182, 95, 14, 170], [191, 90, 18, 180]
+    frame = np.full((360, 360, 3), 90, np.uint8)
     motion = ScriptedMotion([[inside]] * 3 + [[moved_on]] * 7 + [[]])
     detector = learned.LearnedPeopleDetector(CountingGraph(), every=10, motion=motion, leave_behind=True)
     found = [detector.detect(frame).tolist() for _ in range(11)]
-    assert found[:3] == [[[240, 90, 24, 180]]] * 3
+    assert found[:3] == [[PERSON]] * 3
     assert found[3:10] == [[moved_on]] * 7
-    assert found[10] == [[240, 90, 24, 180]]              # the graph's next run
+    assert found[10] == [PERSON]              # the graph's next run
     every_3 = learned.LearnedPeopleDetector(CountingGraph(), every=3, motion=ScriptedMotion([[moved_on]] * 9),
                                             leave_behind=True)
     assert all(len(every_3.detect(frame)) == 2 for _ in range(9))    # never stale: the box stands beside motion's
     standing = learned.LearnedPeopleDetector(CountingGraph(), every=10, motion=ScriptedMotion([[]] * 10),
                                              leave_behind=True)
-    assert all(standing.detect(frame).tolist() == [[240, 90, 24, 180]] for _ in range(10))   # nobody moves: kept
+    assert all(standing.detect(frame).tolist() == [PERSON] for _ in range(10))   # nobody moves: kept
 
 
 def test_only_a_cut_out_release_lets_a_graph_box_go_between_runs():
@@ -161,13 +165,13 @@ def test_only_a_cut_out_release_lets_a_graph_box_go_between_runs():
     from sensorveil.runtime.camera import person_crops_from_manifest
     camera = {"frame": "person-crops", "detector": learned.DETECTOR_KIND, "detector_graph": "person-detector",
               "crop_shape": [64, 32], "detector_every": 10}
-    frame = np.full((360, 480, 3), 90, np.uint8)
+    frame = np.full((360, 360, 3), 90, np.uint8)
     for paste, kept in (("window", True), ("cut-out", False)):
         detector = person_crops_from_manifest(dict(camera, paste=paste), CountingGraph()).detector
         assert detector.leave_behind is not kept
-        detector.motion = ScriptedMotion([[]] * 3 + [[[255, 90, 24, 180]]] * 2)
+        detector.motion = ScriptedMotion([[]] * 3 + [[[191, 90, 18, 180]]] * 2)
         found = [detector.detect(frame).tolist() for _ in range(5)]
-        assert ([240, 90, 24, 180] in found[-1]) is kept
+        assert (PERSON in found[-1]) is kept
 
 
 def test_the_pipeline_needs_the_bundle_graphs_for_the_learned_detector():
@@ -186,16 +190,16 @@ def test_the_pipeline_needs_the_bundle_graphs_for_the_learned_detector():
     ("detector_graph", "model"), ("detector_person_class", 3), ("detector", "yolo"),
 ])
 def test_manifest_values_that_would_blind_the_detector_are_refused(field, value):
-    from sensorveil.runtime.schema import validate_camera
+    from sensorveil.runtime.schema import validate_declared
     manifest = {"input": {"sample_shape": [64, 32]},
                 "artifacts": {"onnxruntime": {"graphs": {"model": {"file": "m.onnx"},
                                                          "person-detector": {"file": "d.onnx"}}}},
                 "camera": {"frame": "person-crops", "detector": learned.DETECTOR_KIND,
                            "detector_graph": "person-detector", "crop_shape": [64, 32]}}
-    validate_camera("bundle", manifest)              # as exported: accepted
+    validate_declared("bundle", manifest)              # as exported: accepted
     manifest["camera"][field] = value
     with pytest.raises(ManifestError, match="camera.detector"):
-        validate_camera("bundle", manifest)
+        validate_declared("bundle", manifest)
 
 
 @pytest.mark.parametrize("scale", [0.2, 0.0, 1.5, "0.5", True, None])
@@ -203,62 +207,62 @@ def test_a_motion_scale_outside_where_motion_still_finds_people_is_refused(scale
     """camera.motion_scale (export's --camera-speed fast writes 0.25): 0.25 to 1 is accepted and is the scale the
     pipeline's motion runs at; anything else is refused on load, naming the field."""
     from sensorveil.runtime.camera import person_crops_from_manifest
-    from sensorveil.runtime.schema import validate_camera
+    from sensorveil.runtime.schema import validate_declared
     camera = {"frame": "person-crops", "detector": learned.DETECTOR_KIND, "detector_graph": "person-detector",
               "crop_shape": [64, 32], "detector_every": 10, "motion_scale": 0.25}
     manifest = {"input": {"sample_shape": [64, 32]}, "camera": camera,
                 "artifacts": {"onnxruntime": {"graphs": {"model": {"file": "m.onnx"},
                                                          "person-detector": {"file": "d.onnx"}}}}}
-    validate_camera("bundle", manifest)
+    validate_declared("bundle", manifest)
     detector = person_crops_from_manifest(camera, CountingGraph()).detector
     assert detector.motion.scale == 0.25 and detector.every == 10
     del camera["motion_scale"]                       # bundles before the field: motion at half size
     assert person_crops_from_manifest(camera, CountingGraph()).detector.motion.scale == learned.MOTION_SCALE
     camera["motion_scale"] = scale
     with pytest.raises(ManifestError, match="camera.motion_scale"):
-        validate_camera("bundle", manifest)
+        validate_declared("bundle", manifest)
 
 
 @pytest.mark.parametrize("score", [0.31, 0.01, "0.2", True, None])
 def test_a_detector_entry_score_above_the_cameras_or_out_of_range_is_refused(score):
     """A graph entry's own threshold may only lower camera.detector_score (a quantized graph scores people
     lower), within SCORE_RANGE; and where accepted it is the one the pipeline runs with."""
-    from sensorveil.runtime.schema import validate_camera
+    from sensorveil.runtime.schema import validate_declared
     entry = {"file": "d.onnx", "score": 0.22}
     manifest = {"input": {"sample_shape": [64, 32]},
                 "artifacts": {"onnxruntime": {"graphs": {"model": {"file": "m.onnx"}, "person-detector": entry}}},
                 "camera": {"frame": "person-crops", "detector": learned.DETECTOR_KIND, "detector_score": 0.3,
                            "detector_graph": "person-detector", "crop_shape": [64, 32]}}
-    validate_camera("bundle", manifest)              # as exported: accepted
-    assert learned.camera_for_graph(manifest["camera"], entry)["detector_score"] == 0.22
-    assert learned.camera_for_graph(manifest["camera"], {"file": "d.onnx"}) is manifest["camera"]
+    settings = validate_declared("bundle", manifest)   # as exported: accepted
+    assert settings.for_graph(entry).detector_score == 0.22 and settings.detector_score == 0.3
+    assert settings.for_graph({"file": "d.onnx"}) is settings
     entry["score"] = score
     with pytest.raises(ManifestError, match="artifacts.onnxruntime.graphs.person-detector.score"):
-        validate_camera("bundle", manifest)
+        validate_declared("bundle", manifest)
 
 
 @pytest.mark.parametrize("anchors", ["unlisted.npy", "d.onnx", 3])
 def test_a_detector_entry_naming_anchors_that_are_not_a_listed_npy_is_refused(anchors):
-    from sensorveil.runtime.schema import validate_camera
+    from sensorveil.runtime.schema import validate_declared
     entry = {"file": "d.tflite", "anchors": "person-detector-anchors.npy"}
     manifest = {"input": {"sample_shape": [64, 32]}, "files": {"d.tflite": {}, "person-detector-anchors.npy": {}},
                 "artifacts": {"litert": {"graphs": {"model": {"file": "m.tflite"}, "person-detector": entry}}},
                 "camera": {"frame": "person-crops", "detector": learned.DETECTOR_KIND,
                            "detector_graph": "person-detector", "crop_shape": [64, 32]}}
-    validate_camera("bundle", manifest)              # as exported: accepted
+    validate_declared("bundle", manifest)              # as exported: accepted
     entry["anchors"] = anchors
     with pytest.raises(ManifestError, match="artifacts.litert.graphs.person-detector.anchors"):
-        validate_camera("bundle", manifest)
+        validate_declared("bundle", manifest)
 
 
 def test_a_learned_camera_pipeline_without_its_graph_is_refused():
-    from sensorveil.runtime.schema import validate_camera
+    from sensorveil.runtime.schema import validate_declared
     manifest = {"input": {"sample_shape": [64, 32]},
                 "artifacts": {"onnxruntime": {"graphs": {"model": {"file": "m.onnx"}}}},
                 "camera": {"frame": "person-crops", "detector": learned.DETECTOR_KIND,
                            "detector_graph": "person-detector", "crop_shape": [64, 32]}}
     with pytest.raises(ManifestError, match="person-detector"):
-        validate_camera("bundle", manifest)
+        validate_declared("bundle", manifest)
 
 
 # -- the real graph: needs the detector extra (export side) ---------------------------------------
@@ -393,14 +397,13 @@ def check_fast_bundle(run, out):
 
     from sensorveil.export import export_run
     from sensorveil.runtime import Privatizer
-    from sensorveil.runtime.camera import person_crops_from_manifest
     bundle = export_run(run, "onnx", out, camera_speed="fast")
     manifest = json.loads((bundle / "manifest.json").read_text())
     entry = manifest["artifacts"]["onnxruntime"]["graphs"]["person-detector"]
     assert entry["precision"] == "int8" and entry["score"] <= learned.DEFAULT_SCORE
     assert manifest["camera"]["detector_every"] == 10 and manifest["camera"]["motion_scale"] == 0.25
     privatizer = Privatizer.load(bundle)
-    crops = person_crops_from_manifest(privatizer.camera, privatizer.run_graph)     # as a stream builds it
+    crops = privatizer.pipeline.declared.make(privatizer.pipeline.run_graph)     # as a stream builds it
     assert crops.detector.every == 10 and crops.detector.motion.scale == 0.25
     assert crops.detector.score == entry["score"]
     assert len(crops.detector.find(walkway_frames(101)[-1])) >= 2
@@ -413,9 +416,9 @@ def check_openvino_bundle(run, out):
     from sensorveil.runtime import Privatizer
     bundle = export_run(run, "openvino", out)
     privatizer = Privatizer.load(bundle, backend="openvino")
-    assert privatizer.graphs["person-detector"].device == "CPU"
+    assert privatizer.pipeline.graphs["person-detector"].device == "CPU"
     frame = walkway_frames(101)[-1]
-    detector = learned.LearnedPeopleDetector(privatizer.run_graph)
+    detector = learned.LearnedPeopleDetector(privatizer.pipeline.run_graph)
     assert len(detector.find(frame)) >= 2
 
 
@@ -437,28 +440,28 @@ def check_tflite_bundles(run, folder):
         bundle = export_run(run, "tflite", folder / f"bundle-tflite-{precision}", int8_check=False, calibration=32,
                             **target)
         privatizer = Privatizer.load(bundle, backend="litert")
-        assert privatizer.graphs["person-detector"].precision == precision
+        assert privatizer.pipeline.graphs["person-detector"].precision == precision
         score = check_tflite_threshold(privatizer, precision)
-        detector = learned.LearnedPeopleDetector(privatizer.run_graph, score=score)
+        detector = learned.LearnedPeopleDetector(privatizer.pipeline.run_graph, score=score)
         assert (detector.box_coder is not None) == (precision == "int8")
         found[precision] = detector.find(frame)
     print("people found on walkway frame 100:", {key: len(boxes) for key, boxes in found.items()})
     assert len(found["fp32"]) >= 2 and abs(len(found["int8"]) - len(found["onnx"])) <= 1, found
     report = check_bundle(bundle, "coral-devboard")
     assert "person-detector" in report["graphs"] and report["compatible"], report["problems"]
-    assert privatizer.graphs["person-detector"].output["dtype"] == np.int8
+    assert privatizer.pipeline.graphs["person-detector"].output["dtype"] == np.int8
     check_bad_anchors_refused(bundle)
 
 
 def check_tflite_threshold(privatizer, precision):
     """The int8 file's entry carries the threshold matched at export to fp32's people (int8 rounding lowers
     people's scores), at most fp32's, and the pipeline runs at it; the fp32 file has none and runs at fp32's."""
-    entry = privatizer.bundle.graph_artifact("litert", "person-detector")
-    score = privatizer.camera["detector_score"]
+    entry = privatizer.pipeline.bundle.graph_artifact("litert", "person-detector")
+    score = privatizer.pipeline.declared.detector_score
     if precision == "int8":
         assert learned.SCORE_RANGE[0] <= entry[learned.GRAPH_SCORE_KEY] <= learned.DEFAULT_SCORE, entry
         assert score == entry[learned.GRAPH_SCORE_KEY]
-        edgetpu = privatizer.bundle.graph_artifact("edgetpu", "person-detector")    # compiled from that file
+        edgetpu = privatizer.pipeline.bundle.graph_artifact("edgetpu", "person-detector")    # compiled from that file
         assert edgetpu[learned.GRAPH_SCORE_KEY] == score
     else:
         assert learned.GRAPH_SCORE_KEY not in entry and score == learned.DEFAULT_SCORE
@@ -482,7 +485,7 @@ def check_bad_anchors_refused(bundle):
     manifest["files"]["person-detector-anchors.npy"] = file_record(anchors)
     (bundle / "manifest.json").write_text(json.dumps(manifest))
     (bundle / "manifest.sig").unlink(missing_ok=True)   # the test bundle is re-listed, not re-signed
-    detector = learned.LearnedPeopleDetector(Privatizer.load(bundle, backend="litert").run_graph)
+    detector = learned.LearnedPeopleDetector(Privatizer.load(bundle, backend="litert").pipeline.run_graph)
     with pytest.raises(OutputError, match=r"expected finite \(1, 99, 5\) box encodings"):
         detector.find(walkway_frames(1)[0])
 

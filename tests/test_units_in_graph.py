@@ -99,10 +99,10 @@ def test_the_onnx_graph_takes_and_returns_the_sensor_dtype(depth_bundles):
 def test_the_frame_reaches_the_graph_without_a_copy(depth_bundles):
     p = Privatizer.load(depth_bundles["onnx", "sensor"], backend="onnxruntime")
     frames = sensor_frames(p, n=2)
-    graph_input = p.graph_input(frames)
+    graph_input = p.pipeline.graph_input(frames)
     assert np.shares_memory(graph_input, frames) and graph_input.shape == (2, *p.input_spec.model_shape)
     # the split a stream times (graph_input, run_model, sensor_output) is the whole call
-    assert np.array_equal(p.sensor_output(p.run_model(graph_input)), p(frames))
+    assert np.array_equal(p.pipeline.sensor_output(p.pipeline.run_model(graph_input)), p(frames))
 
 
 @pytest.mark.exports

@@ -74,8 +74,8 @@ def benchmark_backend(bundle_dir, backend: str, iters: int, warmup: int) -> dict
     privatizer = Privatizer.load(bundle_dir, backend=backend)
     manifest = privatizer.manifest
     sample = sensor_sample(privatizer)
-    model_input = privatizer.graph_input(sample[None])   # what the graph takes: model or sensor units
-    calls = {"runtime": lambda: privatizer(sample), "model": lambda: privatizer.run_model(model_input)}
+    model_input = privatizer.pipeline.graph_input(sample[None])   # what the graph takes: model or sensor units
+    calls = {"runtime": lambda: privatizer(sample), "model": lambda: privatizer.pipeline.run_model(model_input)}
     raw_session = _raw_onnxruntime_session(privatizer)
     if raw_session is not None:
         input_name = raw_session.get_inputs()[0].name
@@ -135,7 +135,7 @@ def validation_status(records, backend: str) -> "tuple[str, str | None]":
 
 def _raw_onnxruntime_session(privatizer: Privatizer):
     """A bare InferenceSession on the bundle's ONNX file, configured exactly like the adapter."""
-    bundle = privatizer.bundle
+    bundle = privatizer.pipeline.bundle
     if "onnxruntime" not in bundle.manifest["artifacts"] or not library_available("onnxruntime"):
         return None
     from sensorveil.runtime.backends.onnxruntime_backend import make_session

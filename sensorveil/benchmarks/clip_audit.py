@@ -72,9 +72,10 @@ def counter_factories(privatizer) -> dict:
         return lambda frame: people.prepare(frame)[1][1]
 
     def learned():
-        return LearnedPeopleDetector(privatizer.run_graph).find      # the graph alone: no background model
+        return LearnedPeopleDetector(privatizer.pipeline.run_graph).find      # the graph alone: no background model
 
-    independent = ("the bundle's learned detector alone", learned) if DETECTOR_GRAPH in privatizer.graphs else \
+    graphs = privatizer.pipeline.graphs
+    independent = ("the bundle's learned detector alone", learned) if DETECTOR_GRAPH in graphs else \
         ("OpenCV's KNN background model (the bundle carries no learned detector)",
          lambda: MotionPeopleDetector(background="knn").detect)
     # the pipeline's counter and KNN keep a background model: they count every frame, read on judged ones
@@ -172,12 +173,12 @@ def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None) -> di
 
     raw_frames = read_clip(clip, frames)
     privatizer = load_for_stream(bundle, backend=backend)
-    learned = DETECTOR_GRAPH in privatizer.graphs
+    learned = DETECTOR_GRAPH in privatizer.pipeline.graphs
     if log is not None:
         log(f"clip audit: the empty scene from {len(raw_frames)} frames" + (", people left out" if learned else ""))
     # the leak meter's and the reference people's empty scene
-    empty = empty_scene(raw_frames, TiledPeople(privatizer.run_graph) if learned else None)
-    tiles = LastFrame(TiledPeople(privatizer.run_graph)) if learned else None
+    empty = empty_scene(raw_frames, TiledPeople(privatizer.pipeline.run_graph) if learned else None)
+    tiles = LastFrame(TiledPeople(privatizer.pipeline.run_graph)) if learned else None
     meter, recall = LeakMeter(empty, offline=tiles), RecallCheck(empty, tiles)
     counts = CountCheck(counter_factories(privatizer), stateless=("independent",) if learned else ())
     stream = Stream(privatizer, open_source(str(clip), reconnect=False, prefetch=False))

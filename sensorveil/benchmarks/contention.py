@@ -79,9 +79,9 @@ class Contenders(object):
 
 def model_only(privatizer, sample: np.ndarray, calls: int, warmup: int = 10) -> dict:
     """FPS and CPU-ms per call of the model alone, back to back (the whole call for a multi-stage bundle)."""
-    if privatizer.single_model:
-        model_input = privatizer.graph_input(check_sensor_input(sample, privatizer.input_spec)[0])
-        call = lambda: privatizer.run_model(model_input)   # noqa: E731
+    if privatizer.pipeline.single_model:
+        model_input = privatizer.pipeline.graph_input(check_sensor_input(sample, privatizer.input_spec)[0])
+        call = lambda: privatizer.pipeline.run_model(model_input)   # noqa: E731
     else:
         call = lambda: privatizer(sample)   # noqa: E731
     for _ in range(warmup):
@@ -106,7 +106,7 @@ def measure(privatizer, bundle, source: str, frames: int) -> dict:
 
 def settings_of(privatizer) -> dict:
     """What the report says was used: the backend's own account of its CPU settings."""
-    described = privatizer.backend.describe()
+    described = privatizer.pipeline.backend.describe()
     keep = ("backend", "library_version", "library", "device", "cpu_policy", "threads", "spinning", "config",
             "host_sync")
     settings = {key: described[key] for key in keep if key in described}

@@ -25,7 +25,7 @@ import numpy as np
 from sensorveil.runtime import Privatizer
 from sensorveil.runtime.preprocess import make_preprocessor
 from sensorveil.runtime.sources import ReadAhead, open_source
-from sensorveil.runtime.stream import can_prepare_ahead, load_for_stream
+from sensorveil.runtime.stream import load_for_stream
 
 SENSOR_FPS = 30.0
 
@@ -63,7 +63,7 @@ def privatize_round(privatizer: Privatizer, preprocessors: list, prepared: list)
 
 def measure_streams(privatizer: Privatizer, source: str, streams: int, rounds: int, warmup: int = 5) -> dict:
     """One row: ``streams`` sources through one runtime for ``rounds`` timed rounds."""
-    ahead = can_prepare_ahead(privatizer.manifest)
+    ahead = privatizer.pipeline.prepares_ahead
     # reading ahead, the reader thread decodes itself; serial rounds let each source decode ahead.
     # open_source opens each source: opening again would start a second capture of the same file
     opened = [open_source(source, prefetch=not ahead) for _ in range(streams)]
@@ -111,7 +111,7 @@ def benchmark_streams(bundle_dir, source: str, streams: int, rounds: int = 200, 
         rows.append(measure_streams(privatizer, source, n, rounds))
     served = [row["streams"] for row in rows if row["keeps_sensor_rate"]]
     return {"bundle": str(bundle_dir), "source": source, "backend": privatizer.backend_name,
-            "batched": True, "read_ahead": can_prepare_ahead(privatizer.manifest),
+            "batched": True, "read_ahead": privatizer.pipeline.prepares_ahead,
             "model_threads": privatizer.backend_options.get("threads"), "sensor_fps": SENSOR_FPS, "rows": rows,
             "most_streams_at_sensor_rate": max(served) if served else 0}
 

@@ -80,9 +80,9 @@ def benchmark_stream(bundle_dir, source: str, backend: str = "auto", frames: "in
 def model_alone_fps(privatizer: Privatizer, sample: np.ndarray, calls: int = 300, warmup: int = 10) -> float:
     """Calls per second of the backend alone on one sample (the whole privatizer call for a pipeline
     of several stages), back to back, as a stream would call it if frames cost nothing."""
-    if privatizer.single_model:
-        model_input = privatizer.graph_input(check_sensor_input(sample, privatizer.input_spec)[0])
-        call = lambda: privatizer.run_model(model_input)   # noqa: E731 - one line each way
+    if privatizer.pipeline.single_model:
+        model_input = privatizer.pipeline.graph_input(check_sensor_input(sample, privatizer.input_spec)[0])
+        call = lambda: privatizer.pipeline.run_model(model_input)   # noqa: E731 - one line each way
     else:
         call = lambda: privatizer(sample)   # noqa: E731
     for _ in range(warmup):

@@ -29,6 +29,7 @@ from sensorveil.export.sensor_units import SensorUnits, UnitsPlan, plan_units
 from sensorveil.export.signing import load_private_key, sign_bundle
 from sensorveil.export.validate import compare, int8_privacy_record, raise_on_failure
 from sensorveil.runtime.bundle import MANIFEST_NAME, SINGLE_GRAPH
+from sensorveil.runtime.camera.settings import PASTE_CUT_OUT, PASTE_WINDOW
 from sensorveil.runtime.capabilities import PRECISION_ORDER, extra_of_module, formats, formats_writing, precisions_of
 from sensorveil.runtime.stages import MODEL_UNITS
 from sensorveil.runtime.stages.model import with_units
@@ -242,7 +243,8 @@ class Exporter:
             return {}
         cut_out = any(stage.get("cut_out") for stage in pipeline)
         # the bank's provenance is the substitution stage's (its bank_source), not the camera's
-        entry = {**{k: v for k, v in camera.items() if k != "bank"}, "paste": "cut-out" if cut_out else "window"}
+        paste = PASTE_CUT_OUT if cut_out else PASTE_WINDOW
+        entry = {**{k: v for k, v in camera.items() if k != "bank"}, "paste": paste}
         if self.person_detector == "ssdlite":
             clip = self.run["dataset"].get("path")
             job = DetectorJob(self.out_dir, self.precision, clip, speed=self.camera_speed, final_dir=self.final_dir)

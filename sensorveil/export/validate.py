@@ -37,7 +37,8 @@ def compare(bundle_dir, backend: str, graph: str, model: torch.nn.Module, model_
                 "reason": str(error)}
     with torch.no_grad():
         expected = model(torch.from_numpy(model_inputs)).numpy()
-    actual = np.concatenate([privatizer.run_graph(graph, model_inputs[i:i + 1]) for i in range(len(model_inputs))])
+    run_graph = privatizer.pipeline.run_graph
+    actual = np.concatenate([run_graph(graph, model_inputs[i:i + 1]) for i in range(len(model_inputs))])
     actual = actual.reshape(expected.shape)
     if to_model_units is not None:
         expected, actual = to_model_units(expected), to_model_units(actual)

@@ -66,6 +66,8 @@ class Bundle:
     manifest: dict
     contents: dict = field(default_factory=dict, repr=False, compare=False)
     signature: dict = field(default_factory=lambda: dict(trust.NOT_CHECKED), compare=False)
+    # the pre-processor the manifest declares (a camera entry's CameraSettings), parsed and checked at load
+    declared: object = field(default=None, compare=False)
 
     def path(self, name: str) -> Path:
         """Where a file lies; for messages and tools. Loading goes through ``read``."""
@@ -265,8 +267,8 @@ def open_bundle(path: "str | Path", trusted_keys=None, min_serial: "int | None" 
     # unsigned manifest says is acted on
     signature = trust.signature_status(manifest, read_signature(root), trust.configured_key_paths(trusted_keys), root)
     trust.check_serial(manifest, signature, min_serial, root)
-    validate_manifest(manifest, root)
+    declared = validate_manifest(manifest, root)
     refuse_unlisted(root, manifest)
     check_declared_sizes(root, manifest)
     contents = {name: read_verified(root, name, record) for name, record in manifest["files"].items()}
-    return Bundle(root=root, manifest=manifest, contents=contents, signature=signature)
+    return Bundle(root=root, manifest=manifest, contents=contents, signature=signature, declared=declared)

@@ -296,18 +296,16 @@ def source_range(frame: Frame) -> "tuple[float, float]":
                      "bundle's shape")
 
 
-def make_preprocessor(frame: Frame, spec: TensorSpec, depth_output: str = "patch", camera: "dict | None" = None,
-                      run_graph=None, scene_still=None):
-    """The pre-processor for frames like ``frame`` feeding a bundle with input ``spec``; ``camera``: the
-    manifest's camera entry of a bundle trained on people crops (sensorveil.runtime.camera), which camera
-    frames then take: detect, privatize each person's crop, paste back. ``run_graph``: the bundle's graph
-    runner (Privatizer.run_graph), for a camera pipeline whose people detector is one of its graphs;
-    ``scene_still``: the operator's picture of the empty place, where that pipeline's released scene starts."""
+def make_preprocessor(frame: Frame, spec: TensorSpec, depth_output: str = "patch", declared=None, run_graph=None,
+                      options=None):
+    """The pre-processor for frames like ``frame`` feeding a bundle with input ``spec``; ``declared``: the
+    pre-processor the bundle's manifest declares (runtime.preprocessor.Declared, e.g. a camera bundle's people
+    crops), which the frames it ``takes`` go through, built with ``run_graph`` (the bundle's graph runner) and
+    the caller's ``options`` for it."""
     if frame.data.shape == spec.sample_shape:
         return Passthrough()
-    if camera and frame.data.dtype == np.uint8 and frame.data.ndim in (2, 3):
-        from sensorveil.runtime.camera import person_crops_from_manifest
-        return person_crops_from_manifest(camera, run_graph, scene_still)
+    if declared is not None and declared.takes(frame):
+        return declared.make(run_graph, **(options or {}))
     if frame.modality == "depth" and is_depth_spec(spec) and frame.data.ndim == 2 and all(
             have >= need for have, need in zip(frame.data.shape, spec.sample_shape)):
         return DepthPersonPatch(spec.sample_shape, output=depth_output)

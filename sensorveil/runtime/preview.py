@@ -44,7 +44,7 @@ class ViewComposer:
             raise InputError(f"preview shows 2-D samples; this bundle's input has shape {spec.sample_shape}")
         self.low, self.high = spec.low, spec.high
         # a camera bundle privatizes the people of a frame: the panels show whole frames (see fit)
-        self.camera = bool(privatizer.manifest.get("camera"))
+        self.camera = privatizer.pipeline.declared is not None
         height, width = spec.sample_shape
         self.panel_px = panel_px
         self.panel = (panel_px, _even(panel_px * width / height))   # (rows, cols)

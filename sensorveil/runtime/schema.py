@@ -37,6 +37,7 @@ from sensorveil.runtime.manifest_fields import (  # noqa: F401
     pipeline_of,
     subpath,
 )
+from sensorveil.runtime.preprocessor import declared_in
 from sensorveil.runtime.self_test import validate_self_test
 from sensorveil.runtime.stages import STAGE_KINDS, stage_class
 
@@ -229,52 +230,16 @@ def validate_pipeline(where, manifest):
         stage_class(stage["kind"]).validate_fields(where, path, stage, manifest)
 
 
-def validate_camera(where, manifest):
-    """The optional ``camera`` entry of a bundle trained on people crops (sensorveil.runtime.camera):
-    frame "person-crops", detector "motion" or the learned one (its graph in every artifact), crop_shape
-    equal to the input's sample shape."""
-    if "camera" not in manifest:
-        return
-    camera = manifest["camera"]
-    need_object(where, "camera", camera, ("frame", "detector", "crop_shape"))
-    if camera["frame"] != "person-crops":
-        fail(where, "camera.frame", camera["frame"], "'person-crops'")
-    from sensorveil.runtime.camera import learned  # here: the camera package is only needed by camera bundles
-    if camera["detector"] not in ("motion", learned.DETECTOR_KIND):
-        fail(where, "camera.detector", camera["detector"], "'motion' or {!r}".format(learned.DETECTOR_KIND))
-    if camera["detector"] == learned.DETECTOR_KIND:
-        learned.check_fields(camera, lambda field, value, expected: fail(where, field, value, expected))
-        for backend, artifact in manifest["artifacts"].items():
-            if learned.DETECTOR_GRAPH not in graphs_of(artifact):
-                fail(where, "artifacts.{}.graphs".format(backend), sorted(graphs_of(artifact)),
-                     "a {!r} graph (camera.detector is {!r})".format(learned.DETECTOR_GRAPH, learned.DETECTOR_KIND))
-            learned.check_graph_entry(graphs_of(artifact)[learned.DETECTOR_GRAPH], manifest.get("files", {}),
-                                      "artifacts.{}.graphs.{}".format(backend, learned.DETECTOR_GRAPH),
-                                      lambda field, value, expected: fail(where, field, value, expected),
-                                      camera.get("detector_score", learned.DEFAULT_SCORE))
-    if camera["crop_shape"] != manifest["input"]["sample_shape"]:
-        fail(
-            where,
-            "camera.crop_shape",
-            camera["crop_shape"],
-            "the input's sample_shape {}".format(manifest["input"]["sample_shape"]),
-        )
-    if camera.get("paste", "window") not in ("window", "cut-out"):
-        fail(where, "camera.paste", camera.get("paste"), "'window' (the default) or 'cut-out'")
-    # the paste mode and the bank are checked together: a bank of cut-out people pasted as windows would paste
-    # their black surroundings, and a window mechanism's crops are no cut-outs; either mismatch is an edited file
-    cut_out = any(isinstance(stage, dict) and stage.get("cut_out") is True for stage in manifest.get("pipeline", []))
-    if cut_out != (camera.get("paste", "window") == "cut-out"):
-        fail(where, "camera.paste", camera.get("paste"),
-             "'cut-out' for a bank of cut-out people" if cut_out else "'window' for crops that are not cut-outs")
-    margin = camera.get("margin", 0.0)
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin <= 2:
-        fail(where, "camera.margin", margin, "a number from 0 to 2")
+def validate_declared(where, manifest):
+    """The pre-processor a bundle declares in its own manifest entry (a camera bundle's ``camera``), parsed and
+    checked by the class registered for it (runtime.preprocessor.DECLARED_KINDS); returns it, or None."""
+    return declared_in(manifest, where)
 
 
 # -- the whole manifest -------------------------------------------------------------------------
 def validate_manifest(manifest, where):
-    """Every field the runtime reads, in the order the runtime depends on them; one ManifestError."""
+    """Every field the runtime reads, in the order the runtime depends on them; one ManifestError. Returns
+    the parsed camera entry (``CameraSettings``), or None for a bundle without one."""
     need_object(where, "(the whole manifest)", manifest)
     missing = [key for key in REQUIRED_KEYS if key not in manifest]
     if missing:
@@ -296,8 +261,9 @@ def validate_manifest(manifest, where):
     validate_files(where, manifest["files"])
     validate_artifacts(where, manifest)
     validate_pipeline(where, manifest)
-    validate_camera(where, manifest)
+    declared = validate_declared(where, manifest)
     validate_self_test(where, manifest)
+    return declared
 
 
 # -- the model against the manifest, once a backend has loaded it --------------------------------

@@ -48,10 +48,10 @@ def bundle_array(bundle, name):
 def run_self_test(privatizer):
     """Refuse the bundle when the recorded inputs no longer give the recorded output."""
     entry = privatizer.manifest.get(SELF_TEST)
-    if not entry or not privatizer.single_model:     # only a one-model pipeline is deterministic
+    if not entry or not privatizer.pipeline.single_model:     # only a one-model pipeline is deterministic
         return
-    root = privatizer.bundle.root
-    inputs, expected = (bundle_array(privatizer.bundle, entry[key]) for key in ("input", "output"))
+    root = privatizer.pipeline.bundle.root
+    inputs, expected = (bundle_array(privatizer.pipeline.bundle, entry[key]) for key in ("input", "output"))
     spec = privatizer.output_spec
     if inputs.shape[1:] != privatizer.input_spec.sample_shape or expected.shape != (len(inputs),) + spec.sample_shape:
         raise BundleError("{}: self_test arrays {} and {} do not fit the input and output specs".format(

@@ -7,10 +7,10 @@ Each frame's time is split into capture / preprocess / inference / postprocess /
 
 * capture:     ``source.read()`` (decoding a video frame, waiting for the sensor)
 * preprocess:  frame -> sample (crop, resize; see preprocess.py), input validation and
-               normalization to model units (``check_sensor_input`` + ``Privatizer.graph_input``; only a
+               normalization to model units (``check_sensor_input`` + ``Privatizer.pipeline.graph_input``; only a
                reshape when the graph takes sensor units)
-* inference:   the backend alone (``Privatizer.run_model``)
-* postprocess: model units -> sensor units (``Privatizer.sensor_output``) and ``restore`` (e.g. paste)
+* inference:   the backend alone (``Privatizer.pipeline.run_model``)
+* postprocess: model units -> sensor units (``Privatizer.pipeline.sensor_output``) and ``restore`` (e.g. paste)
 * sink:        handing the output on
 * units:       (not a separate stage) the Privatizer's share of preprocess + postprocess:
                validation and the sensor<->model unit mapping
@@ -27,8 +27,9 @@ number of frames it announced is reported with ``frames_missing`` (a damaged or 
 
 Reading ahead: capture and pre-processing of the next frames run in their own thread (``ReadAhead``)
 while the model runs on this one, so a stream's frame rate is set by its slowest side rather than
-by the sum of all; their stage times are measured in that thread. Camera bundles stay one frame at
-a time (``can_prepare_ahead``). The report's ``prepared_ahead`` says which way a stream ran. The
+by the sum of all; their stage times are measured in that thread. A bundle whose declared
+pre-processor follows frames one at a time (a camera's background model) stays so
+(``StagePipeline.prepares_ahead``). The report's ``prepared_ahead`` says which way a stream ran. The
 reader reads a :class:`Prefetching` source with ``read_direct()``, so a frame changes threads once.
 
 The pre-processor follows the bundle and each frame: it is chosen per kind of frame (shape, dtype,
@@ -49,8 +50,6 @@ import numpy as np
 from sensorveil.runtime.backends import choose_backend
 from sensorveil.runtime.bundle import open_bundle
 from sensorveil.runtime.errors import InputError, OutputError
-from sensorveil.runtime.manifest_fields import pipeline_of
-from sensorveil.runtime.preprocess import make_preprocessor
 from sensorveil.runtime.preprocessor import MAX_PREPROCESSORS, PreprocessorCache, check_preprocessor, name_of  # noqa: F401
 from sensorveil.runtime.privatizer import Privatizer
 from sensorveil.runtime.sinks import Sink, SinkError
@@ -126,7 +125,10 @@ class Stream:
                  frames: "int | None" = None, warmup: int = 0, depth_output: str = "patch", preprocessor=None,
                  prepare_ahead: "bool | None" = None):
         self.privatizer, self.source, self.sink = privatizer, source, sink
-        self.prepare_ahead = can_prepare_ahead(privatizer.manifest) if prepare_ahead is None else bool(prepare_ahead)
+        # the loaded bundle's internals a stream drives: the first graph alone, the units around it, and the
+        # frame pre-processor the bundle declares
+        self.pipeline = privatizer.pipeline
+        self.prepare_ahead = self.pipeline.prepares_ahead if prepare_ahead is None else bool(prepare_ahead)
         self._reader = None            # the ReadAhead thread, started by the first frame
         # reading ahead, _prepare already runs in the reader thread: no second hop through Prefetching's
         self._read = getattr(source, "read_direct", source.read) if self.prepare_ahead else source.read
@@ -138,7 +140,7 @@ class Stream:
         self.preprocessors = PreprocessorCache()   # kind of frame -> its pre-processor, bounded (LRU)
         self.preprocessed = {}         # pre-processor name -> frames it prepared
         self.source_ended = False
-        self.split = privatizer.single_model
+        self.split = self.pipeline.single_model
         self.counters = Counters()
         # the newest TIMING_WINDOW frames per stage: a stream that runs for days keeps bounded memory
         self.samples_ms = {stage: deque(maxlen=TIMING_WINDOW) for stage in STAGES + ("units",)}
@@ -216,7 +218,7 @@ class Stream:
             batched = preprocessor.batched   # a batch per frame (camera crops)
             if self.split and not batched:
                 batch, _ = check_sensor_input(sample, self.privatizer.input_spec)
-                model_input = self.privatizer.graph_input(batch)
+                model_input = self.pipeline.graph_input(batch)
         except InputError as error:
             return Spoilt(frame, preprocessor, error)
         t_ready = clock()
@@ -233,10 +235,10 @@ class Stream:
             privatized = sample
             t_post = clock()
         elif item.model_input is not None:
-            model_output = self.privatizer.run_model(item.model_input)
+            model_output = self.pipeline.run_model(item.model_input)
             t_post = clock()
             try:
-                privatized = self.privatizer.sensor_output(model_output)[0]
+                privatized = self.pipeline.sensor_output(model_output)[0]
             except OutputError as error:
                 self._bad(error)
                 return False
@@ -284,10 +286,8 @@ class Stream:
     def _preprocessor_for(self, frame: Frame):
         if not self.fixed_preprocessor:
             kind = (frame.data.shape, frame.data.dtype.str, frame.modality)
-            privatizer = self.privatizer
-            self.preprocessor = self.preprocessors.get_or_make(kind, lambda: make_preprocessor(
-                frame, privatizer.input_spec, self.depth_output, privatizer.camera, privatizer.run_graph,
-                privatizer.scene_still))
+            self.preprocessor = self.preprocessors.get_or_make(
+                kind, lambda: self.pipeline.make_preprocessor(frame, self.depth_output))
         return self.preprocessor
 
     def frames_missing(self) -> "int | None":
@@ -328,11 +328,11 @@ class Stream:
         return report
 
 
-def can_prepare_ahead(manifest: dict) -> bool:
-    """Whether frames may be pre-processed ahead in another thread. Not for camera bundles: their
-    pre-processor's background model is updated by the next frame's detection while ``restore``
-    pastes onto it, so they stay one frame at a time."""
-    return manifest.get("camera") is None
+def can_prepare_ahead(bundle) -> bool:
+    """Whether frames of a loaded ``bundle`` may be pre-processed ahead in another thread: not where the
+    pre-processor it declares follows them one at a time (a camera's background model is updated by the next
+    frame's detection while ``restore`` pastes onto it)."""
+    return bundle.declared is None or bundle.declared.prepares_ahead
 
 
 def stream_threads(cores: "int | None" = None) -> int:
@@ -348,18 +348,13 @@ def load_for_stream(path, backend: str = "auto", threads: "int | None" = None, c
     beside a decoder and a camera app: ``cpu_policy`` "shared" (threads that sleep) by default."""
     bundle = open_bundle(path, trusted_keys=options.pop("trusted_keys", None))
     name, why = choose_backend(bundle, backend)
-    if name in CPU_BACKENDS and (threads or can_prepare_ahead(bundle.manifest)):
+    if name in CPU_BACKENDS and (threads or can_prepare_ahead(bundle)):
         options["threads"] = threads or stream_threads()
-    if options.get("output") is None and colour_release(bundle.manifest):
-        options["output"] = "colour"    # the camera release pastes its bank people in colour
+    if options.get("output") is None and bundle.declared is not None:
+        options["output"] = bundle.declared.stream_output(bundle.manifest)   # a camera bank's people in colour
     privatizer = Privatizer(bundle, backend=name, cpu_policy=cpu_policy, **options)
     privatizer.backend_why = why      # auto's reasons, not "asked for": the name was resolved here
     return privatizer
-
-
-def colour_release(manifest: dict) -> bool:
-    """A camera bundle whose bank people also come in colour (its draw stage's ``bank_colour``)."""
-    return bool(manifest.get("camera")) and any(stage.get("bank_colour") for stage in pipeline_of(manifest))
 
 
 def same_samples(privatized: np.ndarray, sample: np.ndarray) -> bool:

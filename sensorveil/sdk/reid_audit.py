@@ -245,14 +245,14 @@ def released_crops(bundle, backend: str, dataset, rows: np.ndarray, known: np.nd
     by the person's own mask (what a window paste shows of them), with no source row."""
     from sensorveil.runtime import Privatizer
     privatizer = Privatizer.load(bundle, backend=backend)
-    if privatizer.stages[-1].kind == "substitution":
+    if privatizer.pipeline.stages[-1].kind == "substitution":
         privatizer = Privatizer.load(bundle, backend=backend, output="index")
-        draw = privatizer.stages[-1]
+        draw = privatizer.pipeline.stages[-1]
         positions = np.concatenate([privatizer(dataset.x[rows[i:i + 256]],
                                                known=None if known is None else known[i:i + 256])
                                     for i in range(0, len(rows), 256)]).astype(np.int64)
         manifest = privatizer.manifest["pipeline"][-1]
-        samples = np.load(privatizer.bundle.root / manifest["bank_samples"], allow_pickle=False)
+        samples = np.load(privatizer.pipeline.bundle.root / manifest["bank_samples"], allow_pickle=False)
         return samples[positions].astype(np.uint8), draw.bank_indices[positions].astype(np.int64)
     out = np.concatenate([privatizer(dataset.x[rows[i:i + 256]]) for i in range(0, len(rows), 256)])
     return cut_out(np.clip(np.rint(out), 0, 255).astype(np.uint8), dataset.foreground[rows]), None

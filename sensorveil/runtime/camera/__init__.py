@@ -6,7 +6,8 @@ sample), the bundle privatizes the crops as a batch, and each privatized crop is
 its box. Everything outside the boxes is the raw frame ("window" paste), or the empty scene ("cut-out").
 
 One job per module: ``detect`` (the people detector), ``track`` (the tracker and walking directions),
-``composite`` (crops cut out and pasted back), ``pipeline`` (``PersonCrops``, the bundle's pre-processor).
+``composite`` (crops cut out and pasted back), ``settings`` (the manifest's camera entry, parsed and
+checked once, with its defaults), ``pipeline`` (``PersonCrops``, the bundle's pre-processor).
 
 numpy plus OpenCV, imported when a detector is built, with one error naming the extra. Runs on the
 boards' own Python (3.6): no annotations import, no walrus.
@@ -41,13 +42,13 @@ from sensorveil.runtime.camera.detect import (
 )
 from sensorveil.runtime.camera.pipeline import (
     MAX_PROTECT,
-    PASTE_MODES,
     WALKED_IN,
     WARMUP_BLOCK,
     CropContext,
     PersonCrops,
     person_crops_from_manifest,
 )
+from sensorveil.runtime.camera.settings import PASTE_CUT_OUT, PASTE_MODES, PASTE_WINDOW, CameraSettings
 from sensorveil.runtime.camera.track import Tracker, WalkingDirection, iou
 
 __all__ = [
@@ -62,4 +63,6 @@ __all__ = [
     # pipeline
     "PersonCrops", "CropContext", "person_crops_from_manifest", "PASTE_MODES", "WARMUP_BLOCK", "WALKED_IN",
     "MAX_PROTECT",
+    # settings
+    "CameraSettings", "PASTE_WINDOW", "PASTE_CUT_OUT",
 ]

@@ -3,9 +3,8 @@ the crop windows, the cut-out people made to stand out from the scene and kept a
 import numpy as np
 
 from sensorveil.runtime.camera.detect import BGR_TO_GRAY, opencv, to_gray
+from sensorveil.runtime.camera.settings import CROP_MARGIN, CROP_SHAPE
 
-CROP_SHAPE = (128, 64)          # (height, width) of a person crop: the bundle's sample shape
-CROP_MARGIN = 0.15              # each side of a person's box grows by this share before cropping
 # least grey-level gap between a pasted substitute and the scene behind it, so a downstream counter still
 # finds every pasted person (docs/decisions/0001-camera-paste.md; the count it keeps: docs/camera_results.md)
 PERSON_CONTRAST = 100

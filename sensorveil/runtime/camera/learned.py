@@ -27,24 +27,25 @@ import io
 import numpy as np
 
 from sensorveil.runtime.camera.detect import MotionPeopleDetector, opencv
+from sensorveil.runtime.camera.settings import (  # noqa: F401 - the detector's manifest fields, read where they are used
+    ANCHORS_KEY,
+    ANCHORS_SUFFIX,
+    COCO_PERSON,
+    DEFAULT_EVERY,
+    DEFAULT_SCORE,
+    DETECTOR_GRAPH,
+    DETECTOR_KIND,
+    EVERY_RANGE,
+    GRAPH_SCORE_KEY,
+    MOTION_SCALE,
+    MOTION_SCALE_RANGE,
+    SCORE_RANGE,
+)
 from sensorveil.runtime.camera.track import iou
 from sensorveil.runtime.errors import InputError, OutputError
 
-DETECTOR_KIND = "ssdlite+motion"    # the manifest's camera.detector for this pipeline
-DETECTOR_GRAPH = "person-detector"  # the bundle graph it runs
 DETECTOR_INPUT = (300, 300)         # the graph's input height and width
 DETECTOR_OUTPUT = "detections"
-COCO_PERSON = 1                     # the COCO class id of a person
-DEFAULT_SCORE = 0.3                 # the score from which a learned box counts as a person
-DEFAULT_EVERY = 1                   # run the graph on every frame unless the manifest says otherwise
-SCORE_RANGE = (0.05, 0.7)           # the thresholds a manifest may set; a higher one would all but blind the graph
-# motion beside the graph sees the frame at half size: a quarter of its background model's pixels, the same
-# people found (docs/decisions/0008-motion-half-size.md, scripts/motion_scale.py)
-MOTION_SCALE = 0.5
-# the scales a manifest's camera.motion_scale may set: down to a quarter motion still finds about as many people
-# beside the graph (docs/decisions/0012-camera-speed-preset.md); below it a walker is a few pixels of its model
-MOTION_SCALE_RANGE = (0.25, 1.0)
-EVERY_RANGE = (1, 10)
 OVERLAP_IOU = 0.6                   # boxes overlapping more are one person (the SSD config's own NMS threshold)
 MIN_HEIGHT = 12                     # px: a learned box shorter than this is not a person at this frame's scale
 COVERED = 0.5                       # a motion box whose area is this much inside a learned box is that person
@@ -55,11 +56,6 @@ COVERED = 0.5                       # a motion box whose area is this much insid
 # people twice (docs/decisions/0012-camera-speed-preset.md)
 STALE_AFTER = 3
 PARTLY = 0.1
-ANCHORS_KEY = "anchors"             # the detector graph entry's field naming its anchors file (the third form)
-# the detector graph entry's own threshold: a quantized graph scores people lower than fp32, so its export
-# matches it to the fp32 graph's people at camera.detector_score (sensorveil.export.detector_onnx_int8)
-GRAPH_SCORE_KEY = "score"
-ANCHORS_SUFFIX = ".npy"
 DECODED_WIDTH = 6                   # ymin, xmin, ymax, xmax, score, class
 ENCODED_WIDTH = 5                   # ty, tx, th, tw, person logit
 
@@ -67,14 +63,14 @@ ENCODED_WIDTH = 5                   # ty, tx, th, tw, person logit
 class LearnedPeopleDetector(object):
     """``detect(frame)`` -> int (N, 4) boxes (x, y, w, h) in frame pixels: the learned graph's people united
     with the motion detector's. ``run_graph(graph, batch)``: the loaded bundle's graph runner
-    (Privatizer.run_graph). The motion detector's background model and foreground mask stay what the
+    (Privatizer.pipeline.run_graph). The motion detector's background model and foreground mask stay what the
     pipeline reads (``protect``, ``foreground``)."""
 
     def __init__(self, run_graph, graph=DETECTOR_GRAPH, score=DEFAULT_SCORE, every=DEFAULT_EVERY, motion=None,
                  person_class=COCO_PERSON, input_size=DETECTOR_INPUT, box_coder=None, leave_behind=False):
         if run_graph is None:
-            raise InputError("the learned people detector needs the bundle's graphs (Privatizer.run_graph); "
-                             "expected a loaded bundle, got none")
+            raise InputError("the learned people detector needs the bundle's graphs "
+                             "(Privatizer.pipeline.run_graph); expected a loaded bundle, got none")
         self.run_graph, self.graph = run_graph, graph
         self.score, self.every, self.person_class = float(score), int(every), int(person_class)
         self.input_size = tuple(int(v) for v in input_size)
@@ -231,13 +227,13 @@ def load_box_coder(data, name):
 
 
 def bundle_box_coder(run_graph, graph):
-    """The (scales, anchors) the loaded bundle behind ``run_graph`` (Privatizer.run_graph) ships for ``graph``
-    (its entry's ``anchors`` file, the verified bytes); None for a graph that decodes its own boxes."""
-    privatizer = getattr(run_graph, "__self__", None)
-    bundle = getattr(privatizer, "bundle", None)
+    """The (scales, anchors) the loaded bundle behind ``run_graph`` (Privatizer.pipeline.run_graph) ships for
+    ``graph`` (its entry's ``anchors`` file, the verified bytes); None for a graph that decodes its own boxes."""
+    pipeline = getattr(run_graph, "__self__", None)
+    bundle = getattr(pipeline, "bundle", None)
     if bundle is None or not hasattr(bundle, "graph_artifact"):
         return None
-    name = bundle.graph_artifact(privatizer.backend_name, graph).get(ANCHORS_KEY)
+    name = bundle.graph_artifact(pipeline.backend_name, graph).get(ANCHORS_KEY)
     return None if name is None else load_box_coder(bundle.read(name), name)
 
 
@@ -295,49 +291,3 @@ def inside_pairs(boxes, others):
         np.maximum(boxes[:, None, 1], others[None, :, 1])
     area = np.maximum(boxes[:, 2] * boxes[:, 3], 1)[:, None]
     return (inside_w > 0) & (inside_h > 0) & (inside_w * inside_h >= COVERED * area)
-
-
-def check_fields(camera, fail):
-    """The manifest's detector fields for this pipeline, each in the range where it still finds people;
-    ``fail(field, value, expected)`` raises the manifest's one error."""
-    if camera.get("detector_graph") != DETECTOR_GRAPH:
-        fail("camera.detector_graph", camera.get("detector_graph"), repr(DETECTOR_GRAPH))
-    score = camera.get("detector_score", DEFAULT_SCORE)
-    if isinstance(score, bool) or not isinstance(score, (int, float)) or not SCORE_RANGE[0] <= score <= SCORE_RANGE[1]:
-        fail("camera.detector_score", score, "a number from {} to {}".format(*SCORE_RANGE))
-    every = camera.get("detector_every", DEFAULT_EVERY)
-    if isinstance(every, bool) or not isinstance(every, int) or not EVERY_RANGE[0] <= every <= EVERY_RANGE[1]:
-        fail("camera.detector_every", every, "a whole number from {} to {}".format(*EVERY_RANGE))
-    scale = camera.get("motion_scale", MOTION_SCALE)
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (
-            MOTION_SCALE_RANGE[0] <= scale <= MOTION_SCALE_RANGE[1]):
-        fail("camera.motion_scale", scale, "a number from {} to {}".format(*MOTION_SCALE_RANGE))
-    person = camera.get("detector_person_class", COCO_PERSON)
-    if person != COCO_PERSON:
-        fail("camera.detector_person_class", person, "{} (COCO's person)".format(COCO_PERSON))
-
-
-def check_graph_entry(entry, files, path, fail, camera_score=DEFAULT_SCORE):
-    """The detector graph entry's optional ``anchors``: a listed (so hashed and verified) .npy file; its
-    optional ``score``: in SCORE_RANGE and no higher than ``camera_score`` (camera.detector_score), since it
-    only ever lowers the threshold to find the people a quantized graph scores lower."""
-    if GRAPH_SCORE_KEY in entry:
-        score = entry[GRAPH_SCORE_KEY]
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or not (
-                SCORE_RANGE[0] <= score <= min(SCORE_RANGE[1], camera_score)):
-            fail(path + "." + GRAPH_SCORE_KEY, score, "a number from {} to camera.detector_score ({})".format(
-                SCORE_RANGE[0], camera_score))
-    if ANCHORS_KEY not in entry:
-        return
-    name = entry[ANCHORS_KEY]
-    if not isinstance(name, str) or not name.endswith(ANCHORS_SUFFIX) or name not in files:
-        fail(path + "." + ANCHORS_KEY, name, "a {} file listed in 'files' (so its sha256 is checked)".format(
-            ANCHORS_SUFFIX))
-
-
-def camera_for_graph(camera, entry):
-    """The manifest's ``camera`` entry as the loaded backend's detector graph runs: its entry's own ``score``
-    (validated by check_graph_entry) in place of camera.detector_score where it has one."""
-    if entry is None or GRAPH_SCORE_KEY not in entry:
-        return camera
-    return dict(camera, detector_score=entry[GRAPH_SCORE_KEY])

@@ -5,9 +5,17 @@ from typing import NamedTuple
 import numpy as np
 
 from sensorveil.runtime.camera import learned
-from sensorveil.runtime.camera.composite import CROP_MARGIN, CROP_SHAPE, crop_people, crop_windows, paste_people
+from sensorveil.runtime.camera.composite import crop_people, crop_windows, paste_people
 from sensorveil.runtime.camera.detect import MotionPeopleDetector, channels_like, to_gray
 from sensorveil.runtime.camera.scene import SCENE_HORIZON, QuietScene, busy_mask, starting_scene
+from sensorveil.runtime.camera.settings import (
+    CROP_MARGIN,
+    CROP_SHAPE,
+    DEFAULT_PASTE,
+    PASTE_MODES,
+    PASTE_WINDOW,
+    CameraSettings,
+)
 from sensorveil.runtime.camera.track import Tracker, WalkingDirection
 from sensorveil.runtime.errors import InputError
 from sensorveil.runtime.preprocessor import Preprocessor
@@ -35,34 +43,20 @@ class CropContext(NamedTuple):
     contrast: np.ndarray = None  # and the least gap a substitute keeps from it, per pixel (QuietScene.contrast)
 
 
-def person_crops_from_manifest(camera, run_graph=None, scene_still=None):
-    """The pre-processor a bundle's manifest ``camera`` entry describes; ``run_graph``: the loaded bundle's
-    graph runner (Privatizer.run_graph), which a pipeline with the learned detector needs; ``scene_still``:
-    the operator's picture of the empty place, the released scene's start instead of neutral grey."""
-    detector = camera.get("detector", "motion")
-    if camera.get("frame") != "person-crops" or detector not in ("motion", learned.DETECTOR_KIND):
-        raise InputError(
-            "camera pipeline {!r} with detector {!r} is not known to this runtime; expected "
-            "frame 'person-crops' with detector 'motion' or {!r}".format(
-                camera.get("frame"), detector, learned.DETECTOR_KIND)
-        )
+def person_crops_from_manifest(settings, run_graph=None, scene_still=None):
+    """The pre-processor a bundle's camera entry describes (``CameraSettings``, or the entry as a dict, parsed
+    here); ``run_graph``: the loaded bundle's graph runner, which a pipeline with the learned detector needs;
+    ``scene_still``: the operator's picture of the empty place, the released scene's start instead of neutral
+    grey."""
+    if not isinstance(settings, CameraSettings):
+        settings = CameraSettings.from_entry(settings)
     people = None
-    if detector == learned.DETECTOR_KIND:
+    if settings.learned:
         people = learned.LearnedPeopleDetector(
-            run_graph, graph=camera["detector_graph"], score=camera.get("detector_score", learned.DEFAULT_SCORE),
-            every=camera.get("detector_every", learned.DEFAULT_EVERY),
-            motion=MotionPeopleDetector(scale=camera.get("motion_scale", learned.MOTION_SCALE)),
-            leave_behind=camera.get("paste") == "cut-out")
-    return PersonCrops(
-        tuple(camera["crop_shape"]),
-        detector=people,
-        margin=float(camera.get("margin", CROP_MARGIN)),
-        paste=camera.get("paste", "window"),
-        scene_still=scene_still,
-    )
-
-
-PASTE_MODES = ("window", "cut-out")
+            run_graph, graph=settings.detector_graph, score=settings.detector_score, every=settings.detector_every,
+            motion=MotionPeopleDetector(scale=settings.motion_scale), leave_behind=settings.cuts_out)
+    return PersonCrops(settings.crop_shape, detector=people, margin=float(settings.margin), paste=settings.paste,
+                       scene_still=scene_still)
 
 
 class PersonCrops(Preprocessor):
@@ -80,7 +74,7 @@ class PersonCrops(Preprocessor):
     batched = True  # prepare() returns a batch of samples (one per person, maybe none)
 
     def __init__(
-        self, crop_shape=CROP_SHAPE, detector=None, margin=CROP_MARGIN, paste="window", max_protect=MAX_PROTECT,
+        self, crop_shape=CROP_SHAPE, detector=None, margin=CROP_MARGIN, paste=DEFAULT_PASTE, max_protect=MAX_PROTECT,
         scene_still=None, scene_horizon=SCENE_HORIZON,
     ):
         if paste not in PASTE_MODES:
@@ -167,7 +161,7 @@ class PersonCrops(Preprocessor):
             np.minimum(np.maximum(np.rint(privatized), 0), 255).astype(np.uint8)
         if crops.ndim == 4 and image.ndim == 2:   # colour substitutes on a grey camera: released in grey
             crops = np.stack([to_gray(crop) for crop in crops])
-        if self.paste == "window":     # the privatized crop over its whole window, on the quiet scene
+        if self.paste == PASTE_WINDOW:     # the privatized crop over its whole window, on the quiet scene
             return paste_people(scene, crops, windows)
         return paste_people(scene, crops, windows, scene, boxes=boxes, contrast=context.contrast)
 

@@ -193,10 +193,10 @@ class PASSMechanism(Mechanism):
                                             rows)
             draw = lambda rows: draw_indices(probs(rows), rng)                                 # noqa: E731
         else:
-            stage = privatizer.stages[-1]
+            stage = privatizer.pipeline.stages[-1]
             data = run_data(run_dir, run, bank_rows=stage.bank_indices)
             probs = lambda rows: in_batches(  # noqa: E731
-                lambda r: stage.conditioned(stage.probabilities(privatizer.run_model(data.x[r].numpy())),
+                lambda r: stage.conditioned(stage.probabilities(privatizer.pipeline.run_model(data.x[r].numpy())),
                                             data.known(r)), rows)
             draw = lambda rows: in_batches(  # noqa: E731
                 lambda r: privatizer(data.dataset.x[r], known=data.known(r)).astype(np.int64), rows)

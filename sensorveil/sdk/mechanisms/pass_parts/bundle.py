@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from sensorveil.runtime.camera.settings import CROP_EVERY
 from sensorveil.runtime.stages.model import ModelEntry
 from sensorveil.runtime.stages.substitution import LOGITS, SubstitutionEntry
 from sensorveil.sdk.datasets import SensorDataset
@@ -108,7 +109,7 @@ def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path
         if sub.get("condition"):
             grouping.append(dataset.attributes[sub["condition"]][bank_rows])
         np.save(out_dir / SEQUENCE_FILE, bank_sequences(bank_rows, *grouping), allow_pickle=False)
-        sequence = (SEQUENCE_FILE, (dataset.camera or {}).get("crop_every", 1))
+        sequence = (SEQUENCE_FILE, (dataset.camera or {}).get("crop_every", CROP_EVERY))
     draw = SubstitutionEntry(len(bank_rows), BANK_FILE, SAMPLES_FILE if include_samples else None,
                              COLOUR_FILE if colour else None, LOGITS, MODEL_OUTPUT_MEANING, cut_out,
                              bank_source=dict(bank_source) if cut_out and bank_source else None,

@@ -188,12 +188,12 @@ def evaluate_pass_bundle(bundle_dir, backend: str, run_dir, run: dict, attacker_
     OS entropy), mapped to the bank the bundle carries."""
     from sensorveil.runtime import Privatizer
     privatizer = Privatizer.load(bundle_dir, backend=backend, output="index")
-    draw = privatizer.stages[-1]
+    draw, run_model = privatizer.pipeline.stages[-1], privatizer.pipeline.run_model
     data = run_data(run_dir, run, bank_rows=draw.bank_indices)
     sensor_x = data.dataset.x
 
     def probs_fn(rows):
-        return in_batches(lambda r: draw.conditioned(draw.probabilities(privatizer.run_model(data.x[r].numpy())),
+        return in_batches(lambda r: draw.conditioned(draw.probabilities(run_model(data.x[r].numpy())),
                                                      data.known(r)), rows)
 
     def positions_fn(rows):
