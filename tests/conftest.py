@@ -66,7 +66,8 @@ def uji_zip() -> Path:
 # none of them, so `pytest tests/unit` stays the fast subset. The session fixtures train and export once per
 # session, so a test that asks for one carries the marker too (alone, it pays for the training).
 HEAVY = ("trains", "exports", "boots")
-FIXTURE_MARKS = {"digits_run": ("trains",), "digits_bundle": ("trains", "exports"), "depth_bundle": ("trains", "exports")}
+FIXTURE_MARKS = {"digits_run": ("trains",), "digits_bundle": ("trains", "exports"),
+                 "depth_bundle": ("trains", "exports")}
 UNIT = Path(__file__).parent / "unit"
 
 
