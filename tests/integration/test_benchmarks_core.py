@@ -4,9 +4,10 @@ import time
 
 import pytest
 
-from sensorveil.benchmarks.flops import onnx_flops, onnx_params, torch_flops, torch_params
 from sensorveil.benchmarks.latency import matmul_peak_gflops, measure_latency, percentiles
 from sensorveil.benchmarks.report import cpu_description, format_table, write_report
+from sensorveil.costs.onnx_counts import onnx_flops, onnx_params
+from sensorveil.costs.torch_counts import torch_flops, torch_params
 
 torch = pytest.importorskip("torch")
 nn = torch.nn

@@ -63,7 +63,7 @@ def test_variants_drop_the_modules_the_paper_removes():
 
 
 def test_depth_generator_fits_table3_budget():
-    from sensorveil.benchmarks.flops import torch_flops, torch_params
+    from sensorveil.costs.torch_counts import torch_flops, torch_params
     G = depth_generator().eval()
     flops = torch_flops(G, torch.rand(1, 1, 180, 180))
     assert flops <= 96.4e6, flops                        # Table 3, OccuTherm: 96.4M FLOP

@@ -1,4 +1,4 @@
-"""FLOP and parameter counts for torch modules and ONNX graphs.
+"""FLOP and parameter counts of an ONNX graph (torch modules: costs.torch_counts).
 
 Convention (shared by both sides so the numbers are comparable):
 FLOPs = 2 * multiply-accumulates, bias ignored.  This is what
@@ -7,8 +7,7 @@ Elementwise ops (activations, Add, BatchNormalization, ...) are reported
 separately for ONNX and are *not* part of ``total``, because FlopCounterMode
 does not count them either.
 
-torch is imported lazily so that deployment-side code (ONNX only) never
-pulls it in.
+This module never imports torch: the benchmarks count a bundle's graphs with it.
 """
 import warnings
 from functools import reduce
@@ -38,27 +37,6 @@ ELEMENTWISE_OPS = frozenset({
 _NON_PARAM_DTYPES = frozenset({TensorProto.INT64, TensorProto.BOOL})
 
 
-# --------------------------------------------------------------------- torch
-def torch_flops(model, example_input) -> int:
-    """FLOPs (2*MAC) of one inference forward pass, via FlopCounterMode."""
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
-
-    args = example_input if isinstance(example_input, tuple) else (example_input,)
-    counter = FlopCounterMode(display=False)
-    # no_grad: we measure inference; autograd bookkeeping would not add
-    # forward FLOPs but costs memory on large models.
-    with torch.no_grad(), counter:
-        model(*args)
-    return int(counter.get_total_flops())
-
-
-def torch_params(model) -> int:
-    """Number of parameters (shared tensors counted once, buffers excluded)."""
-    return int(sum(p.numel() for p in model.parameters()))
-
-
-# ---------------------------------------------------------------------- onnx
 def _load(model_or_path) -> onnx.ModelProto:
     if isinstance(model_or_path, onnx.ModelProto):
         return model_or_path
