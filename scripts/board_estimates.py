@@ -79,7 +79,7 @@ def find_detector() -> "Path | None":
 
 
 def compute(detector: Path, every: int) -> dict:
-    from sensorveil.benchmarks.flops import onnx_flops
+    from sensorveil.costs.onnx_counts import onnx_flops
     counted = onnx_flops(str(detector))
     if counted["unresolved"]:
         raise SystemExit(f"FLOPs of {detector} are a lower bound ({len(counted['unresolved'])} nodes unresolved)")

@@ -7,7 +7,7 @@ workstation's runtime emits for the same bundle and seed.
 JOBS.json maps a name to {"bundle": DIR, "backend": NAME, "options": {...}}; X.npz holds ``x``.
 OUT.npz gets NAME (the output), NAME_describe (the backend's description, JSON) and NAME_fps
 (batch-1 calls a second over ``--repeats`` calls; under emulation it says only that it runs).
-Used by tests/test_old_pythons.py and scripts/device_matrix.py.
+Used by tests/integration/test_old_pythons.py and scripts/device_matrix.py.
 """
 import argparse
 import importlib.util

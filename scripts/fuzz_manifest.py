@@ -117,7 +117,7 @@ def main(argv=None) -> int:
     if atheris is None:
         print("fuzz_manifest: atheris is not installed, so nothing was fuzzed. Install it with "
               "`pip install atheris` (it needs a clang/libFuzzer toolchain where no wheel exists); the "
-              "hypothesis property test tests/test_manifest_schema.py covers the same contract without it.",
+              "hypothesis property test tests/integration/test_manifest_schema.py covers the same contract without it.",
               file=sys.stderr)
         return 2
     scratch = scratch_copy(args.bundle)

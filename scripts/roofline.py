@@ -42,10 +42,10 @@ sys.path.insert(0, str(REPO / "scripts"))
 from depth_bundle import depth_bundle  # noqa: E402
 
 from sensorveil.benchmarks.bench import sensor_sample  # noqa: E402
-from sensorveil.benchmarks.flops import onnx_flops  # noqa: E402
 from sensorveil.benchmarks.latency import matmul_peak_gflops, measure_latency  # noqa: E402
 from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean  # noqa: E402
 from sensorveil.benchmarks.report import cpu_description, cpu_text  # noqa: E402
+from sensorveil.costs.onnx_counts import onnx_flops  # noqa: E402
 from sensorveil.runtime import Privatizer, open_bundle  # noqa: E402
 
 OPT_LEVELS = ("disabled", "basic", "extended", "all")

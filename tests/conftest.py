@@ -62,6 +62,32 @@ def uji_zip() -> Path:
     return UJI_ZIP
 
 
+# -- markers: a test that trains, exports or starts a process says so (setup.cfg's markers), and tests/unit has
+# none of them, so `pytest tests/unit` stays the fast subset. The session fixtures train and export once per
+# session, so a test that asks for one carries the marker too (alone, it pays for the training).
+HEAVY = ("trains", "exports", "boots")
+FIXTURE_MARKS = {"digits_run": ("trains",), "digits_bundle": ("trains", "exports"),
+                 "depth_bundle": ("trains", "exports")}
+UNIT = Path(__file__).parent / "unit"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    wrong = []
+    for item in items:
+        marks = {mark.name for mark in item.iter_markers()}
+        missing = sorted({m for name, needs in FIXTURE_MARKS.items() if name in getattr(item, "fixturenames", ())
+                          for m in needs} - marks)
+        if missing:
+            wrong.append("{}: uses a session fixture that {} but is not marked {}".format(
+                item.nodeid, "/".join(missing), ", ".join(missing)))
+        if UNIT in Path(str(item.fspath)).parents and marks & set(HEAVY):
+            wrong.append("{}: marked {} but in tests/unit (move it to tests/integration)".format(
+                item.nodeid, ", ".join(sorted(marks & set(HEAVY)))))
+    if wrong:
+        raise pytest.UsageError("test markers:\n  " + "\n  ".join(wrong))
+
+
 # -- the skip budget: under CI (SENSORVEIL_SKIP_BUDGET=1) a skip fails the run unless skips_allowed.txt
 # names its reason, so a missing shared file or install step cannot leave CI green with tests unrun.
 SKIPS_ALLOWED = Path(__file__).parent / "skips_allowed.txt"

@@ -150,7 +150,7 @@ def onnx_graph_complexity(bundle, bundle_dir: Path, manifest: dict) -> dict:
     if "onnxruntime" not in manifest["artifacts"]:
         return {}
     try:
-        from sensorveil.benchmarks.flops import onnx_flops, onnx_params
+        from sensorveil.costs.onnx_counts import onnx_flops, onnx_params
     except ImportError:
         return {}
     files = [bundle_dir / bundle.graph_artifact("onnxruntime", name)["file"]

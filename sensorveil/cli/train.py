@@ -4,7 +4,7 @@ import sys
 from sensorveil.cli.common import parse_settings, positive_int, print_mapping
 
 # the datasets `train` takes, spelled out: the parser is built on boards whose Python (3.6) cannot import
-# the trainer's dataset registry; tests/test_cli_and_bench.py checks this list against the registry
+# the trainer's dataset registry; tests/integration/test_cli_and_bench.py checks this list against the registry
 DATASET_NAMES = ("digits", "ujiindoorloc", "synthetic-depth", "npz", "motionsense", "adult", "walkway")
 
 

@@ -337,7 +337,8 @@ class Exporter:
     # -- manifest pieces -----------------------------------------------------------------
     def _complexity(self, artifacts: dict) -> dict:
         """FLOPs and params summed over the bundle's graphs, from torch and from the ONNX files."""
-        from sensorveil.benchmarks.flops import onnx_flops, onnx_params, torch_flops, torch_params
+        from sensorveil.costs.onnx_counts import onnx_flops, onnx_params
+        from sensorveil.costs.torch_counts import torch_flops, torch_params
 
         record = {"params": 0, "flops_torch": 0}
         for name, graph in self.graphs.items():

@@ -3,7 +3,7 @@
 onnxruntime.quantization writes an import for every domain today's onnxruntime knows (ai.onnx.ml 5,
 com.microsoft, training and preview domains), used or not; onnxruntime 1.10, the last release for
 JetPack 4.6's Python 3.6, refuses a model that imports a domain version newer than it knows, even one no
-node uses (tests/test_detector_onnx_int8.py runs an int8 bundle there)."""
+node uses (tests/integration/test_detector_onnx_int8.py runs an int8 bundle there)."""
 from __future__ import annotations
 
 from pathlib import Path

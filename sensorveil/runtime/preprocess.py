@@ -215,7 +215,7 @@ def _fit_with_opencv(cv2, crop: np.ndarray, height: int, width: int) -> np.ndarr
     on the small image, all in 8 bits (the range map is then one table lookup, FitToBundle.levels): less
     time per walkway frame than resizing in 8 bits and mapping grey and range in float. Each 8-bit step
     rounds, so values differ from the float numpy path by at most one source level, the camera's own
-    quantization (tests/test_streams.py bounds the difference from OpenCV's float resize)."""
+    quantization (tests/integration/test_streams.py bounds the difference from OpenCV's float resize)."""
     small = cv2.resize(crop, (width, height), interpolation=cv2.INTER_AREA)   # a ROI view: no copy needed
     if small.ndim == 2:
         return small

@@ -204,7 +204,7 @@ def frame_stats(stats, small_shape, frame_shape):
 def blob_stats(cv2, mask):
     """(count, stats) of ``mask``'s 8-connected blobs, as cv2.connectedComponentsWithStats gives them,
     labelled in 16 bits wherever every possible blob fits: OpenCV's 32-bit labelling spends more CPU on a
-    480x360 mask of a few people (tests/test_camera_fast_paths.py checks both give the same blobs). 8-connected
+    480x360 mask of a few people (tests/unit/test_camera_fast_paths.py checks both give the same blobs). 8-connected
     blobs are at least one free pixel apart, so a mask holds at most ceil(H/2) x ceil(W/2) of them."""
     height, width = mask.shape[:2]
     most_blobs = ((height + 1) // 2) * ((width + 1) // 2)

@@ -78,7 +78,8 @@ def distance_correlation(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """dCor(a, b) of a batch by the bias-corrected estimator (Szekely and Rizzo 2014, U-centred distance
     matrices): dCor^2 = dCov_u(a, b) / sqrt(dCov_u(a, a) dCov_u(b, b)), clamped at 0. The plain
     (V-statistic) estimator of 2007 is biased far above 0 for independent variables at L3's batch sizes,
-    so L3 (eq. 3) gave almost no signal; tests/test_sanitizer.py checks this one stays near 0 there."""
+    so L3 (eq. 3) gave almost no signal; tests/integration/test_sanitizer.py checks this one stays near 0
+    there."""
     n = a.shape[0]
     if n < 4:
         return a.new_zeros(())

@@ -1,0 +1,102 @@
+"""The identity audit (sensorveil.sdk.reid_audit): re-identification figures as the field computes them, a verdict
+only with power, and a bank search that finds a bank cut from the clip and not the rendered walkers."""
+import json
+
+import numpy as np
+import pytest
+
+from sensorveil.sdk import reid_audit
+from tests.integration.test_camera import walkway
+
+
+def test_rank1_and_average_precision_as_market1501_computes_them():
+    gallery_ids = np.array([1, 2, 1, 3])
+    similarity = np.array([[0.9, 0.8, 0.1, 0.0],     # person 1: right first; its second crop ranked 3rd
+                           [0.9, 0.8, 0.1, 0.0]])    # person 2: wrong first, right second
+    hit, ap = reid_audit.ranking_scores(similarity, np.array([1, 2]), gallery_ids)
+    assert hit.tolist() == [True, False]
+    np.testing.assert_allclose(ap, [(1 / 1 + 2 / 3) / 2, 1 / 2])
+
+
+def test_chance_is_a_random_ranking_of_the_same_gallery():
+    ids = np.repeat(np.arange(10), 4)
+    chance = reid_audit.chance_scores(ids, ids, seed=0, draws=50)
+    assert chance["people"] == 10 and abs(chance["rank1"] - 0.1) < 0.02
+
+
+def test_test_people_are_disjoint_from_training_people_and_alternate_gallery_and_query():
+    track = np.array([0, 0, 1, 1, 1, 2, 2, 2, 2, 3])
+    split = np.array([0, 0, 0, 1, 1, 1, 1, 1, 1, 1])
+    train, gallery, query = reid_audit.identity_split(track, split)
+    assert set(track[train]) == {0, 1}
+    assert set(track[gallery]) == set(track[query]) == {2}       # 1 straddles the cut; 3 has one crop
+    assert gallery.tolist() == [5, 7] and query.tolist() == [6, 8]
+
+
+def figures(mean, low, high):
+    return {"mean": mean, "low": low, "high": high}
+
+
+@pytest.mark.parametrize("raw, released, bank, expected", [
+    (figures(0.30, 0.25, 0.35), figures(0.10, 0.08, 0.12), None, "no power"),        # raw below 40%
+    (figures(0.60, 0.50, 0.70), figures(0.10, 0.00, 0.20), None, "no verdict"),      # +-10 points
+    (figures(0.60, 0.50, 0.70), figures(0.15, 0.12, 0.18), None, "protects"),
+    (figures(0.60, 0.50, 0.70), figures(0.30, 0.27, 0.33), None, "leaks"),
+    (figures(0.60, 0.50, 0.70), figures(0.10, 0.08, 0.12),
+     {"found": figures(0.80, 0.70, 0.90), "false_match_rate": 0.05}, "leaks"),     # bystanders in the bank
+])
+def test_a_verdict_holds_only_when_every_part_of_the_goal_holds(raw, released, bank, expected):
+    chance = {"rank1": 0.1, "mAP": 0.1, "people": 10}
+    assert reid_audit.verdict({"rank1": raw}, {"rank1": released}, chance, bank)[0] == expected
+
+
+@pytest.mark.exports
+@pytest.mark.trains
+def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip_bank_would_be_found(tmp_path):
+    from sensorveil.export import export_run
+    from sensorveil.sdk.runs import train_run
+    run = train_run("pass", "walkway", data_path=walkway(), out=tmp_path / "run", epochs=1, attacker_epochs=1,
+                    dataset_options={"stride": 4},
+                    settings={"embedding_dim": 32, "progress": False, "condition": "direction"})
+    bundle = export_run(run, "onnx", tmp_path / "bundle", person_detector="motion")
+    result = reid_audit.audit_bundle(bundle, epochs=8, seed=0)
+    assert result["test_people"] >= 10 and result["raw"]["queries"] >= 100
+    assert result["verdict"] in ("protects", "leaks", "no power", "no verdict")
+    assert result["raw"]["rank1"]["mean"] > 2 * result["chance"]["rank1"]          # the attacker sees people
+    assert result["bank"]["found"]["mean"] <= 0.15                                 # rendered walkers: strangers
+    assert "rank1_of_clip_people" not in result["bank"]
+    # power of the bank search: the clip's own training people, released as they are, are found
+    from sensorveil.sdk.datasets import load_dataset
+    data = load_dataset("walkway", walkway(), stride=4)
+    train, gallery, query = reid_audit.identity_split(data.attributes["track"], data.attributes["trial_split"])
+    features = reid_audit.train_attacker(reid_audit.cut_out(data.x[train], data.foreground[train]),
+                                         data.attributes["track"][train], 8, 0)
+    shown = train[::3]
+    clip_bank = reid_audit.bank_search(features, data, train, reid_audit.cut_out(data.x[shown], data.foreground[shown]),
+                                       shown, query, seed=0)
+    assert clip_bank["found"]["mean"] >= 0.5 and clip_bank["rank1_of_clip_people"]["rank1"]["mean"] >= 0.3
+    assert "identity: re-identification" in reid_audit.format_identity(result)
+    # the verb a user runs on their own bundle and clip: the goal part by part, nothing retrained
+    from sensorveil.cli import main
+    assert main(["camera-audit", str(bundle), "--clip", walkway(), "--frames", "100", "--no-identity",
+                 "--json", str(tmp_path / "goal.json")]) == 0
+    written = json.loads((tmp_path / "goal.json").read_text())
+    assert set(written["goal"]["parts"]) == {"identity", "leak_meter", "recall", "count"}
+    assert written["clip"]["frames"] == 100 and written["clip"]["leak_meter"]["measured_boxes"] > 0
+
+
+@pytest.mark.parametrize("attributes, identity, expected", [
+    ("protects", "protects", "goal met"), ("protects", "no verdict", "no verdict"),
+    ("leaks", "protects", "goal not met"), ("protects", "leaks", "goal not met"),
+])
+def test_the_camera_quickstart_is_met_only_when_every_audit_holds(attributes, identity, expected):
+    from sensorveil.quickstart import camera_summary
+    from tests.integration.test_camera_goal import clip_figures
+    interval = {"mean": 0.3, "low": 0.2, "high": 0.4}
+    audit = {"strongest_attacker": "trees", "private": {"trees": interval}, "random_star": 0.3, "useful": interval,
+             "goal": {"strongest_within_5_points_of_random_star": True}, "verdict": attributes,
+             "power": {"raw_strongest_accuracy": 0.5}}
+    summary = camera_summary(1.0, "b", "r", audit, {"verdict": identity, "why": "-"},
+                             {"video": "v", "contact_sheet": "c"}, clip_figures())
+    assert summary["verdict"] == expected
+    assert set(summary["goal"]["parts"]) == {"identity", "attributes", "leak_meter", "recall", "count"}

@@ -1,0 +1,54 @@
+"""RevealClock: which counter finds lie over blocks the quiet scene began showing recently."""
+import numpy as np
+import pytest
+
+pytest.importorskip("cv2")
+
+from sensorveil.benchmarks.scene_reveals import RevealClock  # noqa: E402
+from sensorveil.runtime.camera.scene import QuietScene  # noqa: E402
+
+
+def test_a_box_over_a_block_revealed_within_the_window_is_counted_and_later_not():
+    shape = (32, 96)
+    scene = QuietScene(shape, horizon=3, block=8)
+    clock = RevealClock(within=5)
+    busy = np.zeros(shape, dtype=bool)
+    busy[:, 48:] = True         # the right half never quiet: never revealed; the left a wide region, revealed
+    frame = np.full(shape, 90, dtype=np.uint8)
+    inside, outside = [[2, 2, 4, 12]], [[60, 2, 4, 12]]   # over blocks (0..1, 0) and (0..1, 7)
+    counted = []
+    for index in range(14):
+        scene.update(frame, busy)
+        clock.note(scene, index)
+        counted.append((clock.over_recent(inside, index), clock.over_recent(outside, index)))
+    revealed = int(clock.revealed_at[0, 0])
+    assert revealed == 2                      # quiet from frame 0, shown once quiet for horizon (3) frames
+    assert [c[0] for c in counted] == [0] * revealed + [1] * 6 + [0] * (14 - revealed - 6)
+    assert all(c[1] == 0 for c in counted)
+    assert not np.isfinite(clock.revealed_at[:, -1]).any()
+
+
+def test_without_a_quiet_scene_there_is_nothing_to_tell():
+    clock = RevealClock()
+    clock.note(None, 0)
+    assert clock.over_recent([[0, 0, 5, 10]], 0) is None
+
+
+def camera_results_script():
+    from tests.conftest import load_script
+    return load_script("camera_results")
+
+
+def test_the_page_says_what_a_counter_finds_outside_the_windows_is():
+    page = camera_results_script()
+    windows = [(10, 10, 30, 50)]
+    boxes = [(12, 12, 10, 30), (40, 5, 8, 30), (25, 20, 10, 20)]    # inside, outside, half its columns in
+    assert page.outside_windows(boxes, windows, (60, 60)) == [(40, 5, 8, 30)]
+    figures = {"counted_private_people": 1200, "unprivatized_people": 40, "frames_with_unprivatized": 30,
+               "frames": 795}
+    window_release = page.outside_windows_line("prgan", {**figures, "unprivatized_over_reveals": None})
+    assert "(people its detector missed), in 30 of 795 frames." in window_release
+    cut_out = page.outside_windows_line("pass", {**figures, "unprivatized_over_reveals": 31})
+    assert "detector missed" not in cut_out and "31 of them lie over a block" in cut_out
+    assert page.outside_windows_line("pass", figures) == page.outside_windows_line(
+        "pass", {**figures, "unprivatized_over_reveals": None})     # pages from before the figure read as they did
