@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.boots, pytest.mark.trains]
 
 pytest.importorskip("flwr", reason="Flower is the federated extra: pip install 'sensorveil[federated]'")
 
-ADAPTIVE_APPS = "tests.test_federated_adaptive_attack:adaptive_apps"
+ADAPTIVE_APPS = "tests.integration.test_federated_adaptive_attack:adaptive_apps"
 ATTACKER, CLIENTS, ROUNDS, MULTIPLE = 0, 5, 3, 2.0
 
 

@@ -22,7 +22,7 @@ from sensorveil.sdk.mechanisms import tappfl
 
 pytest.importorskip("flwr", reason="Flower is the federated extra: pip install 'sensorveil[federated]'")
 
-HOSTILE_APPS = "tests.test_federated_defence:hostile_apps"
+HOSTILE_APPS = "tests.integration.test_federated_defence:hostile_apps"
 SEND_KINDS = ("nan", "inf", "huge", "shape", "scalar", "dtype", "count", "outlier")
 
 

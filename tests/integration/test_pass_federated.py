@@ -30,8 +30,8 @@ from sensorveil.sdk.mechanisms.pass_parts.bundle import WEIGHTS_FILE
 
 pytest.importorskip("flwr", reason="Flower is the federated extra: pip install 'sensorveil[federated]'")
 
-HOSTILE_APPS = "tests.test_pass_federated:hostile_apps"
-AUDITED_APPS = "tests.test_pass_federated:audited_apps"
+HOSTILE_APPS = "tests.integration.test_pass_federated:hostile_apps"
+AUDITED_APPS = "tests.integration.test_pass_federated:audited_apps"
 TINY = {"clients": 3, "rounds": 2, "local_epochs": 1, "substitutes": 128, "embedding_dim": 32, "progress": False}
 
 
