@@ -295,21 +295,22 @@ def sanitizer_section() -> list[str]:
     lines = [
         "## Sanitizer beside them",
         "",
-        f"From `{results['command']}` ({results['timestamp']}; docs/sanitizer_results.md has CAS and the "
-        "curves). Leakage: the stronger of the neural and tree attackers trained on the sanitized data; "
-        "each mechanism's most private setting is shown with the hyper-volume of its whole sweep.",
+        f"From `{results['command']}` ({results['timestamp']}; docs/sanitizer_results.md has CAS, the raw rows "
+        "and the curves). Leakage: the strongest attacker of the shared audit (3 seeds) on the sanitized data; "
+        "each mechanism's most private setting is shown with the hyper-volume of its whole sweep, and the page's "
+        "goal (privacy and utility both) for that setting.",
         "",
-        "| dataset | private / useful | mechanism | setting | leakage | Random* | useful probe | HV |",
-        "|---|---|---|---|---:|---:|---:|---:|",
+        "| dataset | private / useful | mechanism | setting | leakage | Random* | useful probe | HV | goal |",
+        "|---|---|---|---|---:|---:|---:|---:|---|",
     ]
     for data in results["datasets"]:
         for kind, curve in data["curves"].items():
-            point = min(curve["points"], key=lambda p: max(p["leakage"], p["leakage_trees"]))
+            point = min(curve["points"], key=lambda p: p["strongest"]["mean"])
             setting = ", ".join(f"{k} {v:g}" for k, v in point["setting"].items()) or "-"
             lines.append(
                 f"| {data['dataset']} | {data['private']} / {data['useful']} | {kind} | {setting} "
-                f"| {pct(max(point['leakage'], point['leakage_trees']))} | {pct(data['random_star'])} "
-                f"| {pct(point['utility'])} | {curve['hypervolume']:.3f} |"
+                f"| {pct(point['strongest']['mean'])} | {pct(data['random_star'])} "
+                f"| {pct(point['utility']['mean'])} | {curve['hypervolume']:.3f} | {point['goal']} |"
             )
     return lines + [""]
 
