@@ -366,6 +366,8 @@ def count_floor(clip: Path) -> dict:
     counted against the raw clip the same way as the privatized video is."""
     import cv2
 
+    from sensorveil.benchmarks.clip_audit import jpeg_floor
+
     pairs = counters()
     counted = {name: ([], []) for name in pairs}
     capture = cv2.VideoCapture(str(clip))
@@ -373,7 +375,7 @@ def count_floor(clip: Path) -> dict:
         ok, frame = capture.read()
         if not ok:
             break
-        changed = cv2.imdecode(cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, 90])[1], cv2.IMREAD_COLOR)
+        changed = jpeg_floor(frame)
         for name, (on_raw, on_changed) in pairs.items():
             counted[name][0].append(len(on_raw(frame)))
             counted[name][1].append(len(on_changed(changed)))
