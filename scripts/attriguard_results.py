@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean
 from sensorveil.runtime.stages.attriguard import CHUNK, draw, kkt_mechanism, panda, phase_one
 from sensorveil.sdk import mechanisms
 from sensorveil.sdk.evaluation import baselines, probing_attack
 from sensorveil.sdk.mechanisms.attriguard import attacker_suite, numpy_decide
 from sensorveil.sdk.runs import read_run, train_run
+from sensorveil_lab.provenance import page_header, portable, provenance, recorded, require_clean
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))

@@ -25,11 +25,10 @@ import json
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from sensorveil.devices import list_profiles, load_profile
+from sensorveil_lab.provenance import page_header, portable, provenance, require_clean
 
-from sensorveil.benchmarks.provenance import page_header, portable, provenance, require_clean  # noqa: E402
-from sensorveil.devices import list_profiles, load_profile  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 DETECTOR_KIND = "detector"    # reference_throughput entries of this kind are the published detector figures
 # The same architecture as ours counted the way the published model's FLOPs were counted: a cross-check of

@@ -20,14 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from sensorveil.benchmarks.leak_meter import LeakMeter, TiledPeople, empty_scene  # noqa: E402
-from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean  # noqa: E402
-from sensorveil.benchmarks.scene_reveals import REVEAL_RECENT, RevealClock  # noqa: E402
-from sensorveil.runtime.camera.learned import DETECTOR_GRAPH  # noqa: E402
-from sensorveil.runtime.camera.settings import PASTE_CUT_OUT, CameraSettings  # noqa: E402
+from sensorveil.benchmarks.leak_meter import empty_scene
+from sensorveil.runtime.camera.learned import DETECTOR_GRAPH
+from sensorveil.runtime.camera.settings import PASTE_CUT_OUT, CameraSettings
+from sensorveil_lab.camera_pipeline import pipeline_on_clip
+from sensorveil_lab.clips import clip_frames, scene_truth
+from sensorveil_lab.people_counters import COUNTER_NAMES, COUNTERS, count_figures, counters
+from sensorveil_lab.provenance import page_header, portable, provenance, recorded, require_clean
+from sensorveil_lab.scene_reveals import REVEAL_RECENT
 
+ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))
 CLIP = SHARED / "media" / "walkway.avi"
 MECHANISMS = {
@@ -125,167 +127,7 @@ def direction_only_audit(run_dir, run: dict, privatizer, seeds: int, epochs: int
     return audit(release, seeds=seeds, attacker_epochs=epochs)
 
 
-# the downstream people counters the count is checked with: the pipeline's own detector and tracker, the
-# same detector without the tracker (its background model learns people who stop), and another model
-COUNTERS = {
-    "pipeline": "the pipeline's own (MOG2 + tracker: people who walked in stay found when they stop)",
-    "mog2": "plain MOG2 (no tracker: people who stop fade into its scene)",
-    "knn": "KNN, OpenCV's other background model",
-}
-COUNTER_NAMES = {"pipeline": "the pipeline's own counter", "mog2": "plain MOG2", "knn": "KNN"}
 FLOOR_CHANGE = "the raw clip re-encoded as JPEG quality 90"
-
-
-def count_figures(counted_raw, counted_private) -> dict:
-    """Same-count share and privatized-minus-raw mean (95% interval) of two per-frame count series."""
-    counted_raw, counted_private = np.asarray(counted_raw), np.asarray(counted_private)
-    diff = counted_private - counted_raw
-    return {
-        "same_share": float((diff == 0).mean()),
-        "mean_abs_diff": float(np.abs(diff).mean()),
-        "mean_diff": float(diff.mean()),
-        "mean_diff_ci95": 1.96 * float(diff.std(ddof=1)) / math.sqrt(len(diff)),
-        "raw_mean": float(counted_raw.mean()),
-        "private_mean": float(counted_private.mean()),
-        "raw_people": int(counted_raw.sum()),
-        "private_people": int(counted_private.sum()),
-    }
-
-
-def counter(name: str):
-    """A fresh counter of ``COUNTERS``: a frame in, the boxes (x, y, w, h) of the people it finds out."""
-    from sensorveil.runtime.camera import MotionPeopleDetector, PersonCrops
-
-    if name == "pipeline":
-        people = PersonCrops()
-        return lambda frame: people.prepare(frame)[1][1]
-    return MotionPeopleDetector(background=name).detect
-
-
-def counters() -> dict:
-    """Two fresh copies of each counter: one for the raw video, one for the video compared with it."""
-    return {name: (counter(name), counter(name)) for name in COUNTERS}
-
-
-def pipeline_on_clip(bundle: Path, clip: Path, sheet_frames: list, seed: int | None = None, leaks: bool = True,
-                     offline_graph=None) -> dict:
-    """The whole camera pipeline over the clip, torch-free code only: decode, detect, privatize every
-    crop, paste back. Counts per frame: the pipeline's detections, and each counter of ``COUNTERS`` run
-    afresh on the raw and on the privatized video (what a people counter downstream would see). The release
-    is the one `sensorveil run` makes: bank people in colour where the bundle carries them in colour.
-    ``offline_graph``: the graph runner the leak meter's tiled detector uses (default: the bundle's own), so
-    bundles whose detectors differ are judged against the same people."""
-    from sensorveil.runtime.camera import iou
-    from sensorveil.runtime.sources import open_source
-    from sensorveil.runtime.stream import Stream
-
-    stream = Stream(stream_privatizer(bundle, seed), open_source(str(clip), prefetch=False))
-    privatizer = stream.privatizer
-    learned = DETECTOR_GRAPH in privatizer.pipeline.graphs     # the bundle's own detector also looks, on tiles
-    truth, empty = scene_truth(clip)
-    offline = TiledPeople(offline_graph or privatizer.pipeline.run_graph) if learned else None
-    if truth is not None:     # a made scene: its recorded people are looked at too
-        offline = truth_boxes(truth, offline)
-    meter = LeakMeter(clip_empty_scene(clip) if empty is None else empty, offline=offline) if leaks else None
-    pairs = counters()
-    counted = {name: ([], []) for name in pairs}
-    detected, unprivatized, undetected, kept = [], [], {name: 0 for name in pairs}, {}
-    reveals, over_reveals = RevealClock(), []
-    pipeline_cpu = pipeline_wall = 0.0
-    frames = 0
-    iterator = iter(stream)
-    while True:
-        c0, w0 = time.process_time(), time.perf_counter()
-        result = next(iterator, None)
-        pipeline_cpu += time.process_time() - c0
-        pipeline_wall += time.perf_counter() - w0
-        if result is None:
-            break
-        frames += 1
-        detected.append(len(result.sample))
-        reveals.note(getattr(stream.preprocessor, "scene", None), result.frame.index)
-        if meter is not None:
-            meter.add(result.frame.index, result.frame.data, result.output, stream.preprocessor.last_boxes,
-                      stream.preprocessor.last_windows)
-        for name, (on_raw, on_private) in pairs.items():
-            raw_boxes, found = on_raw(result.frame.data), on_private(result.output)
-            counted[name][0].append(len(raw_boxes))
-            counted[name][1].append(len(found))
-            # the counter's people in the raw frame that the pipeline's detector did not find: the release
-            # leaves them out (cut-out) or sends them as they are (window), so no paste can count them
-            if len(raw_boxes):
-                pipeline_boxes = stream.preprocessor.last_boxes
-                undetected[name] += (
-                    int((iou(raw_boxes, pipeline_boxes).max(1) < 0.3).sum()) if len(pipeline_boxes) else len(raw_boxes)
-                )
-            if name == "pipeline":
-                outside = outside_windows(found, stream.preprocessor.last_windows, result.output.shape[:2])
-                unprivatized.append(len(outside))
-                over_reveals.append(reveals.over_recent(outside, result.frame.index))
-        if result.frame.index in sheet_frames:
-            kept[result.frame.index] = (result.frame.data.copy(), result.output.copy())
-    detected = np.asarray(detected)
-    report = stream.report()
-    counts = {name: {**count_figures(*counted[name]), "undetected_people": undetected[name]} for name in pairs}
-    return {
-        "frames": frames,
-        "fps": frames / pipeline_wall,
-        "cpu_ms_per_frame": 1e3 * pipeline_cpu / frames,
-        "wall_ms_per_frame": 1e3 * pipeline_wall / frames,
-        "stage_ms_median": {
-            k: v.get("p50") if isinstance(v, dict) else v for k, v in report.get("stages_ms", {}).items()
-        },
-        "people_per_frame_mean": float(detected.mean()),
-        "crops_privatized": int(detected.sum()),
-        "counts": counts,
-        "unprivatized_people": int(sum(unprivatized)),
-        "counted_private_people": counts["pipeline"]["private_people"],
-        "frames_with_unprivatized": int(sum(n > 0 for n in unprivatized)),
-        # of those, over a block the quiet scene began showing in the last REVEAL_RECENT frames (None: no quiet scene)
-        "unprivatized_over_reveals": None if None in over_reveals else int(sum(over_reveals)),
-        "leak_meter": meter.figures() if meter is not None else None,
-        "_sheet": kept,
-    }
-
-
-def clip_frames(clip: Path) -> list:
-    import cv2
-
-    capture, frames = cv2.VideoCapture(str(clip)), []
-    ok, frame = capture.read()
-    while ok:
-        frames.append(frame)
-        ok, frame = capture.read()
-    capture.release()
-    return frames
-
-
-def clip_empty_scene(clip: Path):
-    """The leak meter's empty scene: the median of the clip's frames (sensorveil.benchmarks.leak_meter)."""
-    return empty_scene(clip_frames(clip))
-
-
-def scene_truth(clip: Path) -> tuple:
-    """(per-frame person boxes, grey empty scene) of a made scene (scripts/crowd_clip.py writes CLIP.json and
-    CLIP.empty.png beside it); (None, None) for a camera's own clip."""
-    import cv2
-
-    from sensorveil.benchmarks.leak_meter import to_grey
-    record, still = Path(str(clip) + ".json"), Path(str(clip) + ".empty.png")
-    if not (record.is_file() and still.is_file()):
-        return None, None
-    return json.loads(record.read_text())["boxes"], to_grey(cv2.imread(str(still)))
-
-
-def truth_boxes(truth: list, tiles=None):
-    """The leak meter's ``offline``: a made scene's recorded boxes of the frame (and the tiled detector's)."""
-    from sensorveil.benchmarks.leak_meter import merge_boxes
-
-    def boxes(index, raw):
-        known = np.asarray(truth[index] if index < len(truth) else [], np.int64).reshape(-1, 4)
-        return known if tiles is None else merge_boxes(known, tiles(index, raw))
-    boxes.label = "the made scene's recorded people" + ("" if tiles is None else " + the learned detector on tiles")
-    return boxes
 
 
 def recall_figures(bundle: Path, clip: Path) -> "dict | None":
@@ -383,23 +225,6 @@ def count_floor(clip: Path) -> dict:
     return {"change": FLOOR_CHANGE, "counts": {name: count_figures(*counted[name]) for name in pairs}}
 
 
-def stream_privatizer(bundle: Path, seed: "int | None" = None):
-    """The bundle loaded as `sensorveil run`/`preview` load it (``load_for_stream``): its colour release, and
-    the "shared" CPU policy whose threads sleep between runs. The library default ("dedicated") spins its
-    threads after each run, and the page's CPU per frame then counted that spinning, which no stream spends."""
-    from sensorveil.runtime.stream import load_for_stream
-    return load_for_stream(bundle, seed=seed)
-
-
-def release_output(bundle: Path) -> str:
-    """The draw stage's output a stream releases (runtime.stream.load_for_stream): "colour" for a camera bundle
-    whose bank people come in colour, else the grey "sample"."""
-    from sensorveil.runtime.bundle import open_bundle
-    loaded = open_bundle(bundle)
-    declared = loaded.declared
-    return (declared.stream_output(loaded.manifest) if declared is not None else None) or "sample"
-
-
 def count_over_draws(bundle: Path, clip: Path, seeds: int) -> dict:
     """The count check repeated over ``seeds`` seeded runs of the bundle (a substitution bundle draws
     other substitutes each run, and how a counter sees them varies): per counter, the share of frames
@@ -422,17 +247,6 @@ def count_over_draws(bundle: Path, clip: Path, seeds: int) -> dict:
             "raw_people": counts[0]["raw_people"],
         }
     return {"seeds": seeds, "frames": runs[0]["frames"], "counts": figures}
-
-
-def outside_windows(boxes, windows, shape) -> list:
-    """The boxes of a downstream counter's people in the released frame that lie mostly (over half their
-    box) outside every window the pipeline privatized: in a window release, people the detector missed,
-    released as the camera saw them; in a cut-out release (nothing of the camera but the quiet scene) changes
-    of that scene, which RevealClock tells apart."""
-    privatized = np.zeros(shape, dtype=bool)
-    for x0, y0, x1, y1 in windows:
-        privatized[max(y0, 0) : max(y1, 0), max(x0, 0) : max(x1, 0)] = True
-    return [(x, y, w, h) for x, y, w, h in boxes if privatized[y : y + h, x : x + w].mean() < 0.5]
 
 
 def contact_sheet(sheets: dict, path: Path) -> Path:

@@ -17,15 +17,13 @@ detector the recall bundle's graph for both. The figures of docs/camera_speed.md
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-from camera_results import clip_frames, pipeline_on_clip, scene_truth  # noqa: E402
+from sensorveil_lab.camera_pipeline import pipeline_on_clip
+from sensorveil_lab.clips import clip_frames, scene_truth
+from sensorveil_lab.provenance import page_header, provenance, require_clean
 
-from sensorveil.benchmarks.provenance import page_header, provenance, require_clean  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SPEEDS = ("recall", "fast")
 SAMPLE_EVERY = 7    # not a divisor of either graph step, so scored frames are not all frames the graph ran on

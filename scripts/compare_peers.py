@@ -34,10 +34,9 @@ import sys
 import time
 from pathlib import Path
 
-from depth_bundle import depth_bundle  # scripts/depth_bundle.py
-
 from sensorveil.benchmarks.peers import cut_clip, deface_command, run_timed
-from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean
+from sensorveil_lab.depth_bundle import depth_bundle
+from sensorveil_lab.provenance import page_header, portable, provenance, recorded, require_clean
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", REPO.parent / "shared"))

@@ -1,4 +1,4 @@
-"""Write the crowded test scene built from walkway.avi's own people (sensorveil/benchmarks/crowd_scene.py):
+"""Write the crowded test scene built from walkway.avi's own people (lab/sensorveil_lab/crowd_scene.py):
 
     PYTHONPATH=. python scripts/crowd_clip.py --out ~/clips/crowd-walkway.avi
 
@@ -7,12 +7,11 @@ The clip and its truth (OUT.json: each frame's person boxes, the standing group)
 """
 import argparse
 import os
-import sys
 from pathlib import Path
 
+from sensorveil_lab.crowd_scene import LAYERS, STANDING, write_crowd
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from sensorveil.benchmarks.crowd_scene import LAYERS, STANDING, write_crowd  # noqa: E402
 
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))
 

@@ -14,14 +14,12 @@ docs/decisions/0012-speed-goal-reference.md:
         --deface "$(dirname "$(command -v python)")/deface" /tmp/deface-plain/bin/deface --backends auto opencv onnxrt
 """
 import argparse
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from sensorveil.benchmarks.peers import deface_cpu_per_frame
+from sensorveil_lab.provenance import page_header, provenance
 
-from sensorveil.benchmarks.peers import deface_cpu_per_frame  # noqa: E402
-from sensorveil.benchmarks.provenance import page_header, provenance  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 BACKENDS = ("auto", "opencv", "onnxrt")
 

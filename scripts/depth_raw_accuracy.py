@@ -30,17 +30,14 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import torch  # noqa: E402
-
-from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean  # noqa: E402
-from sensorveil.sdk.datasets import load_dataset, make_identities  # noqa: E402
-from sensorveil.sdk.evaluation import make_slices  # noqa: E402
-from sensorveil.sdk.mechanisms.prgan import default_config  # noqa: E402
-from sensorveil.sdk.networks import make_classifier  # noqa: E402
-from sensorveil.sdk.training import LR_SCHEDULES, model_shape, predict, set_seed, to_model, train_classifier  # noqa: E402
+from sensorveil.sdk.datasets import load_dataset, make_identities
+from sensorveil.sdk.evaluation import make_slices
+from sensorveil.sdk.mechanisms.prgan import default_config
+from sensorveil.sdk.networks import make_classifier
+from sensorveil.sdk.training import LR_SCHEDULES, model_shape, predict, set_seed, to_model, train_classifier
+from sensorveil_lab.provenance import page_header, portable, provenance, recorded, require_clean
 
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 DEPTH_DEFAULTS = default_config("synthetic-depth", utility_threshold=0.95)  # what a PR-GAN run on depth uses

@@ -16,17 +16,14 @@ import argparse
 import os
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from sensorveil.export.detector_onnx_int8 import detector_onnx_int8, frames_at, people_counts  # noqa: E402
 from sensorveil.export.person_detector import CALIBRATION_FRAMES, clip_frames, detector_onnx  # noqa: E402
-from sensorveil.runtime.backends.onnxruntime_backend import make_session  # noqa: E402
+from sensorveil.runtime.backends.onnxruntime_backend import make_session
 
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 

@@ -13,13 +13,11 @@ docs/decisions/0009-camera-speed-levers.md ("int8 detector"):
 (the crowded clip: ``python scripts/crowd_clip.py --out CLIP``). Needs the ``detector`` extra (README).
 """
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 HELD_OUT = (0.65, 32)       # the clip's part after this share, and how many frames of it
 

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean
+from sensorveil_lab.provenance import page_header, portable, provenance, recorded, require_clean
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))

@@ -25,10 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from sensorveil_lab.bundle_fuzz import DELETE, HOSTILE_VALUES, leaf_paths, set_path
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-from fuzz_bundles import DELETE, HOSTILE_VALUES, leaf_paths, set_path  # noqa: E402
 
 RAW_SHARE = 0.05          # more of a released frame than this equal to the raw frame: the camera went out
 SEQUENCE = 40             # frames a case streams: under the quiet scene's horizon, so none may show the camera

@@ -12,9 +12,9 @@ import json
 import sys
 from pathlib import Path
 
+from sensorveil_lab.provenance import page_header, portable, provenance, require_clean
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from sensorveil.benchmarks.provenance import page_header, portable, provenance, require_clean  # noqa: E402
 
 BANKS = ("rendered", "clip")
 

@@ -13,17 +13,15 @@ of docs/camera_speed.md (decision 0012):
         --box 371 75 28 40 --png leak-529.png
 """
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-from camera_results import clip_empty_scene, stream_privatizer  # noqa: E402
+from sensorveil.benchmarks import leak_meter as meter
+from sensorveil_lab.camera_pipeline import stream_privatizer
+from sensorveil_lab.clips import clip_empty_scene
 
-from sensorveil.benchmarks import leak_meter as meter  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 NEUTRAL = 128     # the quiet scene's start where no still is given (runtime.camera.scene)
 

@@ -11,17 +11,11 @@ grown by a quarter) is read on the release too. The figures of docs/decisions/00
     python scripts/leak_meter_rule.py --bundle bundles/camera/pass-walkway --clip ../shared/media/walkway.avi
 """
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-from camera_results import clip_empty_scene, scene_truth, truth_boxes  # noqa: E402
-
-from sensorveil.benchmarks.leak_meter import (  # noqa: E402
+from sensorveil.benchmarks.leak_meter import (
     CONTEXT,
     GHOST_SHARE,
     LeakMeter,
@@ -30,6 +24,9 @@ from sensorveil.benchmarks.leak_meter import (  # noqa: E402
     person_share,
     to_grey,
 )
+from sensorveil_lab.clips import clip_empty_scene, scene_truth, truth_boxes
+
+ROOT = Path(__file__).resolve().parents[1]
 
 PERCENTILES = (1, 50, 99, 100)
 

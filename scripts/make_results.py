@@ -12,13 +12,11 @@ The paper's own Table 2 numbers are quoted beside ours for comparison (they are 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import time
 from pathlib import Path
 
-from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean
 from sensorveil.export import export_run
 from sensorveil.sdk import runs
 from sensorveil.sdk.assess import audit_path
@@ -26,24 +24,13 @@ from sensorveil.sdk.audit import interval
 from sensorveil.sdk.evaluation import evaluate
 from sensorveil.sdk.mechanisms import prgan
 from sensorveil.sdk.training import apply, snap_to_sensor
+from sensorveil_lab.prgan_pages import AUDIT_SEEDS, DEPTH_MARGINS, PAPER_TABLE2, datasets_of
+from sensorveil_lab.provenance import code_version, page_header, portable, provenance, recorded, require_clean
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))
-# PR-GAN Table 2 (Acc(D_z) %, lower is better), quoted from the paper for comparison.
-PAPER_TABLE2 = {
-    "digits": {"paper_dataset": "MNIST", "prgan": 65.3, "ngp": 67.2, "ap": 67.1, "laplace": 80.6,
-               "random_star": 60.0, "original_acc_private": 98.4, "original_acc_useful": 99.2},
-    # our depth frames are SYNTHETIC (sensorveil's generator), not OccuTherm's: compare shapes, not values
-    "synthetic-depth": {"paper_dataset": "OccuTherm (real depth; ours is synthetic)", "prgan": 3.6, "ngp": 7.2,
-                        "ap": 23.6, "laplace": 37.6, "random_star": 5.0, "original_acc_private": 99.8,
-                        "original_acc_useful": 99.95},
-    "ujiindoorloc": {"paper_dataset": "WiFi", "prgan": 23.6, "ngp": 31.3, "ap": 37.7, "laplace": 50.0,
-                     "random_star": 12.5, "original_acc_private": 84.6, "original_acc_useful": 92.6},
-}
-AUDIT_SEEDS = 3      # the deployed bundle's attackers are repeated over seeds for their intervals
 LABELS = {"prgan": "PR-GAN", "ngp": "NGP", "ap": "AP", "laplace": "DP (Laplace)"}
 BASELINES = ("ngp", "ap", "laplace")
-DEPTH_MARGINS = (0.2, 0.5)
 
 
 def run_dataset(name: str, data_path, out: Path, quick: bool, margins=None, baselines=BASELINES,
@@ -102,11 +89,6 @@ def cached_or_run(name: str, data_path, out: Path, quick: bool, reuse: bool, mar
     out.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(result, indent=2, default=str))
     return result
-
-
-def datasets_of(saved) -> list[dict]:
-    """docs/results.json's per-dataset figures: {"provenance", "datasets"}, or the bare list it was before."""
-    return saved["datasets"] if isinstance(saved, dict) else saved
 
 
 def summary_of(selection: dict) -> dict:
@@ -643,21 +625,6 @@ def main() -> None:
     wrote_readme = write_readme_block(results)
     print(f"wrote {docs / 'results.md'}" + (" and README.md's headline block" if wrote_readme else
                                              " (README.md has no results:begin/end markers: its block skipped)"))
-
-
-@functools.lru_cache(maxsize=None)
-def code_version() -> str:
-    """The commit the figures come from, so a page re-drawn later says how old its figures are. Read once per
-    process: a results script rewrites its own tracked JSON between datasets, and read again after that the tree
-    would look dirty (docs/med_results.md's second dataset once said "7dd1af9-dirty" from a clean clone)."""
-    import subprocess
-
-    try:
-        return subprocess.run(
-            ["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def headline_lines(results: list[dict]) -> list[str]:

@@ -20,24 +20,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from sensorveil.benchmarks.provenance import page_header, portable, provenance, require_clean
 from sensorveil.export import export_run
 from sensorveil.runtime.stages.prgan_med import conditioned
 from sensorveil.sdk import mechanisms, runs
 from sensorveil.sdk.assess import audit_path
 from sensorveil.sdk.mechanisms import prgan
 from sensorveil.sdk.training import apply, predict
+from sensorveil_lab.prgan_pages import datasets_of
+from sensorveil_lab.provenance import code_version, page_header, portable, provenance, require_clean
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-from make_results import code_version, datasets_of  # noqa: E402  (one definition of the page's code version)
 
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))
 

@@ -17,19 +17,16 @@ precisions are scored against the same people.
 """
 import argparse
 import itertools
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-from camera_results import clip_frames, scene_truth  # noqa: E402
+from sensorveil.benchmarks.detector_recall import detector_recall
+from sensorveil.benchmarks.reference_people import empty_scene
+from sensorveil_lab.clips import clip_frames, scene_truth
 
-from sensorveil.benchmarks.detector_recall import detector_recall  # noqa: E402
-from sensorveil.benchmarks.reference_people import empty_scene  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SCALES = (1.0, 0.5)
 

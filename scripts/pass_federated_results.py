@@ -28,20 +28,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from pass_results import (  # scripts/ is on sys.path when a script runs
-    AUDIT_SEEDS,
-    DESCRIPTIONS,
-    GOAL_MNAG,
-    GOAL_POINTS,
-    TASKS,
-    audit_lines,
-    interval,
-    para,
-    pct,
-    where_from,
-)
 
-from sensorveil.benchmarks.provenance import git, page_header, portable, provenance, recorded, require_clean
+from sensorveil_lab.page_text import audit_lines, interval, para, pct, where_from
+from sensorveil_lab.pass_pages import AUDIT_SEEDS, DESCRIPTIONS, GOAL_MNAG, GOAL_POINTS, TASKS
+from sensorveil_lab.provenance import git, page_header, portable, provenance, recorded, require_clean
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", REPO.parent / "shared"))

@@ -27,24 +27,16 @@ import argparse
 import json
 import os
 import shutil
-import textwrap
 import time
 from pathlib import Path
 
-from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean
 from sensorveil.benchmarks.report import cpu_text
+from sensorveil_lab.page_text import audit_lines, audited, interval, para, pct, where_from
+from sensorveil_lab.pass_pages import AUDIT_SEEDS, DESCRIPTIONS, GOAL_MNAG, GOAL_POINTS, TASKS, runtime_row
+from sensorveil_lab.provenance import page_header, portable, provenance, recorded, require_clean
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", REPO.parent / "shared"))
-# dataset -> (useful, private, hidden, data path)
-TASKS = {
-    "digits": (["parity"], ["lt5"], [], None),
-    "ujiindoorloc": (["floor"], ["region"], [], SHARED / "datasets" / "ujiindoorloc.zip"),
-    "synthetic-depth": (["facing"], ["identity"], [], None),
-}
-GOAL_POINTS = 0.05
-GOAL_MNAG = 0.5
-AUDIT_SEEDS = 3  # as scripts/make_results.py audits PR-GAN's bundles
 COMMAND = "python scripts/pass_results.py"
 PAGE = REPO / "docs" / "pass_results.md"
 
@@ -106,14 +98,6 @@ def goal_check(metrics: dict, private: list) -> dict:
         }
         met = met and ok
     return {"private": rows, "mnag": metrics["mnag"], "mnag_at_least_50": metrics["mnag"] >= GOAL_MNAG, "met": met}
-
-
-def runtime_row(bundle: Path) -> dict:
-    from sensorveil.benchmarks.bench import benchmark_bundle
-
-    row = benchmark_bundle(bundle, backend="onnxruntime", iters=300)["rows"][0]
-    keep = ("params", "flops_torch", "flops_onnx", "runtime_p50_ms", "fps", "model_fps", "output_mode")
-    return {**{k: row.get(k) for k in keep}, **{k: v for k, v in row.items() if k.startswith("bytes_per_frame")}}
 
 
 def prgan_timing_bundle(dataset: str, data_path, out: Path, prgan_bundles: Path | None) -> tuple[Path, str]:
@@ -203,40 +187,7 @@ def one_dataset(
         "seconds": round(time.time() - started, 1),
     }
 
-# ------------------------------------------------------------------ the page
-DESCRIPTIONS = {
-    "digits": "scikit-learn's 8x8 handwritten digits",
-    "ujiindoorloc": "UJIIndoorLoc Wi-Fi fingerprints",
-    "synthetic-depth": "synthetic overhead depth frames",
-}
 ROLE = {"S": "private", "U": "useful", "F": "hidden useful"}
-
-
-def pct(value) -> str:
-    return "-" if value is None else f"{100 * value:.1f}"
-
-
-def para(text: str) -> str:
-    """A paragraph wrapped at 120 columns (tables are left as they are)."""
-    return textwrap.fill(text, 120, break_long_words=False, break_on_hyphens=False)
-
-
-def interval(figure: dict) -> str:
-    if figure.get("low") is None or figure.get("high") is None:
-        return pct(figure.get("mean"))
-    return f"{pct(figure['mean'])} [{pct(figure['low'])}, {pct(figure['high'])}]"
-
-
-def audited(entry: dict) -> "dict | None":
-    """The bundle's audit over seeds and attacker families, or None (not run, or from before the audit)."""
-    device = entry.get("bundle_evaluation")
-    return device if isinstance(device, dict) and isinstance(device.get("private"), dict) else None
-
-
-def where_from(entry: dict) -> str:
-    record = entry.get("provenance") if isinstance(entry.get("provenance"), dict) else {}
-    commit = f"commit {record['commit']}" if record.get("commit") else "a commit not recorded"
-    return f"computed {entry.get('timestamp', 'at a time not recorded')}, from {commit}"
 
 
 def summary_rows(datasets: dict) -> list:
@@ -295,23 +246,6 @@ def dataset_section(name: str, entry: dict, cpu: str) -> list:
     if plot:
         lines += ["Substitution confusion matrices (as the paper's Figure 4, appendix F.2, draws them):", "",
                   f"![{name} confusion]({Path(plot).name})", ""]
-    return lines
-
-
-def audit_lines(entry: dict) -> list:
-    device = audited(entry)
-    if device is None:
-        return ["The exported bundle was not audited over seeds in this run.", ""]
-    lines = [para(f"The exported bundle, attacked as the device runs it (`sensorveil evaluate`, "
-                  f"{device.get('backend', '?')}): each attacker family trains {device.get('attacker_epochs', '?')} "
-                  f"epochs on the bundle's released training split over {device['seeds']} seeds and is scored on its "
-                  "test split; mean with its 95% interval."), "",
-             "| attacker | private accuracy [95% interval] |", "|---|---:|"]
-    lines += [f"| {family} | {interval(figure)} |" for family, figure in device["private"].items()]
-    within = device["goal"]["strongest_within_5_points_of_random_star"]
-    lines += [f"| useful probe (utility) | {interval(device['useful'])} |", "",
-              para(f"Strongest: {device['strongest_attacker']}; Random* {pct(device['random_star'])}; strongest within "
-                   f"5 points of Random*: {'yes' if within else 'NO'}."), ""]
     return lines
 
 

@@ -18,15 +18,14 @@ The gap only moves the substitutes' grey levels (bank people, never the camera's
 """
 import argparse
 import functools
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from sensorveil_lab.camera_pipeline import release_output
+from sensorveil_lab.people_counters import COUNTERS, counters
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-from camera_results import COUNTERS, counters, release_output  # noqa: E402
 
 GAPS = (100, 70, 50)
 NEAR_BLACK, NEAR_WHITE = 32, 223

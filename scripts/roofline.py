@@ -35,18 +35,16 @@ from pathlib import Path
 
 import numpy as np
 
+from sensorveil.benchmarks.bench import sensor_sample
+from sensorveil.benchmarks.latency import matmul_peak_gflops, measure_latency
+from sensorveil.benchmarks.report import cpu_description, cpu_text
+from sensorveil.costs.onnx_counts import onnx_flops
+from sensorveil.runtime import Privatizer, open_bundle
+from sensorveil_lab.depth_bundle import depth_bundle
+from sensorveil_lab.provenance import page_header, portable, provenance, recorded, require_clean
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", REPO.parent / "shared"))
-sys.path.insert(0, str(REPO / "scripts"))
-
-from depth_bundle import depth_bundle  # noqa: E402
-
-from sensorveil.benchmarks.bench import sensor_sample  # noqa: E402
-from sensorveil.benchmarks.latency import matmul_peak_gflops, measure_latency  # noqa: E402
-from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean  # noqa: E402
-from sensorveil.benchmarks.report import cpu_description, cpu_text  # noqa: E402
-from sensorveil.costs.onnx_counts import onnx_flops  # noqa: E402
-from sensorveil.runtime import Privatizer, open_bundle  # noqa: E402
 
 OPT_LEVELS = ("disabled", "basic", "extended", "all")
 PEAK_GOAL = 0.6   # the depth model at 60% or more of the matmul peak

@@ -28,7 +28,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean
 from sensorveil.sdk import mechanisms
 from sensorveil.sdk.audit import GOAL_MARGIN, Release, audit
 from sensorveil.sdk.mechanisms.sanitizer import (
@@ -41,6 +40,7 @@ from sensorveil.sdk.mechanisms.sanitizer import (
 )
 from sensorveil.sdk.runs import read_run, train_run
 from sensorveil.sdk.training import sensor_step
+from sensorveil_lab.provenance import page_header, portable, provenance, recorded, require_clean
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))

@@ -12,15 +12,12 @@ let the scene follow.
     python scripts/scene_gate_threshold.py ../shared/media/walkway.avi
 """
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from sensorveil.benchmarks.reference_people import MEDIAN_EVERY, offline_boxes, to_grey  # noqa: E402
-from sensorveil.runtime.camera import PersonCrops  # noqa: E402
-from sensorveil.runtime.camera.scene import SCENE_BLOCK, block_sums  # noqa: E402
+from sensorveil.benchmarks.reference_people import MEDIAN_EVERY, offline_boxes, to_grey
+from sensorveil.runtime.camera import PersonCrops
+from sensorveil.runtime.camera.scene import SCENE_BLOCK, block_sums
 
 QUIET_PERCENTILES = (50, 90, 99, 99.9, 99.99, 100)
 PERSON_PERCENTILES = (0, 0.1, 1, 5, 10, 50)

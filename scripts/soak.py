@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from depth_bundle import depth_bundle  # scripts/depth_bundle.py
+
+from sensorveil_lab.depth_bundle import depth_bundle
 
 PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
 
@@ -62,7 +63,6 @@ def spread_and_slope(samples: list[tuple[float, float]]) -> dict:
 
 def soak(bundle: Path, seconds: float, interval_s: float, warmup_s: float, bad_every: int, log=None) -> dict:
     log = log or (lambda line: print(line, flush=True))   # a log file sees each minute as it comes
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from sensorveil.runtime import Privatizer
     from sensorveil.runtime.sinks import open_sink
     from sensorveil.runtime.sources import open_source

@@ -28,18 +28,15 @@ from pathlib import Path
 
 import numpy as np
 
+from sensorveil.benchmarks.multi_stream import benchmark_streams
+from sensorveil.benchmarks.report import cpu_description, cpu_text
+from sensorveil.benchmarks.stream_bench import benchmark_stream
+from sensorveil.runtime.sources import DECODER_THREADS, open_source
+from sensorveil.runtime.stream import stream_threads
+from sensorveil_lab.depth_bundle import depth_bundle
+from sensorveil_lab.provenance import page_header, portable, provenance, recorded, require_clean
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "scripts"))
-sys.path.insert(0, str(REPO))
-
-from depth_bundle import depth_bundle  # noqa: E402
-
-from sensorveil.benchmarks.multi_stream import benchmark_streams  # noqa: E402
-from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean  # noqa: E402
-from sensorveil.benchmarks.report import cpu_description, cpu_text  # noqa: E402
-from sensorveil.benchmarks.stream_bench import benchmark_stream  # noqa: E402
-from sensorveil.runtime.sources import DECODER_THREADS, open_source  # noqa: E402
-from sensorveil.runtime.stream import stream_threads  # noqa: E402
 
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", REPO.parent / "shared"))
 CLIP = SHARED / "media" / "walkway.avi"

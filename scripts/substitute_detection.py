@@ -18,16 +18,14 @@ and stretched back to its own box. The figures of docs/substitute_detection.md:
 """
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from sensorveil.benchmarks.detector_recall import wilson
+from sensorveil_lab.provenance import page_header, provenance, require_clean
 
-from sensorveil.benchmarks.detector_recall import wilson  # noqa: E402
-from sensorveil.benchmarks.provenance import page_header, provenance, require_clean  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 MATCH_IOU = 0.5
 HEIGHT_RATIO = 1.5

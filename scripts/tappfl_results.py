@@ -30,14 +30,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-from make_results import code_version  # scripts/ is on sys.path when a script runs
 
-from sensorveil.benchmarks.provenance import page_header, portable, provenance, recorded, require_clean
 from sensorveil.export import export_run
 from sensorveil.sdk import mechanisms
 from sensorveil.sdk.datasets import load_dataset
 from sensorveil.sdk.mechanisms.tappfl import flower_version, paper_scale_clients, training_rows
 from sensorveil.sdk.runs import read_run, train_run
+from sensorveil_lab.provenance import code_version, page_header, portable, provenance, recorded, require_clean
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))

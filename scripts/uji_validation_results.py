@@ -34,11 +34,18 @@ import json
 import time
 from pathlib import Path
 
-from pass_results import AUDIT_SEEDS, GOAL_POINTS, TASKS, interval, para, pct  # scripts/ is on sys.path
-from prgan_results import prgan_config, without_machine_paths
-from uji_pass_settings import SELECT_SPLIT, merged_sweep, select_setting, selection_lines, sweep_lines, sweep_point
-
-from sensorveil.benchmarks.provenance import page_header, provenance, recorded, require_clean
+from sensorveil_lab.page_text import interval, para, pct
+from sensorveil_lab.pass_pages import AUDIT_SEEDS, GOAL_POINTS, TASKS
+from sensorveil_lab.prgan_pages import prgan_config, without_machine_paths
+from sensorveil_lab.provenance import page_header, provenance, recorded, require_clean
+from sensorveil_lab.uji_pass_settings import (
+    SELECT_SPLIT,
+    merged_sweep,
+    select_setting,
+    selection_lines,
+    sweep_lines,
+    sweep_point,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DATASET = "ujiindoorloc"

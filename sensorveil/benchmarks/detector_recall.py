@@ -42,7 +42,7 @@ def detector_recall(frames, run_graph, empty, every: int, sample_every: int = 10
                     truth=None, compared=None) -> dict:
     """Every detector sees every frame (their models learn as on the device); every ``sample_every``-th frame
     from ``start`` (past motion's warm-up) is scored, against ``truth`` (per-frame boxes of a made scene,
-    sensorveil.benchmarks.crowd_scene) where given, else against the offline detectors. ``compared``: other
+    sensorveil_lab.crowd_scene) where given, else against the offline detectors. ``compared``: other
     detectors by name (frame -> boxes) than ``detectors``' three."""
     tiles = TiledPeople(run_graph)
     compared = detectors(run_graph, every) if compared is None else compared

@@ -1,4 +1,4 @@
-"""The crowded test scene made from a clip's own people (sensorveil/benchmarks/crowd_scene.py): the people of
+"""The crowded test scene made from a clip's own people (lab/sensorveil_lab/crowd_scene.py): the people of
 several moments in one frame, a group standing throughout, and each pasted person's box recorded."""
 import json
 
@@ -7,7 +7,7 @@ import pytest
 
 cv2 = pytest.importorskip("cv2")
 
-from sensorveil.benchmarks.crowd_scene import build_crowd, write_crowd  # noqa: E402
+from sensorveil_lab.crowd_scene import build_crowd, write_crowd  # noqa: E402
 
 
 def two_walkers(frames=80):

@@ -1,28 +1,15 @@
 """Property (the fail-closed rule): whatever single mutation a bundle's manifest, arrays or input
 take, the runtime either refuses it with its own error or releases finite, in-range, privatized output.
-The mutations are scripts/fuzz_bundles.py's; hypothesis picks and shrinks them. .ci/run runs the script
-itself on more cases and on trained Sanitizer and AttriGuard bundles too."""
+The mutations are sensorveil_lab.bundle_fuzz's (scripts/fuzz_bundles.py runs them); hypothesis picks and
+shrinks them. .ci/run runs the script itself on more cases and on trained Sanitizer and AttriGuard bundles too."""
 from __future__ import annotations
-
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_fuzzer():
-    spec = importlib.util.spec_from_file_location("fuzz_bundles", ROOT / "scripts" / "fuzz_bundles.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-FUZZ = load_fuzzer()
+from sensorveil_lab import bundle_fuzz as FUZZ
 
 
 @pytest.mark.parametrize("seed_bundle", FUZZ.SEED_BUNDLES)

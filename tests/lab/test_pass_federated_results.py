@@ -3,7 +3,6 @@ the federation's settings, the bundle audit, the goal and central PASS / TAPPFL 
 adds (mNAG from the audit, the goal's verdict) against a computation written out here."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -13,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import load_script
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "pass_federated_results.py"
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
@@ -20,14 +21,7 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("P
 
 @pytest.fixture(scope="module")
 def script():
-    sys.path.insert(0, str(SCRIPT.parent))   # it imports scripts/pass_results.py, as it does when run
-    try:
-        spec = importlib.util.spec_from_file_location("pass_federated_results_script", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
+    return load_script("pass_federated_results")   # what it shares with pass_results.py it imports from sensorveil_lab
 
 
 def audit(strongest: float, random_star: float, useful: float) -> dict:

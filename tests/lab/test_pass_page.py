@@ -2,20 +2,14 @@
 command that regenerates it, the paper's tables it quotes, and every dataset in the JSON."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "pass_results.py"
+from tests.conftest import load_script
 
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("pass_results_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("pass_results")
 
 
 def entry(useful: str, private: str, audit: bool) -> dict:

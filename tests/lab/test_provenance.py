@@ -1,4 +1,4 @@
-"""Every results page says where it comes from: sensorveil.benchmarks.provenance's record, header line,
+"""Every results page says where it comes from: sensorveil_lab.provenance's record, header line,
 clean-tree check and portable paths (a throwaway git repository stands in for the checkout)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sensorveil.benchmarks import provenance as prov
+from sensorveil_lab import provenance as prov
 
 
 @pytest.fixture
@@ -92,7 +92,7 @@ def test_a_script_run_from_a_clone_records_that_clone_with_the_package_installed
     shutil.copytree(Path(prov.__file__).resolve().parents[1], installed / "sensorveil")
     (repo / "scripts").mkdir()
     (repo / "scripts" / "page.py").write_text(
-        "from sensorveil.benchmarks.provenance import provenance, tree_is_dirty\n"
+        "from sensorveil_lab.provenance import provenance, tree_is_dirty\n"
         "record = provenance()\nprint(record['commit'], record['command'], tree_is_dirty())\n")
     done = subprocess.run([sys.executable, str(repo / "scripts" / "page.py"), "--x"], cwd=tempfile.gettempdir(),
                           env={"PYTHONPATH": str(installed), "PATH": "/usr/bin:/bin"}, stdout=subprocess.PIPE,

@@ -4,8 +4,9 @@ import pytest
 
 pytest.importorskip("cv2")
 
-from sensorveil.benchmarks.scene_reveals import RevealClock  # noqa: E402
 from sensorveil.runtime.camera.scene import QuietScene  # noqa: E402
+from sensorveil_lab.camera_pipeline import outside_windows  # noqa: E402
+from sensorveil_lab.scene_reveals import RevealClock  # noqa: E402
 
 
 def test_a_box_over_a_block_revealed_within_the_window_is_counted_and_later_not():
@@ -43,7 +44,7 @@ def test_the_page_says_what_a_counter_finds_outside_the_windows_is():
     page = camera_results_script()
     windows = [(10, 10, 30, 50)]
     boxes = [(12, 12, 10, 30), (40, 5, 8, 30), (25, 20, 10, 20)]    # inside, outside, half its columns in
-    assert page.outside_windows(boxes, windows, (60, 60)) == [(40, 5, 8, 30)]
+    assert outside_windows(boxes, windows, (60, 60)) == [(40, 5, 8, 30)]
     figures = {"counted_private_people": 1200, "unprivatized_people": 40, "frames_with_unprivatized": 30,
                "frames": 795}
     window_release = page.outside_windows_line("prgan", {**figures, "unprivatized_over_reveals": None})

@@ -5,7 +5,6 @@ matches a computation written out here. --select chooses PASS's setting on the l
 (trainingData users held out, validationData never loaded) by a rule checked against one written out here."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -14,6 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from sensorveil_lab import uji_pass_settings
+from tests.conftest import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "uji_validation_results.py"
@@ -28,17 +30,12 @@ def run_script(uji_zip: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("uji_validation_results_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(SCRIPT.parent))   # it imports pass_results and prgan_results, as when it runs
-        spec.loader.exec_module(module)
-    return module
+    return load_script("uji_validation_results")   # what it shares with other pages it imports from sensorveil_lab
 
 
 @pytest.fixture(scope="module")
-def settings(script):
-    return sys.modules["uji_pass_settings"]   # scripts/uji_pass_settings.py, which the script imports
+def settings():
+    return uji_pass_settings   # PASS's --select and the sweep's record, which the script imports
 
 
 def figure(mean: float) -> dict:

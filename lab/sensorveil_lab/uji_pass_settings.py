@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from pass_results import GOAL_POINTS, interval, para, pct  # scripts/ is on sys.path
-
 from sensorveil.sdk.datasets.ujiindoorloc import UJI_HELD_OUT_USERS
+from sensorveil_lab.page_text import interval, para, pct
+from sensorveil_lab.pass_pages import GOAL_POINTS
 
 SELECT_SPLIT = {"split": "train", "test_split": "held-out-users"}   # --select's rows: trainingData.csv alone
 SELECT_RULE = (f"the highest floor accuracy among the values whose strongest region attacker is within "

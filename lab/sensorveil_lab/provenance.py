@@ -7,6 +7,7 @@ so ``require_clean`` refuses it unless the script was given ``--allow-dirty``, a
 so. ``portable`` rewrites absolute paths inside a result (run folders under /tmp, the checkout, the
 shared files) to paths that mean something on another machine.
 """
+import functools
 import os
 import platform
 import re
@@ -121,3 +122,19 @@ def portable(value, shared=None, folders=None):
             value = re.sub(re.escape(folder.rstrip(os.sep)) + r"(?=[\s'\"]|$)", name, value)
         return re.sub(r"/work/[^\s'\"]*?/shared/", "../shared/", value)
     return value
+
+
+@functools.lru_cache(maxsize=None)
+def code_version() -> str:
+    """The commit the figures come from, so a page re-drawn later says how old its figures are. Read once per
+    process: a results script rewrites its own tracked JSON between datasets, and read again after that the tree
+    would look dirty (docs/med_results.md's second dataset once said "7dd1af9-dirty" from a clean clone)."""
+    import subprocess
+
+    try:
+        return subprocess.run(
+            ["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+

@@ -1,0 +1,48 @@
+"""Markdown pieces the results pages share: percentages, intervals, wrapped paragraphs, where an entry's figures
+come from, and the lines of a bundle's audit over seeds."""
+import textwrap
+
+
+def pct(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def para(text: str) -> str:
+    """A paragraph wrapped at 120 columns (tables are left as they are)."""
+    return textwrap.fill(text, 120, break_long_words=False, break_on_hyphens=False)
+
+
+def interval(figure: dict) -> str:
+    if figure.get("low") is None or figure.get("high") is None:
+        return pct(figure.get("mean"))
+    return f"{pct(figure['mean'])} [{pct(figure['low'])}, {pct(figure['high'])}]"
+
+
+def audited(entry: dict) -> "dict | None":
+    """The bundle's audit over seeds and attacker families, or None (not run, or from before the audit)."""
+    device = entry.get("bundle_evaluation")
+    return device if isinstance(device, dict) and isinstance(device.get("private"), dict) else None
+
+
+def where_from(entry: dict) -> str:
+    record = entry.get("provenance") if isinstance(entry.get("provenance"), dict) else {}
+    commit = f"commit {record['commit']}" if record.get("commit") else "a commit not recorded"
+    return f"computed {entry.get('timestamp', 'at a time not recorded')}, from {commit}"
+
+
+def audit_lines(entry: dict) -> list:
+    device = audited(entry)
+    if device is None:
+        return ["The exported bundle was not audited over seeds in this run.", ""]
+    lines = [para(f"The exported bundle, attacked as the device runs it (`sensorveil evaluate`, "
+                  f"{device.get('backend', '?')}): each attacker family trains {device.get('attacker_epochs', '?')} "
+                  f"epochs on the bundle's released training split over {device['seeds']} seeds and is scored on its "
+                  "test split; mean with its 95% interval."), "",
+             "| attacker | private accuracy [95% interval] |", "|---|---:|"]
+    lines += [f"| {family} | {interval(figure)} |" for family, figure in device["private"].items()]
+    within = device["goal"]["strongest_within_5_points_of_random_star"]
+    lines += [f"| useful probe (utility) | {interval(device['useful'])} |", "",
+              para(f"Strongest: {device['strongest_attacker']}; Random* {pct(device['random_star'])}; strongest within "
+                   f"5 points of Random*: {'yes' if within else 'NO'}."), ""]
+    return lines
+
