@@ -85,11 +85,14 @@ def test_portable_rewrites_machine_paths(monkeypatch, tmp_path):
 
 @pytest.mark.boots
 def test_a_script_run_from_a_clone_records_that_clone_with_the_package_installed_elsewhere(repo, tmp_path):
-    """pip install . puts the package outside any checkout (a venv's site-packages): the commit, the clean
+    """pip install . puts the packages outside any checkout (a venv's site-packages): the commit, the clean
     check and the command still come from the checkout of the script that runs (it said "commit unknown")."""
     import sys
+
+    import sensorveil
     installed = tmp_path / "site-packages"
-    shutil.copytree(Path(prov.__file__).resolve().parents[1], installed / "sensorveil")
+    shutil.copytree(Path(prov.__file__).resolve().parent, installed / "sensorveil_lab")
+    shutil.copytree(Path(sensorveil.__file__).resolve().parent, installed / "sensorveil")   # the lab imports it
     (repo / "scripts").mkdir()
     (repo / "scripts" / "page.py").write_text(
         "from sensorveil_lab.provenance import provenance, tree_is_dirty\n"
