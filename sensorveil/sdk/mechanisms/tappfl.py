@@ -194,7 +194,7 @@ class TAPPFLMechanism(Mechanism):
                               "partition": partition_record(request.data, useful, private, config),
                               "rounds": rounds, "secure_aggregation": config.secure_aggregation,
                               "differential_privacy": privacy_record(asdict(config), rounds)}}
-        task, _ = self.task(out, run)
+        task, _ = self.task(out, as_record(run))
         run["reference"] = reference_figures(task)
         if config.reference_attacks:
             run["reference"].update(raw_figures(task, request.attacker_epochs, config.seed))
