@@ -161,7 +161,7 @@ def main(argv=None) -> int:
     detector = args.detector or find_detector()
     if detector is None or not Path(detector).is_file():
         raise SystemExit("no cached person detector ONNX: export a camera bundle with --person-detector ssdlite "
-                         "once (sensorveil/export/person_detector.py), or pass --detector PATH")
+                         "once (sensorveil/export/person_detector/), or pass --detector PATH")
     result = {"provenance": provenance(allow_dirty=args.allow_dirty), **compute(Path(detector), args.every)}
     cache = str(Path(detector).resolve().parent.parent)
     result["detector"]["path"] = portable(result["detector"]["path"], folders={cache: "<person-detector cache>"})

@@ -8,7 +8,7 @@ at batch 1, the two graphs interleaved run by run in one process (so a load that
 machine falls on both alike: read the ratio, not the absolute figures), then the people each graph finds
 (learned.people_boxes at the default score, as the runtime counts them) on walkway frames 0..100 step 10.
 The int8 graph is the one an int8 ONNX bundle ships: calibrated on the clip's frames as the exporter does
-(sensorveil.export.detector_onnx_int8), quantized on first use and cached.
+(sensorveil.export.person_detector.onnx_int8), quantized on first use and cached.
 """
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sensorveil.export.detector_onnx_int8 import detector_onnx_int8, frames_at, people_counts  # noqa: E402
-from sensorveil.export.person_detector import CALIBRATION_FRAMES, clip_frames, detector_onnx  # noqa: E402
+from sensorveil.export.person_detector import CALIBRATION_FRAMES, clip_frames, detector_onnx
+from sensorveil.export.person_detector.frames import frames_at
+from sensorveil.export.person_detector.onnx_int8 import detector_onnx_int8, people_counts
 from sensorveil.runtime.backends.onnxruntime_backend import make_session
 
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", Path(__file__).resolve().parents[2] / "shared"))

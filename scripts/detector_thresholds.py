@@ -2,7 +2,7 @@
 
 The int8 ONNX graph (``--precision int8`` ONNX bundles: the Pi's and the Jetson's CPU) and the int8 TFLite file
 (the Coral's; the Edge TPU compiles that file) each ship with a threshold matched at export to the fp32 graph's
-people on the run's calibration frames (sensorveil/export/detector_threshold.py). For each clip this prints,
+people on the run's calibration frames (sensorveil/export/person_detector/threshold.py). For each clip this prints,
 per form: the threshold the export would write, and the share of fp32's people (at 0.3) its boxes cover by IoU
 0.5 at 0.3 and at that threshold, with its box count, on the calibration frames (64 of the clip's first 60%, as
 the exporter reads them) and on 32 frames of the clip's last 35%, which calibration never reads. The figures of
@@ -24,10 +24,10 @@ HELD_OUT = (0.65, 32)       # the clip's part after this share, and how many fra
 
 def quantized_forms(frames: np.ndarray) -> dict:
     """name -> rows(frames) of each quantized detector an export on ``frames`` ships."""
-    from sensorveil.export.detector_onnx_int8 import detector_onnx_int8
-    from sensorveil.export.detector_tflite import detector_tflite, tflite_runner
-    from sensorveil.export.detector_threshold import detections
     from sensorveil.export.person_detector import box_coder, encodings_cut
+    from sensorveil.export.person_detector.onnx_int8 import detector_onnx_int8
+    from sensorveil.export.person_detector.tflite import detector_tflite, tflite_runner
+    from sensorveil.export.person_detector.threshold import detections
     quiet = lambda line: None  # noqa: E731
     onnx_int8 = detector_onnx_int8(frames, quiet)
     run = tflite_runner(detector_tflite(frames, quiet), box_coder(encodings_cut(quiet)[1]))
@@ -38,7 +38,7 @@ def quantized_forms(frames: np.ndarray) -> dict:
 def held_out(clip: Path) -> np.ndarray:
     import cv2
 
-    from sensorveil.export.detector_onnx_int8 import frames_at
+    from sensorveil.export.person_detector.frames import frames_at
     capture = cv2.VideoCapture(str(clip))
     total = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
     capture.release()
@@ -46,7 +46,7 @@ def held_out(clip: Path) -> np.ndarray:
 
 
 def share(people: list, rows: list, shape: tuple, score: float) -> str:
-    from sensorveil.export.detector_threshold import coverage
+    from sensorveil.export.person_detector.threshold import coverage
     covered, boxes = coverage(people, rows, shape, score)
     total = sum(len(found) for found in people)
     return f"{covered / max(total, 1):.1%} ({covered} of {total}; {boxes} boxes)"
@@ -54,8 +54,8 @@ def share(people: list, rows: list, shape: tuple, score: float) -> str:
 
 def clip_rows(clip: Path) -> list:
     """Markdown rows for one clip: each form on the calibration and the held-out frames."""
-    from sensorveil.export.detector_threshold import detections, matched_threshold
     from sensorveil.export.person_detector import CALIBRATION_FRAMES, DetectorUnavailable, clip_frames, detector_onnx
+    from sensorveil.export.person_detector.threshold import detections, matched_threshold
     from sensorveil.runtime.camera.learned import DEFAULT_SCORE, people_boxes
     calibration = clip_frames(str(clip), CALIBRATION_FRAMES)
     parts = {"calibration": calibration, "held out": held_out(clip)}

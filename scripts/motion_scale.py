@@ -11,7 +11,7 @@ ratio: it moves with the machine's load). The figures of docs/decisions/0008-mot
 ``--carried`` adds each union with the graph's boxes carried on between its runs at the pace each person
 kept between its last two runs (``CarriedPeopleDetector``, tried in decision 0009 and not taken). ``--int8``
 adds the same unions run on the int8 ONNX detector an ``--precision int8`` bundle ships
-(sensorveil.export.detector_onnx_int8, calibrated on the clip's first part as the exporter does), at the fp32
+(sensorveil.export.person_detector.onnx_int8, calibrated on the clip's first part as the exporter does), at the fp32
 graph's threshold and at the one the export matches; the reference people stay the fp32 graph's, so both
 precisions are scored against the same people.
 """
@@ -101,9 +101,9 @@ def int8_run_graph(clip: Path):
     at the threshold the export matches to the fp32 graph's people."""
     import numpy as np
 
-    from sensorveil.export.detector_onnx_int8 import detector_onnx_int8, matched_score
     from sensorveil.export.person_detector import CALIBRATION_FRAMES, detector_onnx
     from sensorveil.export.person_detector import clip_frames as calibration_frames
+    from sensorveil.export.person_detector.onnx_int8 import detector_onnx_int8, matched_score
     from sensorveil.runtime.backends.onnxruntime_backend import make_session
     frames = calibration_frames(str(clip), CALIBRATION_FRAMES)
     quantized = detector_onnx_int8(frames)

@@ -18,7 +18,7 @@ def training_clip(bundle):
     from sensorveil.sdk.assess import bundle_run_dir
     from sensorveil.sdk.rundir import read_run
     try:
-        path = read_run(bundle_run_dir(bundle))["dataset"].get("path")
+        path = read_run(bundle_run_dir(bundle)).dataset.path
     except FileNotFoundError:
         return None
     return Path(path) if path and Path(path).is_file() else None

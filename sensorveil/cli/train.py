@@ -1,7 +1,13 @@
 """sensorveil train MECHANISM --dataset NAME: train a privatizing mechanism and print its figures."""
+from __future__ import annotations
+
 import sys
+from typing import TYPE_CHECKING
 
 from sensorveil.cli.common import parse_settings, positive_int, print_mapping
+
+if TYPE_CHECKING:      # the CLI imports the SDK only inside its commands (a fast --help)
+    from sensorveil.sdk.rundir import RunRecord
 
 # the datasets `train` takes, spelled out: the parser is built on boards whose Python (3.6) cannot import
 # the trainer's dataset registry; tests/integration/test_cli_and_bench.py checks this list against the registry
@@ -23,7 +29,7 @@ def cmd_train(args) -> int:
                     out=args.out, epochs=args.epochs, seed=args.seed, hidden=args.hidden, settings=settings,
                     attacker_epochs=args.attacker_epochs, dataset_options=dataset_options(args.dataset_option))
     run = read_run(out)
-    print_mapping(f"trained {args.mechanism} on {args.dataset} -> {out}", {**run["reference"], **run["metrics"]})
+    print_mapping(f"trained {args.mechanism} on {args.dataset} -> {out}", {**run.reference, **run.metrics})
     print("  " + epochs_line(run, args.attacker_epochs))
     warning = threshold_warning(run)
     if warning:
@@ -42,9 +48,9 @@ def dataset_options(pairs) -> dict:
     return options
 
 
-def epochs_line(run: dict, attacker_epochs: int) -> str:
+def epochs_line(run: RunRecord, attacker_epochs: int) -> str:
     """What each network was trained for: --epochs is the mechanism's own networks only."""
-    config = run.get("config") or {}
+    config = run.config or {}
     if config.get("epochs") is None and "rounds" in config:   # federated mechanisms: --epochs sets the rounds
         parts = [f"federated rounds {config['rounds']} (--epochs)"]
     else:
@@ -55,17 +61,17 @@ def epochs_line(run: dict, attacker_epochs: int) -> str:
     return "epochs: " + ", ".join(parts)
 
 
-def threshold_warning(run: dict) -> "str | None":
+def threshold_warning(run: RunRecord) -> str | None:
     """PR-GAN section 6.4 keeps the most private setting that holds the utility threshold; when none
     does, the run keeps the most useful one and its figures are not at the promised utility."""
-    selection = run.get("selection") or {}
+    selection = run.selection or {}
     if selection.get("threshold_met") is not False:
         return None
-    threshold = (run.get("reference") or {}).get("utility_threshold", run.get("config", {}).get("utility_threshold"))
+    threshold = (run.reference or {}).get("utility_threshold", (run.config or {}).get("utility_threshold"))
     sweep, chosen = selection.get("sweep") or [], selection.get("chosen")
     achieved = sweep[chosen].get("val_acc_useful") if isinstance(chosen, int) and chosen < len(sweep) else None
     reached = f"reached {achieved:.3f}" if isinstance(achieved, float) else "was not reached"
-    useful = run["useful"] if isinstance(run["useful"], str) else ", ".join(run["useful"])
+    useful = run.useful if isinstance(run.useful, str) else ", ".join(run.useful)
     return (f"the utility threshold was not met: Acc(D_y) on '{useful}' "
             f"{reached} against {threshold} on the held-out split; the run keeps the most useful setting, so "
             "its privacy figures are for a mechanism below the utility you asked for (more --epochs, more data, "

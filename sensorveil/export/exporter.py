@@ -90,7 +90,7 @@ class Exporter:
         self.final_dir, self.force = Path(out_dir), force
         check_out(self.final_dir, self.run_dir, force)
         self.run = read_run(run_dir)
-        self.mechanism = mechanisms.get(self.run["mechanism"])
+        self.mechanism = mechanisms.get(self.run.mechanism)
         if not self.mechanism.exportable:
             raise ValueError(
                 f"the {self.mechanism.name} mechanism has no network to export "
@@ -101,7 +101,7 @@ class Exporter:
         self.precision = precision
         # substitution (PASS) bundles: also ship the substitute samples, so output="sample" works
         self.include_samples = include_samples
-        self.dataset = load_recorded_dataset(self.run["dataset"])
+        self.dataset = load_recorded_dataset(self.run.dataset)
         self.samples = self._real_samples()
         # --target DEVICE: the profile the writers read constraints from (opset, static shapes, Edge TPU)
         self.target = load_profile(target) if target else None
@@ -147,7 +147,7 @@ class Exporter:
     def _training_pool(self) -> np.ndarray:
         """Rows outside the run's test slice (rebuilt with dataset_slices and the run's seed); all rows
         when the run has no single useful/private pair to rebuild the split from."""
-        useful, private = self.run.get("useful"), self.run.get("private")
+        useful, private = self.run.useful, self.run.private
         useful, private = (
             useful[0] if isinstance(useful, list) and len(useful) == 1 else useful,
             private[0] if isinstance(private, list) and len(private) == 1 else private,
@@ -155,7 +155,7 @@ class Exporter:
         if not (isinstance(useful, str) and isinstance(private, str)):
             return np.arange(len(self.dataset))
         data = self.dataset
-        seed = self.run.get("config", {}).get("seed", self.run.get("seed", 0))
+        seed = (self.run.config or {}).get("seed", self.run.seed)
         slices = dataset_slices(data, useful, private, seed)   # calibration never draws a test row
         return np.concatenate([indices for name, indices in slices.items() if name != "test"])
 
@@ -191,7 +191,7 @@ class Exporter:
         module = self.graphs[name].module.eval()
         if not self.units_plan.in_graph:
             return module, self.graph_inputs(name, self.samples)
-        wrapped = SensorUnits(module, self.run["input"], self.run["output"], self.units_plan).eval()
+        wrapped = SensorUnits(module, self.run.input, self.run.output, self.units_plan).eval()
         return wrapped, self._sensor_samples(wrapped)
 
     def export(self, fmt: str) -> Path:
@@ -246,7 +246,7 @@ class Exporter:
         paste = PASTE_CUT_OUT if cut_out else PASTE_WINDOW
         entry = {**{k: v for k, v in camera.items() if k != "bank"}, "paste": paste}
         if self.person_detector == "ssdlite":
-            clip = self.run["dataset"].get("path")
+            clip = self.run.dataset.path
             job = DetectorJob(self.out_dir, self.precision, clip, speed=self.camera_speed, final_dir=self.final_dir)
             entry.update(add_person_detector(artifacts, job))
         return {"camera": entry}
@@ -257,7 +257,7 @@ class Exporter:
             self.run_dir, self.run, self.dataset, self.out_dir, self.include_samples
         )
         self.units_plan = plan_units(
-            fmt, self.precision, self.target, pipeline, self.run["input"], self.run["output"], enabled=self.sensor_units
+            fmt, self.precision, self.target, pipeline, self.run.input, self.run.output, enabled=self.sensor_units
         )
         pipeline = self._with_units(pipeline)
         artifacts = self._write_graphs(fmt)
@@ -265,12 +265,12 @@ class Exporter:
         write_manifest(
             self.out_dir,
             mechanism,
-            self.run["input"],
-            self.run["output"],
+            self.run.input,
+            self.run.output,
             artifacts,
             extra={
                 "pipeline": pipeline,
-                "dataset": self.run["dataset"],
+                "dataset": self.run.dataset.to_json(),
                 "complexity": self._complexity(artifacts),
                 "target": self.target["name"] if self.target else None,
                 "metrics": self._metrics(),
@@ -358,13 +358,13 @@ class Exporter:
 
     def _metrics(self) -> dict:
         return {
-            **self.run.get("reference", {}),
-            **self.run.get("metrics", {}),
-            "threshold_met": self.run.get("selection", {}).get("threshold_met"),
+            **(self.run.reference or {}),
+            **(self.run.metrics or {}),
+            "threshold_met": (self.run.selection or {}).get("threshold_met"),
         }
 
     def _training(self) -> dict:
-        return {"run": str(self.run_dir), "seed": self.run.get("seed"), "config": self.run.get("config")}
+        return {"run": str(self.run_dir), "seed": self.run.seed, "config": self.run.config}
 
     def _record_validation(self, records: list[dict]) -> None:
         # manifest.json is not among the hashed files, so adding the validation record keeps it valid

@@ -32,27 +32,28 @@ TFLITE_MODULES = ("litert_torch", "ai_edge_quantizer", "ai_edge_litert", "flatbu
 
 _BACKENDS = "sensorveil.runtime.backends."
 _EXPORT = "sensorveil.export."
+_DETECTOR = _EXPORT + "person_detector.writers:"
 CAPABILITIES = (
     Capability("onnx", "onnxruntime", ("fp32", "int8"), ("fp32", "int8"), "onnx", ONNX_MODULES,
                "onnxruntime", (), "", "any CPU: x86-64, Raspberry Pi 4/5 (int8 as QDQ)",
                _BACKENDS + "onnxruntime_backend:OnnxRuntimeBackend", 5, _EXPORT + "formats:write_onnx",
-               _EXPORT + "person_detector:onnx_detector"),
+               _DETECTOR + "onnx_detector"),
     Capability("tflite", "litert", ("fp32", "fp16", "int8"), ("fp32", "fp16", "int8"), "export-tflite",
                TFLITE_MODULES, "ai_edge_litert", ("tflite_runtime",), "", "any CPU: x86-64, Arm",
                _BACKENDS + "litert_backend:LiteRTBackend", 4, _EXPORT + "tflite_export:write_tflite",
-               _EXPORT + "person_detector:tflite_detector"),
+               _DETECTOR + "tflite_detector"),
     Capability("tflite", "edgetpu", ("int8",), (), "export-tflite", TFLITE_MODULES, "ai_edge_litert",
                ("tflite_runtime",), "Coral Edge TPU", "USB or Dev Board; compiled at export",
                _BACKENDS + "edgetpu_backend:EdgeTPUBackend", 2, _EXPORT + "tflite_export:write_tflite",
-               _EXPORT + "person_detector:edgetpu_detector"),
+               _DETECTOR + "edgetpu_detector"),
     Capability("openvino", "openvino", ("fp32", "fp16"), ("fp32", "fp16"), "openvino", ("openvino",),
                "openvino", (), "", "any CPU; NCS2 (fp16) with OpenVINO 2022.3",
                _BACKENDS + "openvino_backend:OpenVINOBackend", 3, _EXPORT + "openvino_export:write_openvino",
-               _EXPORT + "person_detector:openvino_detector"),
+               _DETECTOR + "openvino_detector"),
     Capability("tensorrt", "tensorrt", ("fp32", "fp16", "int8"), ("fp16", "int8"), "onnx", ONNX_MODULES,
                "tensorrt", (), "NVIDIA GPU", "Jetson Nano/Orin; engine built on the board",
                _BACKENDS + "tensorrt_backend:TensorRTBackend", 1, _EXPORT + "tensorrt_export:write_tensorrt",
-               _EXPORT + "person_detector:tensorrt_detector"),
+               _DETECTOR + "tensorrt_detector"),
 )
 
 

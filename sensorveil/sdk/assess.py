@@ -7,19 +7,19 @@ from pathlib import Path
 
 from sensorveil.runtime.bundle import MANIFEST_NAME, read_manifest
 from sensorveil.sdk import mechanisms
-from sensorveil.sdk.rundir import RUN_FILE, read_run
+from sensorveil.sdk.rundir import RUN_FILE, RunRecord, read_run
 
 
-def _heading(source, run: dict) -> dict:
-    threshold = run.get("reference", {}).get("utility_threshold")
-    return {"source": str(source), "mechanism": run["mechanism"], "useful": run["useful"], "private": run["private"],
+def _heading(source, run: RunRecord) -> dict:
+    threshold = (run.reference or {}).get("utility_threshold")
+    return {"source": str(source), "mechanism": run.mechanism, "useful": run.useful, "private": run.private,
             **({"utility_threshold": threshold} if threshold is not None else {})}
 
 
 def evaluate_run(run_dir, attacker_epochs: int = 20) -> dict:
     run = read_run(run_dir)
     return {**_heading(run_dir, run),
-            **mechanisms.get(run["mechanism"]).evaluate_run(Path(run_dir), run, attacker_epochs=attacker_epochs)}
+            **mechanisms.get(run.mechanism).evaluate_run(Path(run_dir), run, attacker_epochs=attacker_epochs)}
 
 
 def bundle_run_dir(bundle_dir) -> Path:
@@ -38,7 +38,7 @@ def evaluate_bundle(bundle_dir, backend: str = "auto", attacker_epochs: int = 20
     this machine, its fixed classifiers (if the mechanism has any) add the paper-protocol figures."""
     run_dir = bundle_run_dir(bundle_dir)
     run = read_run(run_dir)
-    mechanism = mechanisms.get(run["mechanism"])
+    mechanism = mechanisms.get(run.mechanism)
     return {**_heading(bundle_dir, run),
             **mechanism.evaluate_bundle(bundle_dir, backend, run_dir, run, attacker_epochs=attacker_epochs)}
 
@@ -71,7 +71,7 @@ def audit_path(path, backend: str = "auto", seeds: int = 3, attacker_epochs: int
                                 f"(with {MANIFEST_NAME}), got {path}")
     run_dir = bundle_run_dir(path) if is_bundle else path
     run = read_run(run_dir)
-    mechanism = mechanisms.get(run["mechanism"])
+    mechanism = mechanisms.get(run.mechanism)
     heading = _heading(path, run)
     privatizer = None
     if is_bundle:
@@ -79,7 +79,7 @@ def audit_path(path, backend: str = "auto", seeds: int = 3, attacker_epochs: int
         privatizer = Privatizer.load(path, backend=backend, **mechanism.audit_load_options)
         heading["backend"] = privatizer.backend_name
     release = mechanism.release(run_dir, run, privatizer)
-    if run.get("dataset", {}).get("name") in SPLIT_BY_TIME:     # class shares move with time: Random* needs it
+    if run.dataset.name in SPLIT_BY_TIME:     # class shares move with time: Random* needs it
         release.test_weights = label_shift_weights(release.task)
     cache = None if cache_dir is None else attacker_cache(cache_dir, path, run_dir, heading.get("backend"),
                                                          attacker_epochs)

@@ -262,15 +262,16 @@ def audit_bundle(bundle, backend: str = "auto", epochs: int = 15, seed: int = 0,
     """The identity audit of a camera bundle exactly as the device draws: its training run's clip, people
     disjoint by track, the release from the runtime."""
     from sensorveil.sdk.assess import bundle_run_dir
+    from sensorveil.sdk.mechanisms.pass_parts.bundle import SUBSTITUTION
     from sensorveil.sdk.rundir import load_recorded_dataset, read_run
     run = read_run(bundle_run_dir(bundle))
-    dataset = load_recorded_dataset(run["dataset"])
+    dataset = load_recorded_dataset(run.dataset)
     if dataset.foreground is None or "track" not in dataset.attributes:
         raise ValueError(f"{bundle}: the identity audit needs a camera bundle (people crops with tracks); "
-                         f"its dataset is {run['dataset'].get('name')!r}")
+                         f"its dataset is {run.dataset.name!r}")
     train_rows, gallery_rows, query_rows = identity_split(dataset.attributes["track"],
                                                           dataset.attributes["trial_split"])
-    condition = (run.get("substitution") or {}).get("condition")
+    condition = (run.sections.get(SUBSTITUTION) or {}).get("condition")   # PASS's conditioned draw
     known = None if condition is None else dataset.attributes[condition][query_rows]
     released, released_from = released_crops(bundle, backend, dataset, query_rows, known)
     result = identity_audit(dataset, released, released_from, query_rows, gallery_rows, train_rows, epochs, seed,

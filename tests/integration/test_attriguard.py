@@ -2,6 +2,7 @@
 convex solver, and the mechanism trained, exported to every format and run by the runtime."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from sensorveil.runtime.stages.attriguard import draw, kkt_mechanism, panda, phase_one
+from sensorveil.sdk.rundir import read_run
 
 
 def small_lr(seed=0, classes=4, dim=30):
@@ -120,7 +122,7 @@ def test_bundle_runs_the_mechanism_as_the_sdk_does(attriguard_run, tmp_path, fmt
     assert all(record["status"] == "passed" for record in manifest["validation"])
     x = load_dataset("digits").x[:40]
     device = Privatizer.load(bundle, seed=9)(x)
-    run = json.loads((attriguard_run / "run.json").read_text())
+    run = dataclasses.replace(read_run(attriguard_run), seed=9)
     mechanism = mechanisms.get("attriguard")
-    sdk = mechanism.privatize(attriguard_run, {**run, "seed": 9})(torch.from_numpy(x / 16.0)[:, None]).numpy()
+    sdk = mechanism.privatize(attriguard_run, run)(torch.from_numpy(x / 16.0)[:, None]).numpy()
     assert np.mean(np.all(np.isclose(device, sdk[:, 0] * 16.0, atol=1e-4), axis=(1, 2))) >= 0.95

@@ -1,4 +1,4 @@
-"""The int8 ONNX person detector of int8 ONNX bundles (sensorveil.export.detector_onnx_int8): really quantized
+"""The int8 ONNX person detector of int8 ONNX bundles (sensorveil.export.person_detector.onnx_int8): really quantized
 with onnxruntime on walkway's frames, compared with the fp32 graph on frames it was not calibrated on,
 refused when it does not match, and shipped in an exported int8 bundle that the runtime loads."""
 from __future__ import annotations
@@ -19,8 +19,8 @@ from sensorveil.runtime.camera import learned  # noqa: E402
 @pytest.fixture(scope="module")
 def graphs():
     """(fp32 path, int8 path, calibration frames): quantized once (seconds), then read from the cache."""
-    from sensorveil.export.detector_onnx_int8 import detector_onnx_int8
     from sensorveil.export.person_detector import CALIBRATION_FRAMES, clip_frames
+    from sensorveil.export.person_detector.onnx_int8 import detector_onnx_int8
     fp32 = converter_or_skip()
     frames = clip_frames(str(WALKWAY), CALIBRATION_FRAMES)
     return fp32, detector_onnx_int8(frames, progress=lambda line: None), frames
@@ -28,7 +28,7 @@ def graphs():
 
 def held_out_frames(start=0.65, count=16):
     """300x300 RGB walkway frames from the clip's last part, which calibration (its first 60%) never reads."""
-    from sensorveil.export.detector_onnx_int8 import frames_at
+    from sensorveil.export.person_detector.frames import frames_at
 
     capture = cv2.VideoCapture(str(WALKWAY))
     total = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
@@ -41,7 +41,7 @@ def held_out_frames(start=0.65, count=16):
 def test_the_int8_graph_finds_the_people_fp32_finds_on_frames_it_was_not_calibrated_on(graphs):
     """At the threshold the export matches on the calibration frames, the int8 graph's boxes cover nearly
     every person the fp32 graph finds on the clip's last part, without many more boxes."""
-    from sensorveil.export.detector_onnx_int8 import detections, matched_score
+    from sensorveil.export.person_detector.onnx_int8 import detections, matched_score
     from sensorveil.runtime.camera import iou
     fp32, int8, calibration = graphs
     score = matched_score(fp32, int8, calibration)
@@ -96,8 +96,8 @@ def corrupted(int8, out, factor):
 def test_an_int8_graph_that_does_not_match_fp32_is_refused(graphs, tmp_path, monkeypatch):
     """The real int8 graph passes its check; with its weights' scales off it fails the output bound, and with
     the bound lifted it still fails on the people it finds."""
-    from sensorveil.export import detector_onnx_int8 as int8_module
     from sensorveil.export.person_detector import DetectorUnavailable
+    from sensorveil.export.person_detector import onnx_int8 as int8_module
     fp32, int8, frames = graphs
     int8_module.check_int8_detector(fp32, int8, frames[::4])
     bad = corrupted(int8, tmp_path / "bad.onnx", 1.5)
@@ -111,7 +111,7 @@ def test_an_int8_graph_that_does_not_match_fp32_is_refused(graphs, tmp_path, mon
 def test_the_matched_threshold_is_worked_out_once_per_graph_and_frames(graphs, monkeypatch):
     """The quantization's check and the export's graph entry ask for the same threshold: the second asking
     runs neither graph again; other frames do."""
-    from sensorveil.export import detector_onnx_int8 as int8_module
+    from sensorveil.export.person_detector import onnx_int8 as int8_module
     fp32, int8, frames = graphs
     runs = []
     counted = int8_module.detections
@@ -126,8 +126,8 @@ def test_the_matched_threshold_is_worked_out_once_per_graph_and_frames(graphs, m
 def test_a_refused_int8_graph_is_never_cached(graphs, tmp_path, monkeypatch):
     """A quantization that comes out wrong raises one DetectorUnavailable and leaves no cached file for the next
     export to pick up."""
-    from sensorveil.export import detector_onnx_int8 as int8_module
     from sensorveil.export.person_detector import DetectorUnavailable
+    from sensorveil.export.person_detector import onnx_int8 as int8_module
     fp32, int8, frames = graphs
     fresh = frames[1::8]                                   # frames no earlier test cached a graph for
     monkeypatch.setattr(int8_module, "quantize_detector",

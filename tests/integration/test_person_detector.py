@@ -295,7 +295,7 @@ def test_a_converted_detector_that_moves_the_boxes_is_refused():
 DECODE_IN_TENSORFLOW = """
 import sys
 import numpy as np
-from sensorveil.export import detector_graph as cut
+from sensorveil.export.person_detector import graph as cut
 tf = cut.tensorflow()
 frozen = cut.read_frozen(tf, sys.argv[1])
 image = np.load(sys.argv[2])

@@ -2,6 +2,7 @@
 alpha-beta-VAE trained, exported (encoder and decoder graphs) and run by the runtime."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import torch
 
 from sensorveil.runtime.stages.sanitizer import clip_rows, sanitize_latent, sanitize_sensitive
 from sensorveil.sdk.mechanisms.sanitizer import distance_correlation, normalized_hypervolume
+from sensorveil.sdk.rundir import read_run
 
 ONE_CANDIDATE = {"beta_grid": (2.0,), "alpha_grid": ((1.0, 1.0, 1.0),)}     # no search: a short run
 
@@ -144,8 +146,8 @@ def test_bundle_runs_encoder_mechanism_decoder_as_the_sdk_does(sanitizer_run, tm
     assert all(r["status"] == "passed" for r in manifest["validation"])
     x = load_dataset("digits").x[:30]
     device = Privatizer.load(bundle, seed=3)(x)
-    run = json.loads((sanitizer_run / "run.json").read_text())
-    sdk = mechanisms.get("sanitizer").privatize(sanitizer_run, {**run, "seed": 3})(torch.from_numpy(x / 16.0)[:, None])
+    run = dataclasses.replace(read_run(sanitizer_run), seed=3)
+    sdk = mechanisms.get("sanitizer").privatize(sanitizer_run, run)(torch.from_numpy(x / 16.0)[:, None])
     np.testing.assert_allclose(device, sdk.numpy()[:, 0] * 16.0, atol=16 * 2e-3)
 
 
@@ -277,11 +279,11 @@ def test_the_private_cas_trains_on_the_relabelled_y_s(suppression_run):
     """Suppression releases z~_S = 0 for every row, so y~_S = g_u(0) is one class c: a CAS classifier trained
     on y~_S guesses c everywhere and scores the raw test rows' share of c. True labels would score otherwise."""
     from sensorveil.sdk.mechanisms import get
-    run = json.loads((suppression_run / "run.json").read_text())
+    run = read_run(suppression_run)
     _, nets, _ = get("sanitizer").load_all(suppression_run, run)
     with torch.no_grad():
         c = int(nets["aligner"](torch.zeros(1, 4)).argmax(1))
     task = digits_task()
-    metrics = run["metrics"]
+    metrics = run.metrics
     assert metrics["cas_private"] == pytest.approx(float((task.private[task.test] == c).mean()))
     assert metrics["relabelled_agreement"] == pytest.approx(float((task.private[task.attacker_train] == c).mean()))

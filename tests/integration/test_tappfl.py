@@ -26,6 +26,7 @@ from sensorveil.sdk.mechanisms.tappfl import (
     theta_objective,
     vclub_upper_bound,
 )
+from sensorveil.sdk.rundir import read_run
 
 pytest.importorskip("flwr", reason="Flower is the federated extra: pip install 'sensorveil[federated]'")
 
@@ -269,8 +270,7 @@ def test_representation_bundle_runs_in_every_local_format_and_matches_torch(smal
     from sensorveil.runtime import Privatizer
     from sensorveil.sdk.datasets import load_dataset
     run_dir, _ = small_run
-    run = json.loads((run_dir / "run.json").read_text())
-    f = tappfl.load_feature_extractor(run_dir, run)
+    f = tappfl.load_feature_extractor(run_dir, read_run(run_dir))
     x = load_dataset("digits").x[:20]
     with torch.no_grad():
         expected = f(torch.from_numpy(x / 16.0)[:, None]).numpy()

@@ -1,12 +1,12 @@
-"""The threshold a quantized person detector ships with (sensorveil.export.detector_threshold), on made rows:
+"""The threshold a quantized person detector ships with (sensorveil.export.person_detector.threshold), on made rows:
 the highest one at which it finds fp32's people, and a refusal where finding them takes a flood of boxes."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from sensorveil.export.detector_threshold import matched_threshold
 from sensorveil.export.person_detector import DetectorUnavailable
+from sensorveil.export.person_detector.threshold import matched_threshold
 
 SHAPE = (300, 300)
 

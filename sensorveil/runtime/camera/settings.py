@@ -47,7 +47,7 @@ MARGIN_RANGE = (0, 2)
 CROP_EVERY = 1                      # the training clip's crop stride (the sdk's; the device does not read it)
 
 # the detector graph entry's own threshold: a quantized graph scores people lower than fp32, so its export
-# matches it to the fp32 graph's people at camera.detector_score (sensorveil.export.detector_onnx_int8)
+# matches it to the fp32 graph's people at camera.detector_score (sensorveil.export.person_detector.onnx_int8)
 GRAPH_SCORE_KEY = "score"
 ANCHORS_KEY = "anchors"             # the detector graph entry's field naming its anchors file (the third form)
 ANCHORS_SUFFIX = ".npy"

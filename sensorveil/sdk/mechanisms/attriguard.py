@@ -30,6 +30,7 @@ from sensorveil.runtime.stages.attriguard import (
 from sensorveil.sdk.evaluation import Task, baselines, dataset_slices, probing_attack, tree_attacker_accuracy
 from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import BundleParts, Graph, Mechanism, TrainRequest, protocol_task
+from sensorveil.sdk.rundir import RunRecord
 from sensorveil.sdk.training import accuracy, train_classifier
 
 ARRAYS = {"weights": "attriguard_weights.npy", "bias": "attriguard_bias.npy", "target": "attriguard_target.npy"}
@@ -228,18 +229,18 @@ class AttriGuardMechanism(Mechanism):
     def load_arrays(self, run_dir) -> dict:
         return {key: np.load(Path(run_dir) / name, allow_pickle=False) for key, name in ARRAYS.items()}
 
-    def privatize(self, run_dir, run: dict):
-        return make_privatize(self.load_arrays(run_dir), self.config_of(run), seed=run["seed"])
+    def privatize(self, run_dir, run: RunRecord):
+        return make_privatize(self.load_arrays(run_dir), self.config_of(run), seed=run.seed)
 
-    def graphs(self, run_dir, run: dict) -> dict:
+    def graphs(self, run_dir, run: RunRecord) -> dict:
         arrays = self.load_arrays(run_dir)
         return {"defender": Graph(DefenderLR(arrays["weights"], arrays["bias"]).eval())}
 
-    def bundle(self, run_dir, run: dict, dataset, out_dir: Path, include_samples: bool = True):
+    def bundle(self, run_dir, run: RunRecord, dataset, out_dir: Path, include_samples: bool = True):
         config = self.config_of(run)
         for key, array in self.load_arrays(run_dir).items():
             np.save(Path(out_dir) / ARRAYS[key], array, allow_pickle=False)
-        entry = {"name": self.name, "kind": self.kind, "useful": run["useful"], "private": run["private"],
+        entry = {"name": self.name, "kind": self.kind, "useful": run.useful, "private": run.private,
                  "parameters": asdict(config)}
         stage = AttriGuardEntry("defender", ARRAYS, config.beta, config.policy, config.tau, config.max_iterations)
         return BundleParts(entry, [stage.to_manifest()])

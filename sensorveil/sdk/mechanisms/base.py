@@ -33,6 +33,7 @@ from sensorveil.sdk.audit import Release
 from sensorveil.sdk.datasets import SensorDataset
 from sensorveil.sdk.evaluation import Task, apply_privatize, baselines, dataset_slices, evaluate, raw_reference
 from sensorveil.sdk.priors import maximum_entropy_distribution
+from sensorveil.sdk.rundir import RunRecord, load_recorded_dataset
 from sensorveil.sdk.training import to_model
 
 # the kinds of mechanism, as the manifest's mechanism.kind names them
@@ -111,11 +112,11 @@ class Mechanism(abc.ABC):
             raise ValueError(f"{self.name} takes one {role} attribute, got {values}")
         return values[0]
 
-    def config_of(self, run: dict):
+    def config_of(self, run: RunRecord):
         """The config a saved run was trained with (run.json's "config"; JSON lists back to tuples)."""
         defaults = {f.name: f.default for f in dataclasses.fields(self.config_class)}
         values = {key: tuple(value) if isinstance(defaults.get(key), tuple) else value
-                  for key, value in run["config"].items() if key in defaults}
+                  for key, value in run.config.items() if key in defaults}
         return self.config_class(**values)
 
     # -- what every mechanism implements -----------------------------------------------------
@@ -125,21 +126,21 @@ class Mechanism(abc.ABC):
         record (run.json: ``request.base`` completed with useful, private, seed, kind, config, metrics)."""
 
     @abc.abstractmethod
-    def graphs(self, run_dir: Path, run: dict) -> dict[str, Graph]:
+    def graphs(self, run_dir: Path, run: RunRecord) -> dict[str, Graph]:
         """{graph name: Graph}; a single-model mechanism names its graph "model"."""
 
     @abc.abstractmethod
-    def bundle(self, run_dir: Path, run: dict, dataset: SensorDataset, out_dir: Path,
+    def bundle(self, run_dir: Path, run: RunRecord, dataset: SensorDataset, out_dir: Path,
                include_samples: bool = True) -> BundleParts:
         """The manifest's mechanism entry and pipeline; writes the .npy arrays the stages name."""
 
     # -- sample-emitting mechanisms: provide task() and privatize(), inherit the evaluation ----
-    def task(self, run_dir: Path, run: dict) -> tuple[Task, dict | None]:
+    def task(self, run_dir: Path, run: RunRecord) -> tuple[Task, dict | None]:
         """The evaluation task of a saved run (data in model units, the split) and the fixed
         classifiers of the paper protocol (None when the mechanism has none)."""
-        return protocol_task(load_run_dataset(run), run["useful"], run["private"], run["seed"]), None
+        return protocol_task(load_run_dataset(run), run.useful, run.private, run.seed), None
 
-    def privatize(self, run_dir: Path, run: dict) -> Callable[[torch.Tensor], torch.Tensor]:
+    def privatize(self, run_dir: Path, run: RunRecord) -> Callable[[torch.Tensor], torch.Tensor]:
         """The trained mechanism in torch: model units in, model units out. The default has none: a
         mechanism whose evaluation does not go through it (PASS draws from its bank) overrides ``release``,
         ``evaluate_run`` and ``evaluate_bundle`` instead."""
@@ -148,7 +149,7 @@ class Mechanism(abc.ABC):
     # output modes the audit loads a bundle with (PASS: its bank index, which also feeds the exact-posterior attacker)
     audit_load_options: dict = {}
 
-    def release(self, run_dir: Path, run: dict, privatizer=None) -> Release:
+    def release(self, run_dir: Path, run: RunRecord, privatizer=None) -> Release:
         """What an attacker sees (sensorveil.sdk.audit): the task's splits privatized by the trained
         mechanism, or by ``privatizer`` (a loaded bundle) exactly as the device emits them."""
         task, fixed = self.task(run_dir, run)
@@ -156,20 +157,21 @@ class Mechanism(abc.ABC):
         return Release(task=task, train=apply_privatize(privatize, task.x[task.attacker_train]),
                        test=apply_privatize(privatize, task.x[task.test]), fixed=fixed)
 
-    def evaluate_run(self, run_dir: Path, run: dict, attacker_epochs: int = 20) -> dict:
+    def evaluate_run(self, run_dir: Path, run: RunRecord, attacker_epochs: int = 20) -> dict:
         task, fixed = self.task(run_dir, run)
         return {**reference_figures(task, fixed),
                 **evaluate(task, self.privatize(run_dir, run), fixed, attacker_epochs=attacker_epochs,
-                           seed=run["seed"])}
+                           seed=run.seed)}
 
-    def evaluate_bundle(self, bundle_dir, backend: str, run_dir: Path, run: dict, attacker_epochs: int = 20) -> dict:
+    def evaluate_bundle(self, bundle_dir, backend: str, run_dir: Path, run: RunRecord,
+                        attacker_epochs: int = 20) -> dict:
         """The figures of ``evaluate_run``, measured on what the bundle emits through the runtime."""
         from sensorveil.runtime import Privatizer
         privatizer = Privatizer.load(bundle_dir, backend=backend)
         task, fixed = self.task(run_dir, run)
         return {"backend": privatizer.backend_name, **reference_figures(task, fixed),
                 **evaluate(task, bundle_privatize(privatizer), fixed, attacker_epochs=attacker_epochs,
-                           seed=run["seed"])}
+                           seed=run.seed)}
 
 
 def as_list(value) -> list:
@@ -230,10 +232,8 @@ def check_setting_range(mechanism: str, key: str, value) -> None:
         raise ValueError(f"{mechanism} setting {key}={value}: expected a size from 1 to {MAX_SIZE:,}")
 
 
-def load_run_dataset(run: dict) -> SensorDataset:
-    from sensorveil.sdk.datasets import load_dataset
-    record = run["dataset"]
-    return load_dataset(record["name"], record.get("path"), **record.get("options", {}))
+def load_run_dataset(run: RunRecord) -> SensorDataset:
+    return load_recorded_dataset(run.dataset)
 
 
 def protocol_task(data: SensorDataset, useful: str, private: str, seed: int, x: torch.Tensor | None = None) -> Task:

@@ -44,13 +44,14 @@ from sensorveil.sdk.mechanisms.pass_federated_parts.config import PassFederatedC
 from sensorveil.sdk.mechanisms.pass_federated_parts.federation import federate, federated_data, prepare_federation
 from sensorveil.sdk.mechanisms.pass_federated_parts.folders import DEVICES_DIR
 from sensorveil.sdk.mechanisms.pass_federated_parts.server import HISTORY_FILE
-from sensorveil.sdk.mechanisms.pass_parts.bundle import BANK_FILE, load_head, substitution_record
+from sensorveil.sdk.mechanisms.pass_parts.bundle import BANK_FILE, HIDDEN, SUBSTITUTION, load_head, substitution_record
 from sensorveil.sdk.mechanisms.pass_parts.config import config_dict
 from sensorveil.sdk.mechanisms.pass_parts.data import PassData
 from sensorveil.sdk.mechanisms.pass_parts.evaluate import evaluate_model
 from sensorveil.sdk.mechanisms.pass_parts.losses import constant_c
 from sensorveil.sdk.mechanisms.pass_substitution import PASSMechanism
 from sensorveil.sdk.mechanisms.tappfl_parts.federation import flower_version
+from sensorveil.sdk.rundir import as_record
 
 MECHANISM = "pass-federated"
 
@@ -82,8 +83,8 @@ def train_pass_federated_run(request: TrainRequest, config: PassFederatedConfig)
     rounds = json.loads((out / HISTORY_FILE).read_text())
     training = training_record(pdata, spec, config, rounds)
     labels = pdata.labels(pdata.private[0])
-    run = {**base, "kind": "substitution", "hidden": pdata.hidden, "config": config_dict(config),
-           "substitution": substitution_record(config, pdata, training, bank_origin=plan.origin),
+    run = {**base, "kind": "substitution", HIDDEN: pdata.hidden, "config": config_dict(config),
+           SUBSTITUTION: substitution_record(config, pdata, training, bank_origin=plan.origin),
            "training": training,
            "federation": {"runtime": config.federation, "flower": flower_version(), "wall_seconds": round(seconds, 1),
                           "aggregation": config.aggregation,
@@ -95,7 +96,7 @@ def train_pass_federated_run(request: TrainRequest, config: PassFederatedConfig)
                           "rounds": rounds,
                           "secure_aggregation": config.secure_aggregation,
                           "differential_privacy": privacy_record(asdict(config), rounds)}}
-    head = load_head(out, run)
+    head = load_head(out, as_record(run))
     evaluation = evaluate_model(pdata, head, attacker_epochs=request.attacker_epochs, seed=config.seed, plot_dir=out)
     metrics = {**evaluation["metrics"], **privacy_metrics(run["federation"]["differential_privacy"])}
     return {**run, "reference": evaluation["reference"], "metrics": metrics,

@@ -32,8 +32,10 @@ from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest
 from sensorveil.sdk.mechanisms.pass_parts.bundle import (
     BANK_FILE,
     CONDITION_FILE,
+    HIDDEN,
     SAMPLES_FILE,
     SEQUENCE_FILE,
+    SUBSTITUTION,
     WEIGHTS_FILE,
     bank_sequences,
     load_bank_rows,
@@ -149,8 +151,8 @@ def train_pass_run(base: dict, data: SensorDataset, out: Path, config: PASSConfi
     head = SubstitutionHead(model).eval()
     evaluation = evaluate_model(pdata, head, attacker_epochs=attacker_epochs, seed=config.seed,
                                           plot_dir=out if plots else None)
-    return {**base, "kind": "substitution", "hidden": pdata.hidden, "config": config_dict(config),
-            "substitution": substitution_record(config, pdata, training),
+    return {**base, "kind": "substitution", HIDDEN: pdata.hidden, "config": config_dict(config),
+            SUBSTITUTION: substitution_record(config, pdata, training),
             "training": training, "reference": evaluation["reference"], "metrics": evaluation["metrics"],
             "confusion_plot": evaluation.get("confusion_plot"), "train_seconds": round(time.time() - started, 1)}
 
@@ -188,7 +190,7 @@ class PASSMechanism(Mechanism):
         """Substitutes drawn by the trained head (seeded), or by the bundle on the device (OS entropy)."""
         if privatizer is None:
             data, head = run_data(run_dir, run), load_head(run_dir, run)
-            rng = np.random.default_rng([run["config"]["seed"], 17])
+            rng = np.random.default_rng([run.config["seed"], 17])
             probs = lambda rows: in_batches(lambda r: data.conditioned(probabilities(head, data.x[r]), r),  # noqa: E731
                                             rows)
             draw = lambda rows: draw_indices(probs(rows), rng)                                 # noqa: E731

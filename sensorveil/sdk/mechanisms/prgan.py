@@ -23,6 +23,7 @@ from sensorveil.sdk.mechanisms import register
 from sensorveil.sdk.mechanisms.base import BundleParts, Graph, Mechanism, TrainRequest, load_run_dataset, protocol_task
 from sensorveil.sdk.networks import make_classifier, make_generator
 from sensorveil.sdk.priors import maximum_entropy_distribution
+from sensorveil.sdk.rundir import RunRecord
 from sensorveil.sdk.training import (
     accuracy,
     apply,
@@ -258,25 +259,25 @@ def config_dict(config: PRGANConfig) -> dict:
 
 
 # -- the registered mechanisms ------------------------------------------------------------------
-def load_fixed(run_dir, run: dict, data: SensorDataset) -> dict:
+def load_fixed(run_dir, run: RunRecord, data: SensorDataset) -> dict:
     """The defender's D_y and D_z saved with the run (state dicts, weights_only)."""
     fixed = {}
-    for key, attr in (("D_y", run["useful"]), ("D_z", run["private"])):
-        net = make_classifier(run["modality"], tuple(run["model_shape"]), data.num_classes[attr])
+    for key, attr in (("D_y", run.useful), ("D_z", run.private)):
+        net = make_classifier(run.modality, run.model_shape, data.num_classes[attr])
         net.load_state_dict(torch.load(Path(run_dir) / f"{key}.pt", weights_only=True))
         fixed[key] = net.eval().requires_grad_(False)
     return fixed
 
 
-def reload_experiment(run_dir, run: dict) -> Experiment:
+def reload_experiment(run_dir, run: RunRecord) -> Experiment:
     """The run's data, splits and fixed classifiers, rebuilt without retraining anything."""
     data = load_run_dataset(run)
-    cfg = PRGANConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in run["config"].items()})
-    return prepare(data, run["useful"], run["private"], cfg, fixed=load_fixed(run_dir, run, data))
+    cfg = PRGANConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in run.config.items()})
+    return prepare(data, run.useful, run.private, cfg, fixed=load_fixed(run_dir, run, data))
 
 
-def load_generator(run_dir, run: dict) -> nn.Module:
-    G = make_generator(run["modality"], tuple(run["model_shape"]))
+def load_generator(run_dir, run: RunRecord) -> nn.Module:
+    G = make_generator(run.modality, run.model_shape)
     G.load_state_dict(torch.load(Path(run_dir) / GENERATOR_FILE, weights_only=True))
     return G.eval()
 
@@ -319,22 +320,22 @@ class PerturbationMechanism(Mechanism):
         torch.save(G.state_dict(), Path(out) / GENERATOR_FILE)
         return (lambda x: snap_to_sensor(apply(G, x), exp.step)), selection
 
-    def task(self, run_dir, run: dict):
+    def task(self, run_dir, run: RunRecord):
         exp = reload_experiment(run_dir, run)
         return exp.task, exp.fixed
 
-    def privatize(self, run_dir, run: dict):
-        G, step = load_generator(run_dir, run), sensor_step(run["output"])
+    def privatize(self, run_dir, run: RunRecord):
+        G, step = load_generator(run_dir, run), sensor_step(run.output)
         return lambda x: snap_to_sensor(apply(G, x), step)
 
-    def graphs(self, run_dir, run: dict) -> dict:
+    def graphs(self, run_dir, run: RunRecord) -> dict:
         return {"model": Graph(load_generator(run_dir, run))}
 
-    def bundle(self, run_dir, run: dict, dataset: SensorDataset, out_dir: Path, include_samples: bool = True):
-        selection = run.get("selection", {})
-        entry = {"name": run["mechanism"], "kind": self.kind, "useful": run["useful"], "private": run["private"],
+    def bundle(self, run_dir, run: RunRecord, dataset: SensorDataset, out_dir: Path, include_samples: bool = True):
+        selection = (run.selection or {})
+        entry = {"name": run.mechanism, "kind": self.kind, "useful": run.useful, "private": run.private,
                  "parameters": {"margin_c": selection.get("margin_c"), **{
-                     key: run["config"][key] for key in ("alpha", "beta", "utility_threshold")}}}
+                     key: run.config[key] for key in ("alpha", "beta", "utility_threshold")}}}
         return BundleParts(entry, [ModelEntry("model").to_manifest()])
 
 
@@ -347,10 +348,10 @@ class LaplaceBaseline(PerturbationMechanism):
         epsilon, selection = fit_laplace(exp)
         return laplace_privatize(1.0 / epsilon, step=exp.step), selection
 
-    def privatize(self, run_dir, run: dict):
-        return laplace_privatize(1.0 / run["selection"]["epsilon"], step=sensor_step(run["output"]))
+    def privatize(self, run_dir, run: RunRecord):
+        return laplace_privatize(1.0 / run.selection["epsilon"], step=sensor_step(run.output))
 
-    def graphs(self, run_dir, run: dict) -> dict:
+    def graphs(self, run_dir, run: RunRecord) -> dict:
         raise ValueError("the laplace baseline has no network to export; it adds noise in numpy")
 
 

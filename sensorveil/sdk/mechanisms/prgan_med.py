@@ -38,6 +38,7 @@ from sensorveil.sdk.mechanisms.prgan import (
     train_generator,
 )
 from sensorveil.sdk.networks import PerturbationGenerator, make_generator
+from sensorveil.sdk.rundir import RunRecord
 from sensorveil.sdk.training import apply, model_shape, predict, sensor_step, snap_to_sensor
 
 NOISE_DIM = 8          # noise ~ N(0, I) values G reads beside (y, z'): varied outputs within one (y, z')
@@ -109,23 +110,23 @@ class PRGANMEDMechanism(PerturbationMechanism):
         torch.save(G.state_dict(), Path(out) / GENERATOR_FILE)
         return privatize, selection
 
-    def load(self, run_dir, run: dict):
+    def load(self, run_dir, run: RunRecord):
         """(the run's experiment, its conditional generator)."""
         exp = reload_experiment(run_dir, run)
-        G = new_generator(run["modality"], tuple(run["model_shape"]), exp.med, self.noise_dim(run))
+        G = new_generator(run.modality, run.model_shape, exp.med, self.noise_dim(run))
         G.load_state_dict(torch.load(Path(run_dir) / GENERATOR_FILE, weights_only=True))
         return exp, G.eval()
 
     @staticmethod
-    def noise_dim(run: dict) -> int:
-        return int(run.get("selection", {}).get("noise_dim", NOISE_DIM))
+    def noise_dim(run: RunRecord) -> int:
+        return int((run.selection or {}).get("noise_dim", NOISE_DIM))
 
-    def privatize(self, run_dir, run: dict):
+    def privatize(self, run_dir, run: RunRecord):
         exp, G = self.load(run_dir, run)
-        return med_privatize(G, exp.fixed["D_y"], exp.med, self.noise_dim(run), sensor_step(run["output"]),
-                             seed=run["seed"])
+        return med_privatize(G, exp.fixed["D_y"], exp.med, self.noise_dim(run), sensor_step(run.output),
+                             seed=run.seed)
 
-    def graphs(self, run_dir, run: dict) -> dict:
+    def graphs(self, run_dir, run: RunRecord) -> dict:
         exp, G = self.load(run_dir, run)
         D_y, med, noise_dim = exp.fixed["D_y"], exp.med, self.noise_dim(run)
 
@@ -135,7 +136,7 @@ class PRGANMEDMechanism(PerturbationMechanism):
             return conditioned(model_inputs, predict(D_y, x), med, noise_dim, np.random.default_rng(0))[0]
         return {"classifier": Graph(D_y.eval()), "generator": Graph(G, inputs=generator_inputs)}
 
-    def bundle(self, run_dir, run: dict, dataset: SensorDataset, out_dir: Path, include_samples: bool = True):
+    def bundle(self, run_dir, run: RunRecord, dataset: SensorDataset, out_dir: Path, include_samples: bool = True):
         entry, _ = super().bundle(run_dir, run, dataset, out_dir, include_samples)
         np.save(Path(out_dir) / MED_FILE, reload_experiment(run_dir, run).med, allow_pickle=False)
         entry["parameters"]["noise_dim"] = self.noise_dim(run)

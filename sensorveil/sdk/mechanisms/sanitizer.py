@@ -50,9 +50,11 @@ from sensorveil.sdk.mechanisms.sanitizer_parts.release import (  # noqa: F401
     normalized_hypervolume,
     private_cas,
 )
+from sensorveil.sdk.rundir import RunRecord
 from sensorveil.sdk.training import sensor_step
 
 WEIGHTS_FILE = "sanitizer.pt"
+MECHANISM_PARAMETERS = "mechanism_parameters"   # the Sanitizer's section of run.json: the mechanism's scalars
 RELEASES = ("sample", "mean")     # what the encoder hands the mechanism: a draw of q_phi(z|x), or its mean
 DEFAULT_EPOCHS = {"digits": 80, "ujiindoorloc": 15}
 
@@ -123,7 +125,7 @@ class SanitizerMechanism(Mechanism):
             "config": {**asdict(config), "epochs": epochs},
             "choice": choice,
             "reference": baselines(task),
-            "mechanism_parameters": {key: value for key, value in params.items() if np.ndim(value) == 0},
+            MECHANISM_PARAMETERS: {key: value for key, value in params.items() if np.ndim(value) == 0},
             "training": {"history": history},
             "metrics": metrics,
         }
@@ -153,16 +155,16 @@ class SanitizerMechanism(Mechanism):
             if np.ndim(value) > 0:
                 np.save(out / ARRAY_FILE.format(name), np.asarray(value, np.float64), allow_pickle=False)
 
-    def load(self, run_dir, run: dict):
+    def load(self, run_dir, run: RunRecord):
         """(config, encoder, decoder, mechanism parameters) of a saved run."""
         config, nets, params = self.load_all(run_dir, run)
         return config, nets["encoder"], nets["decoder"], params
 
-    def load_all(self, run_dir, run: dict):
+    def load_all(self, run_dir, run: RunRecord):
         """(config, {"encoder", "decoder", "aligner"}, parameters); the aligner is None in runs saved before
         it was kept."""
         config = self.config_of(run)
-        shape = tuple(run["model_shape"])
+        shape = run.model_shape
         state = torch.load(Path(run_dir) / WEIGHTS_FILE, weights_only=True)
         nets = {"encoder": Encoder(int(np.prod(shape)), config.latent_dim),
                 "decoder": Decoder(config.latent_dim, shape), "aligner": None}
@@ -173,7 +175,7 @@ class SanitizerMechanism(Mechanism):
             if net is not None:
                 net.load_state_dict(state[name])
                 net.eval()
-        params = dict(run.get("mechanism_parameters", {}))
+        params = dict(run.sections.get(MECHANISM_PARAMETERS, {}))
         params.update(
             {
                 name: np.load(Path(run_dir) / ARRAY_FILE.format(name), allow_pickle=False)
@@ -182,12 +184,12 @@ class SanitizerMechanism(Mechanism):
         )
         return config, nets, params
 
-    def privatize(self, run_dir, run: dict):
+    def privatize(self, run_dir, run: RunRecord):
         config, encoder, decoder, params = self.load(run_dir, run)
         return make_privatize(encoder, decoder, config.sensitive_dim, config.mechanism, params,
-                              sensor_step(run["output"]), run["seed"], config.release)
+                              sensor_step(run.output), run.seed, config.release)
 
-    def graphs(self, run_dir, run: dict) -> dict:
+    def graphs(self, run_dir, run: RunRecord) -> dict:
         config, encoder, decoder, _ = self.load(run_dir, run)
         if config.release == "mean":
             return {"encoder": Graph(MeanEncoder(encoder).eval()), "decoder": Graph(decoder, input_from="encoder")}
@@ -198,7 +200,7 @@ class SanitizerMechanism(Mechanism):
                 return mean_of(torch.as_tensor(model_inputs)).numpy()
         return {"encoder": Graph(PosteriorEncoder(encoder).eval()), "decoder": Graph(decoder, inputs=decoder_inputs)}
 
-    def bundle(self, run_dir, run: dict, dataset, out_dir: Path, include_samples: bool = True):
+    def bundle(self, run_dir, run: RunRecord, dataset, out_dir: Path, include_samples: bool = True):
         config, _, _, params = self.load(run_dir, run)
         self.save_params(Path(out_dir), params)
         # the noise's scalars go into the stage alone, where the device reads and checks them
@@ -206,8 +208,8 @@ class SanitizerMechanism(Mechanism):
         entry = {
             "name": self.name,
             "kind": self.kind,
-            "useful": run["useful"],
-            "private": run["private"],
+            "useful": run.useful,
+            "private": run.private,
             "parameters": {
                 "latent_dim": config.latent_dim,
                 "sensitive_dim": config.sensitive_dim,

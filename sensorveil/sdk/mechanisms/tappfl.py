@@ -58,6 +58,7 @@ from sensorveil.sdk.mechanisms.base import Graph, Mechanism, TrainRequest, bundl
 from sensorveil.sdk.mechanisms.tappfl_parts.bundle import (
     FEATURE_FILE,
     HISTORY_FILE,
+    WEIGHTS_KEY,
     bundle_entry,
     load_feature_extractor,
     pretrained_path,
@@ -130,6 +131,7 @@ from sensorveil.sdk.mechanisms.tappfl_parts.server import (
     simulation_apps,
     strategy_settings,
 )
+from sensorveil.sdk.rundir import RunRecord, as_record
 
 MECHANISM = "tappfl"
 
@@ -186,26 +188,27 @@ class TAPPFLMechanism(Mechanism):
         rounds = json.loads((out / HISTORY_FILE).read_text())
         run = {**request.base, "useful": useful, "private": private, "seed": config.seed, "kind": self.kind,
                "output": representation_spec(config.representation_dim), "config": asdict(config),
-               "weights_file": FEATURE_FILE,
+               WEIGHTS_KEY: FEATURE_FILE,
                "federation": {"runtime": config.federation, "flower": flower_version(),
                               "wall_seconds": round(seconds, 1),
                               "partition": partition_record(request.data, useful, private, config),
                               "rounds": rounds, "secure_aggregation": config.secure_aggregation,
                               "differential_privacy": privacy_record(asdict(config), rounds)}}
-        task, _ = self.task(out, run)
+        task, _ = self.task(out, as_record(run))
         run["reference"] = reference_figures(task)
         if config.reference_attacks:
             run["reference"].update(raw_figures(task, request.attacker_epochs, config.seed))
-        run["metrics"] = {**self.evaluate_release(self.release(out, run), request.attacker_epochs, config.seed),
+        release = self.release(out, as_record(run))
+        run["metrics"] = {**self.evaluate_release(release, request.attacker_epochs, config.seed),
                           **paper_figures(run["federation"]["rounds"], int(request.data.num_classes[private])),
                           **privacy_metrics(run["federation"]["differential_privacy"])}
         return run
 
-    def privatize(self, run_dir, run: dict):
+    def privatize(self, run_dir, run: RunRecord):
         """f_Theta in torch: model units in, the representation out (what the device releases)."""
         return load_feature_extractor(run_dir, run)
 
-    def release(self, run_dir, run: dict, privatizer=None) -> Release:
+    def release(self, run_dir, run: RunRecord, privatizer=None) -> Release:
         """The representations of the protocol's rows, from the trained f or, given a loaded bundle,
         exactly as the device computes them (sensor units through the runtime)."""
         task, _ = self.task(run_dir, run)
@@ -217,21 +220,21 @@ class TAPPFLMechanism(Mechanism):
         return {"n_attacker_train": int(len(release.task.attacker_train)), "n_test": int(len(release.task.test)),
                 **score(release, attacker_epochs, seed)}
 
-    def evaluate_run(self, run_dir, run: dict, attacker_epochs: int = 20) -> dict:
+    def evaluate_run(self, run_dir, run: RunRecord, attacker_epochs: int = 20) -> dict:
         release = self.release(run_dir, run)
-        return {**reference_figures(release.task), **self.evaluate_release(release, attacker_epochs, run["seed"])}
+        return {**reference_figures(release.task), **self.evaluate_release(release, attacker_epochs, run.seed)}
 
-    def evaluate_bundle(self, bundle_dir, backend: str, run_dir, run: dict, attacker_epochs: int = 20) -> dict:
+    def evaluate_bundle(self, bundle_dir, backend: str, run_dir, run: RunRecord, attacker_epochs: int = 20) -> dict:
         from sensorveil.runtime import Privatizer
         privatizer = Privatizer.load(bundle_dir, backend=backend)
         release = self.release(run_dir, run, privatizer)
         return {"backend": privatizer.backend_name, "emits": privatizer.emits, **reference_figures(release.task),
-                **self.evaluate_release(release, attacker_epochs, run["seed"])}
+                **self.evaluate_release(release, attacker_epochs, run.seed)}
 
-    def graphs(self, run_dir, run: dict) -> dict:
+    def graphs(self, run_dir, run: RunRecord) -> dict:
         return {"model": Graph(load_feature_extractor(run_dir, run))}
 
-    def bundle(self, run_dir, run: dict, dataset: SensorDataset, out_dir: Path, include_samples: bool = True):
+    def bundle(self, run_dir, run: RunRecord, dataset: SensorDataset, out_dir: Path, include_samples: bool = True):
         return bundle_entry(run, self.name, self.kind)
 
 

@@ -14,6 +14,7 @@ from sensorveil.sdk.datasets import SensorDataset
 from sensorveil.sdk.mechanisms.base import BundleParts
 from sensorveil.sdk.mechanisms.pass_parts.data import bank_cut_outs
 from sensorveil.sdk.mechanisms.pass_parts.model import SubstitutionHead, SubstitutionModel, make_embedding
+from sensorveil.sdk.rundir import RunRecord
 
 WEIGHTS_FILE = "embedding.pt"
 BANK_FILE = "bank_indices.npy"           # bank position -> row of the recorded dataset
@@ -21,6 +22,8 @@ CONDITION_FILE = "bank_condition.npy"    # bank position -> its value of the con
 SAMPLES_FILE = "substitutes.npy"         # bank position -> substitute sample, sensor units
 SEQUENCE_FILE = "bank_next.npy"          # bank position -> the same person's next crop in the bank
 COLOUR_FILE = "substitutes_colour.npy"   # bank position -> the same cut-out in colour (camera bundles)
+SUBSTITUTION = "substitution"             # PASS's section of run.json: substitution_record's
+HIDDEN = "hidden"                         # PASS's section of run.json: attributes kept out of the release
 MODEL_OUTPUT_MEANING = ("cos(f(x), g(x'))/tau per substitute x', shape (batch, bank_size); "
                         "P(X'|X) is their softmax (eq. 2)")
 
@@ -33,21 +36,31 @@ def substitution_record(config, data, training: dict, **extra) -> dict:
             "embedding_dim": config.embedding_dim, "condition": config.condition, **extra}
 
 
-def load_model(run_dir, run: dict) -> SubstitutionModel:
-    sub = run["substitution"]
-    model = SubstitutionModel(make_embedding(run["modality"], tuple(run["model_shape"]), sub["embedding_dim"]),
+def substitution_of(run: RunRecord) -> dict:
+    """The run's substitution section (substitution_record), the one reader of it."""
+    return run.sections[SUBSTITUTION]
+
+
+def hidden_of(run: RunRecord):
+    """The attributes a PASS run kept hidden (None where its run.json names none)."""
+    return run.sections.get(HIDDEN)
+
+
+def load_model(run_dir, run: RunRecord) -> SubstitutionModel:
+    sub = substitution_of(run)
+    model = SubstitutionModel(make_embedding(run.modality, run.model_shape, sub["embedding_dim"]),
                               sub["bank_size"], sub["embedding_dim"], sub["tau"])
     model.load_state_dict(torch.load(Path(run_dir) / sub["weights_file"], weights_only=True))
     return model.eval()
 
 
-def load_head(run_dir, run: dict) -> SubstitutionHead:
+def load_head(run_dir, run: RunRecord) -> SubstitutionHead:
     """The module to export: f with the similarity-and-softmax head folded in."""
     return SubstitutionHead(load_model(run_dir, run)).eval()
 
 
-def load_bank_rows(run_dir, run: dict) -> np.ndarray:
-    return np.load(Path(run_dir) / run["substitution"]["bank_file"], allow_pickle=False)
+def load_bank_rows(run_dir, run: RunRecord) -> np.ndarray:
+    return np.load(Path(run_dir) / substitution_of(run)["bank_file"], allow_pickle=False)
 
 
 def substitute_samples(dataset: SensorDataset, bank_rows: np.ndarray) -> np.ndarray:
@@ -78,7 +91,7 @@ def colour_cut_outs(colour: np.ndarray, cut_outs: np.ndarray) -> np.ndarray:
     return np.where(person, np.maximum(colour, 1), 0).astype(np.uint8)
 
 
-def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path,
+def write_bundle_files(run_dir, run: RunRecord, dataset: SensorDataset, out_dir: Path,
                        include_samples: bool) -> BundleParts:
     """The bank files the runtime needs, the manifest's mechanism entry, and the pipeline: f with its
     similarity head (P(X'|X)), then the draw (sensorveil.runtime.stages.substitution)."""
@@ -90,9 +103,9 @@ def write_bundle_files(run_dir, run: dict, dataset: SensorDataset, out_dir: Path
     colour = include_samples and dataset.foreground is not None and dataset.colour is not None
     if colour:              # the same cut-outs in colour, for the camera release (output="colour")
         np.save(out_dir / COLOUR_FILE, colour_cut_outs(dataset.colour[bank_rows], samples), allow_pickle=False)
-    sub = run["substitution"]
-    entry = {"name": run["mechanism"], "kind": "substitution", "useful": run["useful"], "private": run["private"],
-             "hidden": run.get("hidden", []),
+    sub = substitution_of(run)
+    entry = {"name": run.mechanism, "kind": "substitution", "useful": run.useful, "private": run.private,
+             "hidden": run.sections.get(HIDDEN, []),
              "parameters": {"tau": sub["tau"], "lambda": sub["lambda"], "mu": sub["mu"],
                             "constant_C": sub["constant_C"], "embedding_dim": sub["embedding_dim"]}}
     if sub.get("bank_origin"):   # a federated run's bank: which declared, non-private set it was drawn from

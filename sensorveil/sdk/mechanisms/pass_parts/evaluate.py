@@ -11,12 +11,13 @@ from sensorveil.runtime.stages.substitution import draw_indices
 from sensorveil.sdk.audit import Release
 from sensorveil.sdk.evaluation import Task, baselines, probing_attack, tree_attacker_accuracy
 from sensorveil.sdk.mechanisms.base import load_run_dataset
-from sensorveil.sdk.mechanisms.pass_parts.bundle import load_bank_rows, load_head
+from sensorveil.sdk.mechanisms.pass_parts.bundle import hidden_of, load_bank_rows, load_head, substitution_of
 from sensorveil.sdk.mechanisms.pass_parts.data import PassData, joint_code, prepare_data
 from sensorveil.sdk.mechanisms.pass_parts.model import probabilities
 from sensorveil.sdk.mechanisms.pass_parts.plots import plot_confusion
 from sensorveil.sdk.networks import make_classifier
 from sensorveil.sdk.priors import maximum_entropy_distribution
+from sensorveil.sdk.rundir import RunRecord
 from sensorveil.sdk.training import accuracy, train_classifier
 
 # -- evaluation (section 5.1, appendix F.2) ---------------------------------------------------
@@ -170,19 +171,19 @@ def evaluate_model(data: PassData, head, attacker_epochs: int = 20, seed: int = 
     return evaluate_substitution(data, positions_fn, probs_fn, attacker_epochs, seed, plot_dir)
 
 
-def run_data(run_dir, run: dict, bank_rows=None) -> PassData:
-    return prepare_data(load_run_dataset(run), run["useful"], run["private"], run.get("hidden"),
-                        run["substitution"]["bank_size"], run["config"]["seed"],
+def run_data(run_dir, run: RunRecord, bank_rows=None) -> PassData:
+    return prepare_data(load_run_dataset(run), run.useful, run.private, hidden_of(run),
+                        substitution_of(run)["bank_size"], run.config["seed"],
                         bank_rows=load_bank_rows(run_dir, run) if bank_rows is None else bank_rows,
-                        condition=run["substitution"].get("condition"))
+                        condition=substitution_of(run).get("condition"))
 
 
-def evaluate_pass_run(run_dir, run: dict, attacker_epochs: int = 20, plot_dir=None) -> dict:
+def evaluate_pass_run(run_dir, run: RunRecord, attacker_epochs: int = 20, plot_dir=None) -> dict:
     data = run_data(run_dir, run)
-    return _flat(evaluate_model(data, load_head(run_dir, run), attacker_epochs, run["config"]["seed"], plot_dir))
+    return _flat(evaluate_model(data, load_head(run_dir, run), attacker_epochs, run.config["seed"], plot_dir))
 
 
-def evaluate_pass_bundle(bundle_dir, backend: str, run_dir, run: dict, attacker_epochs: int = 20,
+def evaluate_pass_bundle(bundle_dir, backend: str, run_dir, run: RunRecord, attacker_epochs: int = 20,
                          plot_dir=None) -> dict:
     """The probing attack on what the device emits: every substitute drawn by the runtime (index mode,
     OS entropy), mapped to the bank the bundle carries."""
@@ -198,7 +199,7 @@ def evaluate_pass_bundle(bundle_dir, backend: str, run_dir, run: dict, attacker_
 
     def positions_fn(rows):
         return in_batches(lambda r: privatizer(sensor_x[r], known=data.known(r)).astype(np.int64), rows)
-    result = evaluate_substitution(data, positions_fn, probs_fn, attacker_epochs, run["config"]["seed"], plot_dir)
+    result = evaluate_substitution(data, positions_fn, probs_fn, attacker_epochs, run.config["seed"], plot_dir)
     return {"backend": privatizer.backend_name, **_flat(result)}
 
 

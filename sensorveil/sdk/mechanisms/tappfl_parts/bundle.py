@@ -12,9 +12,13 @@ from sensorveil.runtime.stages import REPRESENTATION
 from sensorveil.runtime.stages.model import ModelEntry
 from sensorveil.sdk.mechanisms.base import BundleParts
 from sensorveil.sdk.mechanisms.tappfl_parts.model import feature_extractor
+from sensorveil.sdk.rundir import RunRecord
 
 FEATURE_FILE = "feature_extractor.pt"
 HISTORY_FILE = "federation.json"
+
+
+WEIGHTS_KEY = "weights_file"    # TAPPFL's section of run.json: the feature extractor's file in the run
 
 
 def representation_spec(dim: int) -> dict:
@@ -24,9 +28,9 @@ def representation_spec(dim: int) -> dict:
             "units": "representation"}
 
 
-def load_feature_extractor(run_dir, run: dict) -> nn.Module:
-    f = feature_extractor(int(np.prod(run["model_shape"])), int(run["config"]["representation_dim"]))
-    f.load_state_dict(torch.load(Path(run_dir) / run["weights_file"], weights_only=True))
+def load_feature_extractor(run_dir, run: RunRecord) -> nn.Module:
+    f = feature_extractor(int(np.prod(run.model_shape)), int(run.config["representation_dim"]))
+    f.load_state_dict(torch.load(Path(run_dir) / run.sections[WEIGHTS_KEY], weights_only=True))
     return f.eval()
 
 
@@ -38,10 +42,10 @@ def pretrained_path(value: str) -> Path:
     return path
 
 
-def bundle_entry(run: dict, name: str, kind: str) -> BundleParts:
+def bundle_entry(run: RunRecord, name: str, kind: str) -> BundleParts:
     """The bundle's pipeline entry for a run, and its one stage: the model, emitting the representation."""
-    cfg = run["config"]
-    entry = {"name": name, "kind": kind, "useful": run["useful"], "private": run["private"],
+    cfg = run.config
+    entry = {"name": name, "kind": kind, "useful": run.useful, "private": run.private,
              "output": f"representation r = f(x), {cfg['representation_dim']} float32 values in [-1, 1]; "
                        "not sensor units",
              "parameters": {key: cfg[key] for key in ("lam", "privacy_bound", "representation_dim", "rounds",

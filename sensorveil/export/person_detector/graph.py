@@ -1,6 +1,6 @@
 """The TensorFlow side of the person detector's export, run in a process of its own.
 
-``python -m sensorveil.export.detector_graph cut FROZEN OUT.pb`` cuts the frozen COCO SSDLite graph to the
+``python -m sensorveil.export.person_detector.graph cut FROZEN OUT.pb`` cuts the frozen COCO SSDLite graph to the
 bundle's interface: one float input ``image`` (1, 300, 300, 3) RGB 0-255, one output ``detections``
 (1, 1917, 6), a row per SSD anchor: the decoded box (ymin, xmin, ymax, xmax, 0-1), the person score and the
 person class. The graph starts after its preprocessor's resize loop (the runtime resizes) and stops before
@@ -22,6 +22,7 @@ import os
 
 import numpy as np
 
+from sensorveil.export.person_detector.common import INPUT
 from sensorveil.runtime.camera.learned import COCO_PERSON, DETECTOR_INPUT, DETECTOR_OUTPUT
 
 TF_INPUT = "Preprocessor/map/TensorArrayStack/TensorArrayGatherV3:0"   # the resized float image, 0-255
@@ -32,7 +33,6 @@ CENTERS = "Postprocessor/Decode/get_center_coordinates_and_sizes/"
 TF_ANCHORS = tuple(CENTERS + name for name in ("add:0", "add_1:0", "sub_1:0", "sub:0"))   # ycenter, xcenter, h, w
 TF_SCALES = tuple(f"Postprocessor/Decode/truediv{tail}/y" for tail in ("", "_1", "_2", "_3"))  # ty, tx, th, tw
 TF_LOGIT_SCALE = "Postprocessor/scale_logits/y"     # the sigmoid's input is logit / this (1 in the SSD config)
-INPUT = "image"
 FORMS = ("decoded", "encodings")
 
 

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sensorveil.export.detector_graph import INPUT
-from sensorveil.export.person_detector import DetectorUnavailable
+from sensorveil.export.person_detector.common import INPUT, DetectorUnavailable
 from sensorveil.runtime.camera.learned import DEFAULT_SCORE, SCORE_RANGE, people_boxes
 from sensorveil.runtime.camera.track import iou
 

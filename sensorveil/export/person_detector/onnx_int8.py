@@ -1,7 +1,7 @@
 """The camera bundle's person detector as an int8 ONNX graph, for ONNX bundles exported with ``--precision int8``.
 
 The Raspberry Pi and the Jetson's CPU run the detector in onnxruntime beside the privatizing model, so an
-int8 bundle's detector is int8 too: the fp32 second form (sensorveil.export.person_detector: ``image``
+int8 bundle's detector is int8 too: the fp32 second form (convert.py: ``image``
 (1, 300, 300, 3) float32 RGB 0-255 in, ``detections`` (1, 1917, 6) float32 out) statically quantized by
 ``onnxruntime.quantization.quantize_static`` in QDQ form: weights uint8 per output channel (symmetric, zero
 point 128, all 8 bits), activations uint8 per tensor from MinMax ranges over the run's clip frames (the same
@@ -28,9 +28,9 @@ concatenations, the sigmoid, the box coder's Exp/Mul/Add and the final concatena
 few thousand elementwise values per frame, so int8 saves nothing there, and rounding the decoded corners and
 scores to 8 bits would only add error to what the suppression compares with the score threshold.
 
-Before it is cached the int8 graph must match the fp32 graph: its whole output on person_detector's textured
+Before it is cached the int8 graph must match the fp32 graph: its whole output on convert.check_matches's textured
 image within INT8_TOLERANCE (the TFLite int8 file's bound), and on the calibration frames a threshold of its
-own at which it finds the people the fp32 graph finds (sensorveil.export.detector_threshold, the rule every
+own at which it finds the people the fp32 graph finds (threshold.py, the rule every
 quantized detector ships by); the bundle's graph entry carries it as ``score`` (learned.GRAPH_SCORE_KEY). A
 graph that fails either check is refused with DetectorUnavailable and never cached or shipped.
 """
@@ -43,14 +43,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sensorveil.export.detector_graph import INPUT
-from sensorveil.export.detector_threshold import detections, matched_threshold
-from sensorveil.export.person_detector import (
-    TFLITE_TOLERANCE,
-    DetectorUnavailable,
-    check_matches,
-    detector_onnx,
-)
+from sensorveil.export.person_detector.common import INPUT, TFLITE_TOLERANCE, DetectorUnavailable
+from sensorveil.export.person_detector.convert import check_matches, detector_onnx
+from sensorveil.export.person_detector.threshold import detections, matched_threshold
 from sensorveil.runtime.camera.learned import DEFAULT_SCORE, DETECTOR_OUTPUT, people_boxes
 
 INT8_FORM = "qdq-u8u8-v3"        # in the cached file's name: a change of the recipe below is a new file
@@ -151,7 +146,7 @@ MATCHED = {}
 
 
 def matched_score(fp32: Path, int8: Path, frames) -> float:
-    """The int8 graph's threshold on ``frames`` (detector_threshold.matched_threshold); DetectorUnavailable
+    """The int8 graph's threshold on ``frames`` (threshold.matched_threshold); DetectorUnavailable
     where none finds fp32's people (the check_int8_detector refusal)."""
     frames = np.ascontiguousarray(frames, dtype=np.uint8)
     key = (str(fp32), hashlib.sha256(Path(int8).read_bytes()).hexdigest(), hashlib.sha256(frames).hexdigest())
@@ -171,18 +166,3 @@ def people_counts(path: Path, frames, threads: int | None = None) -> list:
     session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
     return [len(people_boxes(session.run(None, {INPUT: frame[None].astype(np.float32)})[0], frame.shape,
                              DEFAULT_SCORE)) for frame in frames]
-
-
-def frames_at(clip: Path, indices) -> np.ndarray:
-    """300x300 RGB frames of ``clip`` at ``indices``, resized as the runtime's detector resizes them."""
-    import cv2
-    capture, frames, wanted = cv2.VideoCapture(str(clip)), [], set(indices)
-    for index in range(max(indices) + 1):
-        ok, frame = capture.read()
-        if not ok:
-            break
-        if index in wanted:
-            rgb = np.ascontiguousarray(frame[..., ::-1])
-            frames.append(cv2.resize(rgb, (300, 300), interpolation=cv2.INTER_AREA))
-    capture.release()
-    return np.stack(frames)

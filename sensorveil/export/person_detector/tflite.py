@@ -1,9 +1,9 @@
 """The camera bundle's person detector as a TFLite file: fp32 (the second form) or the Coral's int8 (the third).
 
-Converted once from the cut graph by sensorveil.export.detector_graph in its own process, checked against
+Converted once from the cut graph by graph.py in its own process, checked against
 onnxruntime's second form before it is cached (run as the runtime's LiteRT adapter runs it), and for int8 given
-its own threshold, matched on the calibration frames to the fp32 graph's people (detector_threshold). The
-Edge TPU compiles the int8 file (person_detector.edgetpu_detector).
+its own threshold, matched on the calibration frames to the fp32 graph's people (threshold.py). The
+Edge TPU compiles the int8 file (writers.edgetpu_detector).
 """
 from __future__ import annotations
 
@@ -14,10 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sensorveil.export.person_detector import (
-    CUT_GRAPH,
-    ENCODINGS_FORM,
-    TFLITE_TOLERANCE,
+from sensorveil.export.person_detector.common import CUT_GRAPH, ENCODINGS_FORM, TFLITE_TOLERANCE
+from sensorveil.export.person_detector.convert import (
     box_coder,
     check_matches,
     converted,
@@ -25,6 +23,7 @@ from sensorveil.export.person_detector import (
     encodings_cut,
     tensorflow_step,
 )
+from sensorveil.export.person_detector.threshold import detections, matched_threshold
 from sensorveil.runtime.camera.learned import DEFAULT_SCORE, decode
 
 
@@ -84,8 +83,7 @@ def tflite_runner(tflite_path: Path, coder: tuple | None = None):
 
 def tflite_matched_score(tflite_path: Path, coder: tuple, frames: np.ndarray, progress=print) -> float:
     """The int8 TFLite file's own threshold on the calibration ``frames``: the one at which it finds the
-    people the fp32 ONNX graph finds (detector_threshold.matched_threshold; DetectorUnavailable where none)."""
-    from sensorveil.export.detector_threshold import detections, matched_threshold
+    people the fp32 ONNX graph finds (threshold.matched_threshold; DetectorUnavailable where none)."""
     run = tflite_runner(tflite_path, coder)
     rows = [run(frame[None].astype(np.float32)) for frame in frames]
     score = matched_threshold(detections(detector_onnx(progress), frames), rows, frames.shape[1:3],
