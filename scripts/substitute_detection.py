@@ -2,17 +2,19 @@
 sensorveil.sdk.datasets.rendered_people) pasted into real frames of a clip where its people were, and the
 COCO SSDLite graph the camera bundles ship run on the pasted frame.
 
-The places and sizes are the clip's own: the camera pipeline's motion detector (sensorveil.runtime.camera) runs on
-every frame, and on every ``--every``-th frame after ``--start`` each box it finds is a place. Each place's
-window is cleared to the motion detector's empty scene and a substitute is stretched to the box, as the runtime
-pastes a cut-out (composite.paste_people): once "as released" (made to stand out from the scene by the runtime's
-contrast rule) and once "plain" (its own colours). The graph runs on the whole pasted frame at the bundle's
-threshold (learned.DEFAULT_SCORE); a pasted person is found when a person box overlaps theirs by IoU 0.5 or
-holds most of it (learned.COVERED), each graph box counted for one pasted person at most.
+The places and sizes are the clip's own: on every ``--every``-th frame after ``--start`` each person box the
+learned detector finds is a place (``--places motion``: the camera pipeline's motion detector's boxes). Each
+place's window is cleared to the motion detector's empty scene and a substitute is scaled to the box's height at
+its own proportions, as the runtime pastes a cut-out (composite.paste_people): once "as released" (made to stand
+out from the scene by the runtime's contrast rule) and once "plain" (its own colours). The graph runs on the
+whole pasted frame at the bundle's threshold (learned.DEFAULT_SCORE: the audit's learned people counter) and on
+2x2 overlapping tiles (the audit's offline reference people); a pasted person is found when a person box
+overlaps theirs by IoU 0.5 or holds most of it (learned.COVERED), each graph box counted for one pasted person
+at most.
 
 The reference: the clip's real people pasted the same way, each cut out of its own crop with the camera
 dataset's foreground mask (the motion detector's, cleaned as the bank's cut-outs are: composite.clean_cut_out)
-and stretched back to its own box. The figures of docs/substitute_detection.md:
+and scaled back to its own box. The figures of docs/substitute_detection.md:
 
     python scripts/substitute_detection.py --clip ../shared/media/walkway.avi --out docs/substitute_detection.md
 """
@@ -27,6 +29,8 @@ from sensorveil_lab.provenance import page_header, provenance, require_clean
 
 ROOT = Path(__file__).resolve().parents[1]
 
+PLACES = {"learned": "the learned detector's person boxes on the raw frame, where a learned bundle pastes",
+          "motion": "the motion detector's boxes"}
 MATCH_IOU = 0.5
 HEIGHT_RATIO = 1.5
 KINDS = ("walkers", "real")
@@ -34,9 +38,10 @@ PASTES = ("released", "plain")
 HEIGHT_BINS = (0, 60, 90, 1000)      # box heights (frame pixels) the page splits the figures by
 
 
-def clip_places(clip, every=5, start=40, frames=None):
-    """[(frame, background, boxes, real colour cut-outs)] of the clip's sampled frames with people: the motion
-    detector's boxes, its empty scene, and each box's person cut out of its crop by the foreground mask."""
+def clip_places(clip, every=5, start=40, frames=None, find=None):
+    """[(frame, background, boxes, real colour cut-outs)] of the clip's sampled frames with people: the boxes
+    (``find(frame)``'s, the motion detector's without one), the motion detector's empty scene, and each box's
+    person cut out of its crop by the foreground mask."""
     from sensorveil.runtime.camera import (
         CROP_SHAPE,
         MotionPeopleDetector,
@@ -54,6 +59,8 @@ def clip_places(clip, every=5, start=40, frames=None):
             if not ok:
                 break
             boxes = detector.detect(frame)
+            if find is not None:
+                boxes = np.asarray(find(frame), np.int64).reshape(-1, 4)
             if index >= start and index % every == 0 and len(boxes):
                 windows = crop_windows(boxes, frame.shape, CROP_SHAPE)
                 colour = crop_people(frame, windows, CROP_SHAPE, colour=True)
@@ -72,7 +79,7 @@ def clip_places(clip, every=5, start=40, frames=None):
 
 
 def paste(frame, background, cut_outs, boxes, released):
-    """``frame`` with each box's window cleared to the scene and its cut-out stretched to the box: the runtime's
+    """``frame`` with each box's window cleared to the scene and its cut-out scaled to the box: the runtime's
     paste (released), or the same without the contrast rule (plain)."""
     from sensorveil.runtime.camera import CROP_SHAPE, crop_windows
     from sensorveil.runtime.camera.composite import cut, fit_person, paste_people, paste_window
@@ -162,16 +169,29 @@ def summary(records):
     return result
 
 
-def graph_finder():
-    """find(frame) -> person boxes of the bundle's COCO SSDLite graph at the bundle's threshold (onnxruntime)."""
+def graph_runner():
+    """run_graph(graph, batch) of the bundles' COCO SSDLite graph (onnxruntime), as a bundle's pipeline runs it."""
     import onnxruntime as ort
 
     from sensorveil.export.person_detector import detector_onnx
-    from sensorveil.runtime.camera import learned
     session = ort.InferenceSession(str(detector_onnx()), providers=["CPUExecutionProvider"])
-    detector = learned.LearnedPeopleDetector(
-        lambda graph, batch: session.run(None, {"image": batch.astype(np.float32)})[0], score=learned.DEFAULT_SCORE)
-    return detector.find
+    return lambda graph, batch: session.run(None, {"image": batch.astype(np.float32)})[0]
+
+
+def graph_finder(run_graph=None):
+    """find(frame) -> person boxes of the graph on the frame at the bundle's threshold: the people counter the
+    camera audit runs on a release (its learned counter)."""
+    from sensorveil.runtime.camera import learned
+    return learned.LearnedPeopleDetector(run_graph or graph_runner(), score=learned.DEFAULT_SCORE).find
+
+
+def tiled_finder(run_graph=None):
+    """find(frame) -> person boxes of the graph on 2x2 overlapping tiles at the reference score: the camera
+    audit's offline reference people (benchmarks.reference_people.TiledPeople), small people seen at twice the
+    resolution."""
+    from sensorveil.benchmarks.reference_people import TiledPeople
+    tiles = TiledPeople(run_graph or graph_runner())
+    return lambda frame: tiles(0, frame)
 
 
 def cell(entry):
@@ -183,14 +203,16 @@ def page(result, record):
     from sensorveil.runtime.camera.learned import DEFAULT_SCORE
     lines = ["# Are pasted substitutes people to an independent detector?", "", page_header(record), "",
              f"Clip `{Path(result['clip']).name}`: every {result['every']}th frame from frame {result['start']} with "
-             f"people, {result['places']:,} places (the motion detector's boxes). Substitutes: {result['walkers']} "
+             f"people, {result['places']:,} places ({PLACES[result['places_by']]}). Substitutes: {result['walkers']} "
              f"rendered walkers x {result['phases']} phases x 2 directions (seed {result['seed']}), one drawn at "
              "random for each place; reference: the clip's real people, cut out of their own crops by the "
-             "foreground mask and pasted back at their own boxes the same way. Detector: the bundles' COCO "
-             f"SSDLite-MobileNetV2 graph (ONNX), person score >= {DEFAULT_SCORE}; found: a person box at IoU >= "
-             f"{MATCH_IOU} with the pasted box, or one mostly inside the other at a height within x{HEIGHT_RATIO}. "
-             "Share found [95% Wilson interval].", "",
-             "| paste | kind | found | " + " | ".join(f"box height {b} px" for b in result["bins"]) + " |",
+             "motion detector's foreground mask and pasted back at their own boxes the same way. Detectors: the "
+             "bundles' COCO SSDLite-MobileNetV2 graph (ONNX) on the whole frame at the bundle's threshold "
+             f"(score >= {DEFAULT_SCORE}: the learned people counter the camera audit runs on a release), and on "
+             "2x2 overlapping tiles at the reference score (the audit's offline reference people); found: a person "
+             f"box at IoU >= {MATCH_IOU} with the pasted box, or one mostly inside the other at a height within "
+             f"x{HEIGHT_RATIO}. Share found [95% Wilson interval].", "",
+             "| detector, paste | kind | found | " + " | ".join(f"box height {b} px" for b in result["bins"]) + " |",
              "|---|---|---|" + "---|" * len(result["bins"])]
     for paste_kind, kinds in result["found"].items():
         for kind, entry in kinds.items():
@@ -198,20 +220,31 @@ def page(result, record):
             lines.append(f"| {paste_kind} | {kind} | {cell(entry)} | "
                          + " | ".join(cell(heights[b]) if heights else "" for b in result["bins"]) + " |")
     lines += ["", "released: the runtime's paste (composite.paste_people: the window cleared to the scene, the "
-              "person stretched to the box and made to stand out from the scene behind it). plain: the same "
-              "without the contrast rule, the substitute's own colours. walkers where real found: the walkers "
+              "person scaled to the box's height at their own proportions and made to stand out from the scene "
+              "behind it). plain: the same without the contrast rule, the substitute's own colours. walkers where "
+              "real found: the walkers "
               "pasted at the places where the real person pasted the same way was found (the detector's limits at "
               "this clip's sizes taken out).", ""]
     return "\n".join(lines)
 
 
-def run(clip, every, start, frames, walkers, phases, seed):
-    places = clip_places(clip, every, start, frames)
-    records = measure(graph_finder(), places, walker_bank(walkers, phases, seed), seed)
+FINDERS = {"whole frame": graph_finder, "2x2 tiles": tiled_finder}
+
+
+def run(clip, every, start, frames, walkers, phases, seed, places_by="learned"):
+    """Per detector and paste, the found figures. Places are the learned detector's person boxes (where a
+    learned bundle pastes) or the motion detector's (``places_by``)."""
+    run_graph = graph_runner()
+    places = clip_places(clip, every, start, frames, graph_finder(run_graph) if places_by == "learned" else None)
+    bank, found = walker_bank(walkers, phases, seed), {}
+    for name, finder in FINDERS.items():
+        pastes = PASTES if name == "whole frame" else ("released",)
+        for paste_kind, kinds in summary(measure(finder(run_graph), places, bank, seed, pastes)).items():
+            found[f"{name}, {paste_kind}"] = kinds
     bins = [f"{lo}-{hi}" for lo, hi in zip(HEIGHT_BINS[:-1], HEIGHT_BINS[1:])]
     return {"clip": str(clip), "every": every, "start": start, "frames": frames, "walkers": walkers,
-            "phases": phases, "seed": seed, "places": int(sum(len(p[2]) for p in places)), "bins": bins,
-            "found": summary(records)}
+            "phases": phases, "seed": seed, "places_by": places_by, "bins": bins,
+            "places": int(sum(len(p[2]) for p in places)), "found": found}
 
 
 def main():
@@ -223,13 +256,17 @@ def main():
     parser.add_argument("--walkers", type=int, default=48)
     parser.add_argument("--phases", type=int, default=12)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--places", choices=("learned", "motion"), default="learned",
+                        help="where substitutes go: the learned detector's person boxes (a learned bundle's "
+                             "places) or the motion detector's")
     parser.add_argument("--out", help="write the page here (markdown; the figures go beside it as .json)")
     parser.add_argument("--allow-dirty", action="store_true")
     args = parser.parse_args()
     if args.out:
         require_clean(args.allow_dirty)
     record = provenance(allow_dirty=args.allow_dirty)
-    result = run(Path(args.clip), args.every, args.start, args.frames, args.walkers, args.phases, args.seed)
+    result = run(Path(args.clip), args.every, args.start, args.frames, args.walkers, args.phases, args.seed,
+                 args.places)
     result["clip"] = Path(args.clip).name
     text = page(result, record)
     print(text)

@@ -696,9 +696,9 @@ def check_colour_substitutes(bundle, clip):
             person = result.output[y:y + h, x:x + w].astype(int)
             tinted += int((np.abs(person[..., 0] - person[..., 2]) > 12).sum())
     assert tinted > 100                        # pasted people carry colour, not grey in every channel
-    from tests.lab.test_scene_reveals import camera_results_script
-    assert camera_results_script().release_output(bundle) == "colour"   # the camera page counts this release
-    loaded = camera_results_script().stream_privatizer(bundle, seed=0)    # and times it as a stream runs
+    from sensorveil_lab.camera_pipeline import release_output, stream_privatizer
+    assert release_output(bundle) == "colour"                  # the camera page counts this release
+    loaded = stream_privatizer(bundle, seed=0)                 # and times it as a stream runs
     assert loaded.output_mode == "colour" and loaded.backend_options["cpu_policy"] == "shared"
     broken = bundle.parent / "colour-moved"
     shutil.copytree(bundle, broken)

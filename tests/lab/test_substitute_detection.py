@@ -19,9 +19,9 @@ def found():
     """Per kind (walkers, real), per place pasted as released: whether the graph found the pasted person."""
     converter_or_skip()
     script = load_script("substitute_detection")
-    places = script.clip_places(WALKWAY, every=SAMPLE_EVERY, start=40)
-    records = script.measure(script.graph_finder(), places, script.walker_bank(48, 12, 0), seed=0,
-                             pastes=("released",))["released"]
+    find = script.graph_finder()
+    places = script.clip_places(WALKWAY, every=SAMPLE_EVERY, start=40, find=find)   # where a learned bundle pastes
+    records = script.measure(find, places, script.walker_bank(48, 12, 0), seed=0, pastes=("released",))["released"]
     return {kind: np.asarray(record["found"], bool) for kind, record in records.items()}
 
 
@@ -29,9 +29,9 @@ def test_pasted_walkers_are_found_nearly_as_often_as_the_clips_own_people(found)
     """A regression floor under the renderer, against the clip's real people cut out of their own crops and
     pasted at the same places the same way: the detector's reach at this clip's small sizes bounds both."""
     walkers, real = found["walkers"], found["real"]
-    assert len(walkers) >= 100 and real.mean() >= 0.45, (len(walkers), real.mean())
-    assert walkers.mean() >= 0.65 * real.mean(), (walkers.mean(), real.mean())
-    assert walkers[real].mean() >= 0.5, walkers[real].mean()     # where the real person was found
+    assert len(walkers) >= 100 and real.mean() >= 0.6, (len(walkers), real.mean())
+    assert walkers.mean() >= 0.85 * real.mean(), (walkers.mean(), real.mean())
+    assert walkers[real].mean() >= 0.7, walkers[real].mean()     # where the real person was found
 
 
 @pytest.mark.xfail(strict=True, reason="rendered walkers are not yet found by the detector as often as the goal "

@@ -158,8 +158,9 @@ def paste_people(frame, crops, windows, background=None, boxes=None, contrast=No
     crops are cut-outs: every window is first cleared to the background, erasing whoever stood there,
     and then only the crops' non-zero pixels (the substitute people) are pasted on it; clearing all
     windows before pasting any keeps one person's window from erasing a neighbour's substitute. With
-    ``boxes`` (the detected people, (x, y, w, h)) each substitute person is stretched to fill its box,
-    so a downstream detector finds a person of the same place, height and shape as in the raw frame;
+    ``boxes`` (the detected people, (x, y, w, h)) each substitute person is scaled to its box's height at their
+    own proportions (own_width), so a downstream detector finds a person of the same place and height as in the
+    raw frame;
     ``contrast`` (frame-sized) is the least gap each pasted pixel keeps from the scene (PERSON_CONTRAST
     without one)."""
     cv2 = opencv()
@@ -187,7 +188,7 @@ def paste_people(frame, crops, windows, background=None, boxes=None, contrast=No
 
 def place_person(crop, window, box, background, contrast=None):
     """(x, y, patch, mask) of one cut-out (grey, or colour H x W x 3) pasted at its place: the person
-    stretched to fill ``box`` and made to stand out from the scene behind it, or, without a box (or a
+    scaled to ``box`` (fit_person) and made to stand out from the scene behind it, or, without a box (or a
     cut-out holding nobody), the whole crop over its window."""
     x, y, patch, person, in_box = fit_person(crop, window, box)
     if in_box:
@@ -196,8 +197,9 @@ def place_person(crop, window, box, background, contrast=None):
 
 
 def fit_person(crop, window, box):
-    """(x, y, patch, mask, in_box) of one cut-out before it is made to stand out: the person stretched to fill
-    ``box`` (in_box True), or, without a box (or a cut-out holding nobody), the whole crop over its window."""
+    """(x, y, patch, mask, in_box) of one cut-out before it is made to stand out: the person scaled to ``box``'s
+    height at their own proportions, centred across it (in_box True; own_width), or, without a box (or a cut-out
+    holding nobody), the whole crop over its window."""
     cv2 = opencv()
     x0, y0, x1, y1 = window
     # the person: any channel set (an OR of the channels: numpy's any over the last axis is far slower)
@@ -208,12 +210,22 @@ def fit_person(crop, window, box):
     else:
         crop, shape = crop[bounds[0]:bounds[1], bounds[2]:bounds[3]], shape[bounds[0]:bounds[1], bounds[2]:bounds[3]]
         x, y, w, h = (int(v) for v in box)
+        x, w = own_width(shape.shape, x, w, h)
     size = (max(w, 1), max(h, 1))
     patch = cv2.resize(crop, size, interpolation=cv2.INTER_LINEAR)
     person = cv2.resize(shape.astype(np.uint8), size, interpolation=cv2.INTER_NEAREST)
     if bounds is not None:      # limbs a pixel or two wide vanish in a counter's 3x3 opening: thicken them
         person = cv2.dilate(person, THICKEN)
     return x, y, patch, person.astype(bool), bounds is not None
+
+
+def own_width(person_shape, x, w, h):
+    """(x, w) across a box of a person of ``person_shape`` (rows, cols) scaled to the box's height ``h``: their own
+    width, centred in the box and never wider than it. Stretched to a box wider than one person (a group, a bag,
+    a shadow the detector took in) a substitute becomes a squat blob that a detector downstream does not read as
+    a person (scripts/substitute_detection.py measures it)."""
+    own = max(1, min(int(w), int(round(h * person_shape[1] / max(person_shape[0], 1)))))
+    return int(x) + (int(w) - own) // 2, own
 
 
 def stand_out_people(patches, corners, background, contrast=None):
@@ -262,7 +274,7 @@ def grey_of(pixels):
 def keep_apart(placed, gap=PERSON_GAP):
     """The placed people with every pixel closer than ``gap`` (x, y) pixels to another pasted person
     taken out of both. The detector found them as separate blobs in the camera's frame, but substitutes
-    stretched to their boxes fill what was between two people walking side by side; touching, they
+    scaled to their boxes fill what was between two people walking side by side; touching, they
     would be one blob to a people counter downstream, one person fewer than the camera saw."""
     if len(placed) < 2:
         return placed

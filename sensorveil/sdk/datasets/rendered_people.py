@@ -7,8 +7,8 @@ arms swinging in opposite phase, the knee bending in the swing), seen from the s
 towards the camera (a camera above a path sees most walkers at a slant: the body's breadth shows, the hips and
 shoulders are apart across the image, and the limbs swing partly towards the camera). Nothing of any real
 person goes in: no face, no texture, no photograph; clothing is flat colour shaded for volume (lit from above
-and from one side). scripts/substitute_detection.py measures how often an independent person detector finds
-them pasted into a real clip (docs/substitute_detection.md). Every walker
+and from one side), with a camera's grain. scripts/substitute_detection.py measures how often an independent
+person detector finds them pasted into a real clip (docs/substitute_detection.md). Every walker
 is drawn facing left and, mirrored, facing right (the camera dataset's ``direction``), at ``phases`` points of
 its cycle, so a bank sequence (the runtime's held substitute walking on) steps through one cycle.
 
@@ -21,8 +21,11 @@ import math
 
 import numpy as np
 
-GENERATOR = "sensorveil rendered walkers v2"
+GENERATOR = "sensorveil rendered walkers v3"
 SUPERSAMPLE = 2
+# a camera's pixels are never flat: grain on the person, as a sensor and cloth give it (standard deviation, grey
+# levels); a flat-coloured figure reads as a drawing to a detector (scripts/substitute_detection.py)
+GRAIN = 10.0
 
 # skin, hair and clothing colours, BGR; clothing is drawn in HSV for an even spread of hues
 SKIN_TONES = ((205, 224, 255), (164, 195, 234), (125, 165, 210), (92, 130, 180), (60, 95, 141), (40, 65, 101))
@@ -211,6 +214,7 @@ def render_walkers(walkers: int, phases: int, crop_shape=(128, 64), seed: int = 
                 direction.append(facing)
                 sequence.append(2 * k + (1 - facing))
     colour, mask = np.stack(colours), np.stack(masks)
+    colour = np.clip(colour + rng.normal(0, GRAIN, size=colour.shape), 0, 255).astype(np.uint8)
     # a plain, slightly noisy background behind each walker: the crop the model sees has one, as a camera's has
     ground = rng.integers(60, 200, size=(len(colour), 1, 1, 1)) + rng.normal(0, 6, size=colour.shape)
     on_ground = np.where(mask[..., None], colour, np.clip(ground, 0, 255)).astype(np.uint8)
