@@ -23,26 +23,26 @@ def to_grey(frame):
     return frame[..., :3].astype(np.float32) @ np.array([0.114, 0.587, 0.299], np.float32)
 
 
-def empty_scene(frames, people=None):
-    """The temporal median of every MEDIAN_EVERY-th frame, grey. With ``people(index, frame)`` (boxes of the
-    people in a frame), each sampled frame's people are left out of the median at their pixels (boxes grown by
-    PEOPLE_MARGIN): a person who stands at one place for most of the clip is then not taken for the scene.
-    A pixel covered in every sampled frame keeps the plain median."""
+def empty_scene(frames, people=None, colour: bool = False):
+    """The temporal median of every MEDIAN_EVERY-th frame, grey (``colour``: BGR, float). With ``people(index,
+    frame)`` (boxes of the people in a frame), each sampled frame's people are left out of the median at their
+    pixels (boxes grown by PEOPLE_MARGIN): a person who stands at one place for most of the clip is then not
+    taken for the scene. A pixel covered in every sampled frame keeps the plain median."""
     sampled = frames[::MEDIAN_EVERY]
-    grey = np.stack([to_grey(f) for f in sampled])
-    plain = np.median(grey, axis=0)
+    stack = np.stack([f.astype(np.float32) if colour else to_grey(f) for f in sampled])
+    plain = np.median(stack, axis=0)
     if people is None:
         return plain
-    height, width = grey.shape[1:]
+    height, width = stack.shape[1:3]
     for k, frame in enumerate(sampled):
         for x, y, w, h in np.asarray(people(k * MEDIAN_EVERY, frame), np.int64).reshape(-1, 4):
             grow_x, grow_y = int(PEOPLE_MARGIN * w), int(PEOPLE_MARGIN * h)
-            grey[k, max(y - grow_y, 0):min(y + h + grow_y, height), max(x - grow_x, 0):min(x + w + grow_x, width)] \
+            stack[k, max(y - grow_y, 0):min(y + h + grow_y, height), max(x - grow_x, 0):min(x + w + grow_x, width)] \
                 = np.nan
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)       # all-NaN pixels: the plain median below
-        scene = np.nanmedian(grey, axis=0)
+        scene = np.nanmedian(stack, axis=0)
     return np.where(np.isnan(scene), plain, scene)
 
 

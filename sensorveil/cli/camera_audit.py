@@ -6,7 +6,7 @@ but ``--json``."""
 import sys
 from pathlib import Path
 
-from sensorveil.cli.common import positive_int, write_json
+from sensorveil.cli.common import SCENE_STILL_HELP, positive_int, scene_still_from, write_json
 
 
 def log(line: str) -> None:
@@ -45,7 +45,8 @@ def cmd_camera_audit(args) -> int:
     clip_result = None
     if clip is not None:
         log(f"clip audit: {clip} through {args.bundle} (leak meter, recall, count)")
-        clip_result = audit_clip(args.bundle, clip, frames=args.frames, backend=args.backend, log=log)
+        clip_result = audit_clip(args.bundle, clip, frames=args.frames, backend=args.backend, log=log,
+                                 scene_still=scene_still_from(args))
     goal = camera_goal(clip_result, identity)
     print(format_goal(goal))
     write_json({"bundle": str(args.bundle), "goal": goal, "identity": identity, "clip": clip_result}, args.json)
@@ -59,6 +60,7 @@ def add_parser(verbs) -> None:
     p.add_argument("--clip", type=Path, default=None,
                    help="the clip to run the bundle over (default: its training run's clip)")
     p.add_argument("--frames", type=positive_int, default=None, help="only the clip's first N frames")
+    p.add_argument("--scene-still", default=None, metavar="IMAGE", help=SCENE_STILL_HELP + " (as `run` takes it)")
     p.add_argument("--no-identity", action="store_true", help="skip the re-identification audit (it trains an "
                                                               "attacker: minutes)")
     p.add_argument("--backend", default="auto", help="runtime backend that draws the release")

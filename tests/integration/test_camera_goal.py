@@ -100,3 +100,5 @@ def test_the_empty_scene_leaves_out_a_person_who_stands_for_most_of_the_clip():
         return [[60, 30, 30, 70]] if index in standing else []
     assert empty_scene(frames)[60, 75] < 50                             # the plain median: the person
     assert abs(empty_scene(frames, people)[60, 75] - 200) < 1          # people left out: the place
+    still = empty_scene(frames, people, colour=True)                    # a scene still for --scene-still
+    assert still.shape == (120, 160, 3) and np.abs(still - 200).max() < 1

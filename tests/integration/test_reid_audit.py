@@ -83,6 +83,12 @@ def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip
     written = json.loads((tmp_path / "goal.json").read_text())
     assert set(written["goal"]["parts"]) == {"identity", "leak_meter", "recall", "count"}
     assert written["clip"]["frames"] == 100 and written["clip"]["leak_meter"]["measured_boxes"] > 0
+    # released on the operator's picture of the empty place, as `sensorveil run --scene-still` releases
+    import cv2
+    cv2.imwrite(str(tmp_path / "still.png"), np.full((360, 480, 3), 90, np.uint8))
+    assert main(["camera-audit", str(bundle), "--clip", walkway(), "--frames", "40", "--no-identity",
+                 "--scene-still", str(tmp_path / "still.png"), "--json", str(tmp_path / "still.json")]) == 0
+    assert json.loads((tmp_path / "still.json").read_text())["clip"]["scene_still"] is True
 
 
 @pytest.mark.parametrize("attributes, identity, expected", [

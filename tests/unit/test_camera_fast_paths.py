@@ -290,3 +290,15 @@ def test_square_tiles_cover_the_frame_and_a_person_cut_by_a_tile_is_found_once()
     cut = [300, 40, 30, 200]                        # the same person, cut at a tile's right edge
     merged = learned.merge_tiles(np.array([cut, whole, other]))
     assert sorted(merged.tolist()) == sorted([whole, other])
+
+
+def test_a_substitute_keeps_its_own_proportions_in_a_wide_box():
+    """Scaled to the box's height, centred, never wider than the box: stretched to a box holding two people
+    (or a bag) a substitute becomes a squat blob that a detector downstream does not read as a person."""
+    person = (100, 40)                                          # rows, cols: a person 0.4 as wide as tall
+    assert composite.own_width(person, 10, 80, 50) == (10 + (80 - 20) // 2, 20)     # wide box: own width
+    assert composite.own_width(person, 10, 12, 50) == (10, 12)                      # narrow box: the box's
+    crop = np.zeros((128, 64, 3), np.uint8)
+    crop[10:110, 12:52] = 200
+    x, y, patch, mask, in_box = composite.fit_person(crop, (0, 0, 64, 128), (100, 30, 90, 50))
+    assert in_box and (x, y) == (100 + (90 - 20) // 2, 30) and patch.shape[:2] == (50, 20) and mask.all()
