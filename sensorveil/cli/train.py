@@ -1,13 +1,7 @@
 """sensorveil train MECHANISM --dataset NAME: train a privatizing mechanism and print its figures."""
-from __future__ import annotations
-
 import sys
-from typing import TYPE_CHECKING
 
 from sensorveil.cli.common import parse_settings, positive_int, print_mapping
-
-if TYPE_CHECKING:      # the CLI imports the SDK only inside its commands (a fast --help)
-    from sensorveil.sdk.rundir import RunRecord
 
 # the datasets `train` takes, spelled out: the parser is built on boards whose Python (3.6) cannot import
 # the trainer's dataset registry; tests/integration/test_cli_and_bench.py checks this list against the registry
@@ -48,8 +42,9 @@ def dataset_options(pairs) -> dict:
     return options
 
 
-def epochs_line(run: RunRecord, attacker_epochs: int) -> str:
-    """What each network was trained for: --epochs is the mechanism's own networks only."""
+def epochs_line(run, attacker_epochs: int) -> str:
+    """What each network was trained for (``run``: the run's RunRecord): --epochs is the mechanism's own networks
+    only. No annotations import here: the CLI's parser is built on the boards' Python 3.6."""
     config = run.config or {}
     if config.get("epochs") is None and "rounds" in config:   # federated mechanisms: --epochs sets the rounds
         parts = [f"federated rounds {config['rounds']} (--epochs)"]
@@ -61,7 +56,7 @@ def epochs_line(run: RunRecord, attacker_epochs: int) -> str:
     return "epochs: " + ", ".join(parts)
 
 
-def threshold_warning(run: RunRecord) -> str | None:
+def threshold_warning(run) -> "str | None":
     """PR-GAN section 6.4 keeps the most private setting that holds the utility threshold; when none
     does, the run keeps the most useful one and its figures are not at the promised utility."""
     selection = run.selection or {}
