@@ -314,7 +314,11 @@ def settings_line(data: dict) -> str:
              "round(0.4)) = 1 update a round, one device's f).")
     return (f"{data['clients']} devices of {partition.get('rows_median', '?')} rows (median), "
             f"{partition.get('heldout', {}).get('rows', '?')} held out in all; rho {data['fraction']:g}: "
-            f"{min(per_round):g} to {max(per_round):g} updates averaged a round (measured).{small}")
+            f"{spread(per_round)} updates averaged a round (measured).{small}")
+
+
+def spread(values: list) -> str:
+    return f"{min(values):g}" if min(values) == max(values) else f"{min(values):g} to {max(values):g}"
 
 
 def all_points(data: dict) -> list[dict]:

@@ -115,6 +115,7 @@ def test_a_tiny_run_writes_the_json_and_the_page(tmp_path):
         assert p["paper"]["devices"] == 2 and p["devices"]["updates_per_round"] == 1.0
         run = json.loads((tmp_path / "runs" / f"digits-lam1-{term}" / "run.json").read_text())
         rounds = [entry for entry in run["federation"]["rounds"] if entry["phase"] == "tappfl"]
+        assert "probing_acc_private" not in run["metrics"]          # release_attacks off: the audit attacks it
         assert ["evaluate" in entry for entry in rounds] == [False, True]     # the devices evaluated once, at the end
     # what make_results.py and pass_federated_results.py read
     deployed = data["points"][0]["deployed"]
