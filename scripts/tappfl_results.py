@@ -201,7 +201,7 @@ def lambda_point(name: str, lam: float, term: str, setup: dict, pre_dir: Path, a
     point["goal"] = goal(point, raw)
     point["deployed"] = compatible(point, reference)
     progress(f"{label}: strongest {point['strongest_attacker']} {point['strongest']['mean']:.3f}, utility "
-             f"{point['utility']['mean']:.3f}, paper's measure {point['paper'].get('accuracy', {}).get('mean')}, "
+             f"{point['utility']['mean']:.3f}, paper's measure {(point['paper'].get('accuracy') or {}).get('mean')}, "
              f"goal {point['goal']['verdict']} ({time.strftime('%H:%M:%S')})")
     return point
 
