@@ -1,103 +1,236 @@
 #!/usr/bin/env python
-"""TAPPFL's Table 2 layout (test accuracy of the primary task, attribute inference accuracy and its gap to
-random guessing, for lambda in 0, 0.25, 0.5, 0.75, 1), its Figure 2 (the devices' CE and JSD losses
-against lambda) and Figure 3 (t-SNE of raw data and of the learnt representations), on digits (private
-lt5, useful parity) and UJIIndoorLoc (private region, useful floor). Written to
-docs/tappfl_results.{json,md,png} and docs/tappfl_tsne.png; every figure on that page comes from:
+"""TAPPFL at its paper's scale, through the audit every mechanism's page uses: 100 devices in Flower's
+simulation with rho = 0.1 (10 updates averaged a round) on UJIIndoorLoc (private region, useful floor), both
+privacy terms of the paper run side by side, each lambda's f exported to ONNX and its representation audited
+(sensorveil/sdk/audit.py: every attacker family over 3 seeds, 95% intervals), the raw-data rows (attackers and
+utility probe on the raw rows), the paper's own measure (the devices' g on their held-out rows) with where it
+sits at chance, and the goal. Written to docs/tappfl_results.{json,md,png} and docs/tappfl_tsne.png:
 
-    python scripts/tappfl_results.py [--uji ../shared/datasets/ujiindoorloc.zip] [--lambdas 0 0.25 0.5 0.75 1]
-                                     [--clients N] [--rounds 20] [--pretrain-rounds 5] [--attacker-epochs 20]
+    python scripts/tappfl_results.py [--datasets ujiindoorloc digits] [--lambdas 0 0.5 1]
+                                     [--privacy-terms vclub ce] [--rounds 20] [--seeds 3]
     python scripts/tappfl_results.py --render-only     # the page again from docs/tappfl_results.json
 
-The paper's setting by default: Algorithm 1 (every device runs DeviceUpdate every round, the server
-averages 10% of them), 20 rounds, 10 local epochs, batch 10, SGD at 0.01, on Flower's simulation runtime,
-with as many rows a device as the paper's (tappfl.paper_scale_clients: ~326, Adult over 100 devices; 4
-devices on digits), each device holding 20% of its rows out. f is pre-trained once per dataset (federated
-rounds of the utility term alone) and every lambda starts from that f, as the paper's "we first pretrain
-the feature extractor network only". Privacy is measured two ways, side by side: the paper's own (each
-device's g on its held-out rows, mean over devices, at the end of training) and fresh attackers (a neural
-net and extra-trees) trained on the released representations; each lambda's f is exported to an ONNX
-bundle, and the attackers and the utility probe score what that bundle emits, as a device computes it.
+The two privacy terms (config privacy_bound): ``vclub``, eq. 2's variational upper bound I_vCLUB(r; u) =
+E_p(r,u)[log q(u|r)] - E_p(r)p(u)[log q(u|r)], which f minimises; ``ce``, eq. 4 and 7's adversarial form, the
+bound's first term alone (f maximises g's cross-entropy, "Implementation in practice"; the authors' code).
+At lambda 0 the privacy term has weight 0 and the two are one run, shown once.
+
+Digits' 1,198 training rows are too few for 100 devices (12 rows each): digits runs at 4 devices of ~300 rows
+(the paper's rows per device) with rho 0.5, 2 updates averaged a round (rho 0.1 would average max(1,
+round(0.4)) = 1 update, one device's f); the page says so.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from sensorveil.export import export_run
 from sensorveil.sdk import mechanisms
-from sensorveil.sdk.datasets import load_dataset
-from sensorveil.sdk.mechanisms.tappfl import flower_version, paper_scale_clients, training_rows
+from sensorveil.sdk.audit import FAMILIES, GOAL_MARGIN, REID, REID_OMNI, Release, audit, interval
+from sensorveil.sdk.mechanisms.tappfl import flower_version
 from sensorveil.sdk.runs import read_run, train_run
-from sensorveil_lab.provenance import code_version, page_header, portable, provenance, recorded, require_clean
+from sensorveil_lab.provenance import page_header, portable, provenance, recorded, require_clean
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))
-DATASETS = {"digits": {"useful": "parity", "private": "lt5", "uji": False},
-            "ujiindoorloc": {"useful": "floor", "private": "region", "uji": True}}
+# devices and rho per dataset: UJIIndoorLoc at the paper's 100 devices and 10%; digits (see the docstring) small
+DATASETS = {"ujiindoorloc": {"useful": "floor", "private": "region", "uji": True, "clients": 100, "fraction": 0.1},
+            "digits": {"useful": "parity", "private": "lt5", "uji": False, "clients": 4, "fraction": 0.5}}
+TERMS = {"vclub": "vCLUB, eq. 2", "ce": "CE, eq. 4/7"}
+UTILITY_MARGIN = 0.05     # the utility probe on the release at most 5 points under the same probe on raw data
 TSNE_ROWS = 800
-# Table 2's attribute inference accuracy by lambda (tappfl.md lines 156-164). The paper has neither
-# digits nor UJIIndoorLoc; for digits' binary lt5 the nearest row is CIFAR10's binary "animal or not"
-# (image data too), shown as context, not as a target. None: nothing comparable.
-PAPER_TABLE2 = {"digits": ("CIFAR10, animal or not", {0.0: 0.74, 0.25: 0.64, 0.5: 0.60, 0.75: 0.56, 1.0: 0.52}),
-                "ujiindoorloc": None}
+# Table 2's inference accuracy by lambda (tappfl.md lines 156-164) for the nearest row the paper has: digits'
+# binary lt5 beside CIFAR10's binary "animal or not"; UJIIndoorLoc has no comparable row.
+PAPER_TABLE2 = {"digits": ("CIFAR10, animal or not", {0.0: 0.74, 0.25: 0.64, 0.5: 0.60, 0.75: 0.56, 1.0: 0.52})}
 
 
-def dataset_clients(name: str, args) -> int:
-    """--clients, or the paper's rows per device: the dataset's protocol training rows / ~326."""
-    if args.clients:
-        return args.clients
+# ---------------------------------------------------------------------------------------------- running
+def dataset_settings(name: str, args) -> dict:
     spec = DATASETS[name]
-    data = load_dataset(name, args.uji) if spec["uji"] else load_dataset(name)
-    return paper_scale_clients(len(training_rows(data, spec["useful"], spec["private"], 0)))
+    return {"clients": args.clients or spec["clients"], "fraction": args.fraction or spec["fraction"]}
 
 
-def federation_settings(args, clients: int, **extra) -> dict:
-    """Algorithm 1 (participation "all") and every device evaluated every round: the TAPPFLConfig defaults."""
-    settings = {"clients": clients, "rounds": args.rounds, "local_epochs": args.local_epochs,
-                "timeout_s": args.timeout_s, "progress": True}
+def federation_settings(args, setup: dict, **extra) -> dict:
+    """The paper's setting (TAPPFLConfig defaults: batch 10, SGD lr 0.01) at this page's scale: rho M devices
+    sampled a round, train and are averaged (``--participation``); the devices evaluated in the last round (and
+    every ``--evaluate-every``); no update filter (norm_multiple 0): the paper averages every sampled update."""
+    settings = {**setup, "rounds": args.rounds, "local_epochs": args.local_epochs, "participation": args.participation,
+                "evaluate_every": args.evaluate_every or args.rounds, "norm_multiple": 0.0,
+                "timeout_s": args.timeout_s, "progress": True, "reference_attacks": False,
+                "release_attacks": False}
     return {key: str(value) for key, value in {**settings, **extra}.items()}
 
 
-def pretrain(name: str, clients: int, args, out: Path) -> Path:
-    """The shared starting point: --pretrain-rounds rounds of the utility term alone, raw-data attackers
-    included. The settings check refuses rounds=0 (mechanisms.base.check_setting_range), so the last of them
-    is a TAPPFL round at lambda 0, whose update of f is the utility term alone as a pre-training round's is
-    (eq. 7 at lambda 0); it also trains the devices' g, which the lambda runs do not inherit."""
+def train(name: str, args, setup: dict, out: Path, **settings) -> Path:
     spec = DATASETS[name]
     return train_run("tappfl", name, data_path=args.uji if spec["uji"] else None, useful=spec["useful"],
-                     private=spec["private"], out=out / f"{name}-pretrain", attacker_epochs=args.attacker_epochs,
-                     settings=federation_settings(args, clients, rounds=1, lam=0.0,
-                                                  pretrain_rounds=max(args.pretrain_rounds - 1, 0),
-                                                  reference_attacks="true"))
+                     private=spec["private"], out=out, attacker_epochs=args.attacker_epochs,
+                     settings=federation_settings(args, setup, **settings))
 
 
-def lambda_point(name: str, lam: float, clients: int, pretrained: Path, args, out: Path) -> dict:
-    """One row of Table 2: train from the pre-trained f, export to ONNX, attack what the bundle emits; and
-    the paper's measure (the devices' own g on their held-out rows) from the run."""
+def pretrain(name: str, args, setup: dict, out: Path) -> Path:
+    """The shared starting point: rounds of the utility term alone (the paper's "we first pretrain the feature
+    extractor network only"); its last round is a TAPPFL round at lambda 0 (rounds=0 is refused), whose update of
+    f is the utility term alone as a pre-training round's is (eq. 7 at lambda 0)."""
+    return train(name, args, setup, out / f"{name}-pretrain", rounds=1, lam=0.0,
+                 pretrain_rounds=max(args.pretrain_rounds - 1, 0))
+
+
+def summary(result: dict) -> dict:
+    """What the page keeps of one audit: every family's interval, the strongest, the utility probe, Random*.
+    The audit's re-id attackers (trained on raw data, applied to a release in the raw data's shape) are left
+    out: a representation's release task holds r, so there they are one more neural net on r, one seed."""
+    private = {name: figure for name, figure in result["private"].items() if name not in (REID, REID_OMNI)}
+    strongest = max(private, key=lambda name: private[name]["mean"])
+    return {"private": private, "strongest_attacker": strongest, "strongest": result["private"][strongest],
+            "utility": result["useful"], "random_star": result["random_star"], "n_train": result["n_attacker_train"],
+            "n_test": result["n_test"]}
+
+
+class SeedZeroAgain:
+    """An audit cache (audit(..., cache=)) that trains nothing twice: the audit's power attackers ("raw-data X",
+    seed 0) train family X at seed 0 on the task's rows, and here those rows are the release's own (the raw audit's
+    release is the raw rows; a representation's release task holds r), so family X's own seed-0 guesses serve."""
+
+    def __init__(self):
+        self.kept = {}
+
+    def get(self, name: str, seed: int):
+        family = name.removeprefix("raw-data ").removesuffix(" (and re-id)")
+        if not name.startswith("raw-data ") or (family, 0) not in self.kept:
+            return None
+        guesses = self.kept[(family, 0)]
+        return (guesses, guesses) if name.endswith("(and re-id)") else guesses
+
+    def put(self, name: str, seed: int, result) -> None:
+        self.kept[(name, seed)] = result
+
+
+def audited(release: Release, args) -> dict:
+    return summary(audit(release, seeds=args.seeds, attacker_epochs=args.attacker_epochs, log=progress,
+                         cache=SeedZeroAgain()))
+
+
+def raw_audit(pre_dir: Path, args) -> tuple[dict, dict]:
+    """The raw-data rows: the same audit on the raw protocol rows (no mechanism), and whether it has power (the
+    strongest family on raw data beyond Random* + 5 points; if not, no release could show protection)."""
+    mechanism, run = mechanisms.get("tappfl"), read_run(pre_dir)
+    task, _ = mechanism.task(pre_dir, run)
+    raw = audited(Release(task, task.x[task.attacker_train], task.x[task.test]), args)
+    raw["has_power"] = raw["strongest"]["mean"] > raw["random_star"] + GOAL_MARGIN
+    reference = {"random_guess_private": 1.0 / task.n_private, "n_private": int(task.n_private),
+                 "random_star": raw["random_star"]}
+    return raw, reference
+
+
+def progress(line: str) -> None:
+    print(f"[tappfl-results] {line}", flush=True)
+
+
+def paper_measure(run, heldout_rows: int, n_private: int) -> dict:
+    """The paper's inference accuracy (the devices' own g on their held-out rows, pooled over the devices the
+    last round evaluated) with a binomial 95% interval over those rows, and whether it sits at chance: the
+    interval reaches 1/K (Table 2's random guess)."""
+    metrics = run["metrics"]
+    accuracy = metrics.get("paper_inference_accuracy")
+    if accuracy is None:
+        return {"accuracy": None}
+    devices, total = metrics["paper_inference_devices"], run["config"]["clients"]
+    n = max(1, round(heldout_rows * devices / total))
+    figure = interval([accuracy], n)
+    chance = 1.0 / n_private
+    return {"accuracy": figure, "devices": devices, "heldout_rows": n, "chance": chance,
+            "at_chance": figure["low"] <= chance}
+
+
+def device_losses(run, n_private: int) -> dict:
+    """Figure 2's figures from the last TAPPFL round: the devices' CE of g (eq. 3), its ratio to ln K (the CE of
+    a g that reads nothing of r, with balanced classes), the JSD estimate and the privacy term f descended."""
+    rounds = [entry for entry in run["federation"]["rounds"] if entry["phase"] == "tappfl"]
+    last = rounds[-1]["train"]
+    return {"ce": last.get("ce"), "ce_over_ln_k": None if last.get("ce") is None else last["ce"] / math.log(n_private),
+            "jsd": last.get("jsd"), "vclub": last.get("vclub"), "neg_ce": last.get("neg_ce"),
+            "updates_per_round": float(np.mean([entry["devices"] for entry in rounds])),
+            "dropped": int(sum(len(entry.get("dropped", [])) for entry in rounds))}
+
+
+def goal(point: dict, raw: dict) -> dict:
+    """The goal of a release, each part named; "met" only when every part holds."""
+    parts = {"privacy": point["strongest"]["mean"] <= point["random_star"] + GOAL_MARGIN,
+             "utility": point["utility"]["mean"] >= raw["utility"]["mean"] - UTILITY_MARGIN,
+             "power": raw["has_power"]}
+    verdict = "met" if all(parts.values()) else "no power" if not parts["power"] else "not met"
+    return {**parts, "verdict": verdict}
+
+
+def compatible(audited: dict, reference: dict) -> dict:
+    """The per-lambda figures other pages read (make_results.py, pass_federated_results.py): the audit's means."""
+    neural, trees = audited["private"]["neural"]["mean"], audited["private"]["trees"]["mean"]
+    return {"probing_acc_private": neural, "tree_acc_private": trees, "probing_acc_useful": audited["utility"]["mean"],
+            "worst_gap_private": max(neural, trees) - reference["random_guess_private"],
+            "random_star": audited["random_star"], "figures": "means over the audit's seeds"}
+
+
+def lambda_point(name: str, lam: float, term: str, setup: dict, pre_dir: Path, args, out: Path, raw: dict,
+                 reference: dict) -> dict:
+    """One release: train from the pre-trained f with one privacy term at one lambda, export f to ONNX, audit
+    what the bundle emits (as a device computes it), and read the paper's measure from the run."""
+    from sensorveil.runtime import Privatizer
+    label = f"{name}-lam{lam:g}" + ("" if lam == 0 else f"-{term}")
+    run_dir = train(name, args, setup, out / label, lam=lam, privacy_bound=term, pretrained=pre_dir,
+                    pretrain_rounds=0)
+    run, mechanism = read_run(run_dir), mechanisms.get("tappfl")
+    bundle = export_run(run_dir, "onnx", out / f"{label}-bundle", attacker_epochs=0)
+    release = mechanism.release(run_dir, run, Privatizer.load(bundle, backend="onnxruntime"))
+    # the audit's own raw-data figures for this release are attackers on the representation (the release's task
+    # holds r): the page's raw-data rows are the raw audit's, once per dataset
+    point = audited(release, args)
+    point.update(lam=lam, term="both" if lam == 0 and len(args.privacy_terms) > 1 else term, run=str(run_dir),
+                 bundle=str(bundle), wall_seconds=run["federation"]["wall_seconds"],
+                 paper=paper_measure(run, run["federation"]["partition"]["heldout"]["rows"],
+                                     reference["n_private"]),
+                 devices=device_losses(run, reference["n_private"]))
+    point["goal"] = goal(point, raw)
+    point["deployed"] = compatible(point, reference)
+    progress(f"{label}: strongest {point['strongest_attacker']} {point['strongest']['mean']:.3f}, utility "
+             f"{point['utility']['mean']:.3f}, paper's measure {(point['paper'].get('accuracy') or {}).get('mean')}, "
+             f"goal {point['goal']['verdict']} ({time.strftime('%H:%M:%S')})")
+    return point
+
+
+def run_dataset(name: str, args, out: Path) -> tuple[dict, dict]:
+    started, setup = time.time(), dataset_settings(name, args)
+    pre_dir = pretrain(name, args, setup, out)
+    pre = read_run(pre_dir)
+    raw, reference = raw_audit(pre_dir, args)
+    progress(f"{name} raw data: strongest {raw['strongest_attacker']} {raw['strongest']['mean']:.3f}, utility "
+             f"{raw['utility']['mean']:.3f}, Random* {raw['random_star']:.3f}")
+    points = [lambda_point(name, lam, term, setup, pre_dir, args, out, raw, reference)
+              for lam in args.lambdas for term in (args.privacy_terms[:1] if lam == 0 else args.privacy_terms)]
+    terms = {term: [p for p in points if p["term"] in (term, "both")] for term in args.privacy_terms}
     spec = DATASETS[name]
-    run_dir = train_run("tappfl", name, data_path=args.uji if spec["uji"] else None, useful=spec["useful"],
-                        private=spec["private"], out=out / f"{name}-lam{lam:g}", attacker_epochs=args.attacker_epochs,
-                        settings=federation_settings(args, clients, lam=lam, pretrained=pretrained,
-                                                     pretrain_rounds=0, reference_attacks="false"))
-    run = read_run(run_dir)
-    bundle = export_run(run_dir, "onnx", out / f"{name}-lam{lam:g}-bundle", attacker_epochs=0)
-    deployed = mechanisms.get("tappfl").evaluate_bundle(bundle, "onnxruntime", run_dir, run, args.attacker_epochs)
-    last = run["federation"]["rounds"][-1]["train"]
-    paper = {key: value for key, value in run["metrics"].items() if key.startswith("paper_")}
-    return {"lam": lam, "run": str(run_dir), "bundle": str(bundle), "deployed": deployed, "trained": run["metrics"],
-            "paper": paper, "wall_seconds": run["federation"]["wall_seconds"], "ce": last.get("ce"),
-            "jsd": last.get("jsd"), "vclub": last.get("vclub")}
+    result = {"dataset": name, "useful": spec["useful"], "private": spec["private"], **setup,
+              "participation": args.participation, "reference": reference, "raw": raw, "terms": terms,
+              "points": terms[args.privacy_terms[0]],     # one curve for the pages that read "points"
+              "pretrained": {"wall_seconds": pre["federation"]["wall_seconds"]},
+              "partition": pre["federation"]["partition"], "seconds": round(time.time() - started, 1)}
+    return result, tsne_panels(name, best_tradeoff(points))
 
 
-def tsne_panels(name: str, point: dict, args) -> dict:
+def best_tradeoff(points: list[dict]) -> dict:
+    """The t-SNE's release: the best utility minus the strongest attacker."""
+    return max(points, key=lambda p: p["utility"]["mean"] - p["strongest"]["mean"])
+
+
+def tsne_panels(name: str, point: dict) -> dict:
     """2-D t-SNE of raw test rows and of their representations (the bundle's output), by private value."""
     from sklearn.manifold import TSNE
 
@@ -107,128 +240,169 @@ def tsne_panels(name: str, point: dict, args) -> dict:
     task, _ = mechanism.task(point["run"], run)
     rows = task.test[:TSNE_ROWS]
     release = mechanism.release(point["run"], run, Privatizer.load(point["bundle"], backend="onnxruntime"))
-    representation = release.task.x[rows].numpy()
-    raw = task.x[rows].flatten(1).numpy()
-    embed = lambda x: TSNE(n_components=2, init="pca", random_state=0, perplexity=30).fit_transform(x)   # noqa: E731
-    return {"raw": embed(raw), "learnt": embed(representation), "private": np.asarray(task.private[rows]),
-            "lam": point["lam"]}
+    perplexity = min(30.0, (len(rows) - 1) / 3)
+    embed = lambda x: TSNE(n_components=2, init="pca", random_state=0, perplexity=perplexity).fit_transform(x)  # noqa: E731
+    return {"raw": embed(task.x[rows].flatten(1).numpy()), "learnt": embed(release.task.x[rows].numpy()),
+            "private": np.asarray(task.private[rows]), "lam": point["lam"], "term": point["term"]}
 
 
-def best_tradeoff(points: list[dict]) -> dict:
-    """Figure 3's lambda: the best utility minus the worst attack gap (the paper picks it from Table 2)."""
-    return max(points, key=lambda p: p["deployed"]["probing_acc_useful"] - p["deployed"]["worst_gap_private"])
-
-
-def run_dataset(name: str, args, out: Path) -> tuple[dict, dict]:
-    started = time.time()
-    clients = dataset_clients(name, args)
-    pre_dir = pretrain(name, clients, args, out)
-    pre = read_run(pre_dir)
-    points = [lambda_point(name, lam, clients, pre_dir, args, out) for lam in args.lambdas]
-    result = {"dataset": name, "useful": DATASETS[name]["useful"], "private": DATASETS[name]["private"],
-              "clients": clients, "reference": pre["reference"], "pretrained": pre["metrics"], "points": points,
-              "pretrain_wall_seconds": pre["federation"]["wall_seconds"],
-              "partition": pre["federation"]["partition"], "seconds": round(time.time() - started, 1)}
-    return result, tsne_panels(name, best_tradeoff(points), args)
-
-
+# ---------------------------------------------------------------------------------------------- the page
 def pct(value) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def markdown(results: dict) -> str:
-    settings = results["settings"]
-    lines = [
-        "# TAPPFL: utility against attribute inference",
-        "",
-        page_header(recorded(results)),
-        "",
-        f"Flower {results['flower']}. Setting: Algorithm 1, every device runs DeviceUpdate every round and the "
-        f"server averages 10% of them (at least one); {settings['pretrain_rounds']} pre-training rounds (utility "
-        f"term only), then {settings['rounds']} TAPPFL rounds, {settings['local_epochs']} local epochs, batch 10, "
-        "SGD lr 0.01; IID partition, each device holding 20% of its rows out. *Test acc*: a neural probe of the "
-        "primary task trained on the released representations. Privacy, two measures: *paper's measure*, each "
-        "device's own privacy network g on its representation of its held-out rows, mean over devices at the end "
-        "of training (Table 2's inference accuracy); *probing attackers*, the stronger of a neural attacker and "
-        "extra-trees trained afresh on the released representations, which need not stop where the devices' g "
-        "did. *Gap*: infer. acc minus random guessing 1/K (Table 2's baseline). Random*: the majority-class rate "
-        "of the private attribute on the test rows. The probing figures are measured on the ONNX bundle's output, "
-        "as a device computes it; one seed.",
-        "",
-    ]
-    for data in results["datasets"]:
-        lines += dataset_section(data)
-    lines += [
-        "![Table 2 and Figure 2 as plots](tappfl_results.png)",
-        "",
-        "![t-SNE of raw and learnt representations, coloured by the private attribute](tappfl_tsne.png)",
-        "",
-    ]
-    return "\n".join(lines)
+def cell(figure: dict | None) -> str:
+    """A mean with its 95% interval, in percent."""
+    if not figure:
+        return "-"
+    return f"{100 * figure['mean']:.1f} [{100 * figure['low']:.1f}, {100 * figure['high']:.1f}]"
 
 
-def paper_measure(point: dict):
-    """The paper's inference accuracy of one lambda's run (None in a JSON written before it was recorded)."""
-    return point.get("paper", {}).get("paper_inference_accuracy")
+def families_text(private: dict) -> str:
+    return "; ".join(f"{name} {100 * figure['mean']:.1f}" for name, figure in private.items())
+
+
+def intro(results: dict) -> list[str]:
+    s = results["settings"]
+    return [
+        f"Flower {results['flower']}, simulation runtime. Each dataset's devices and rho are in its section; "
+        f"{s['pretrain_rounds']} pre-training rounds (the utility term alone), then {s['rounds']} TAPPFL rounds "
+        f"from that f for every lambda; {s['local_epochs']} local epochs, batch 10, SGD lr 0.01; IID partition, "
+        f"each device holding 20% of its rows out. Participation *{s['participation']}*: "
+        + ("the rho M devices sampled a round run DeviceUpdate and all of them are averaged (the setup's \"the "
+           "server randomly selects 10% devices and uses FedAvg\"), not Algorithm 1's every device every round, "
+           "which trains 10 times as many and did not fit this run's budget; a device's g trains only in the "
+           "rounds it is sampled" if s["participation"] == "sampled" else
+           "every device runs DeviceUpdate every round and the server averages rho M of the updates (Algorithm 1)")
+        + ". No update filter (the paper averages every update it collects).",
+        "",
+        "**The two privacy terms**, both run: *vCLUB, eq. 2*: f minimises the variational upper bound "
+        "I_vCLUB(r; u) = E_p(r,u)[log q(u|r)] - E_p(r)p(u)[log q(u|r)] with g = q trained by eq. 3; *CE, eq. 4/7*: "
+        "f maximises g's cross-entropy, the bound's first term alone (eq. 4's min-max and eq. 7's objective, as "
+        "\"Implementation in practice\" and the authors' code train it). At lambda 0 the term has weight 0 and "
+        "the two are one run (*both*). The utility term is the JSD estimate of eq. 5-6 in both.",
+        "",
+        f"**Attackers**: the audit every mechanism's page uses (sensorveil/sdk/audit.py) on what each lambda's "
+        f"ONNX bundle emits, as a device computes it: families {', '.join(FAMILIES)} (*trees+useful*: trees "
+        f"given the useful label too), each trained on the released training rows with the true private labels "
+        f"and scored on the released test rows, over {s['seeds']} seeds, mean and 95% interval (seed spread and "
+        "the test rows' binomial error), on one trained federation per release. The exact posterior does not "
+        "apply: TAPPFL releases a representation, not a bank index; nor does *re-id* (a network trained on raw rows "
+        "meeting a release in the raw rows' shape). *Utility*: the audit's neural probe of the "
+        f"useful attribute. *Raw data*: the same audit on the raw rows (no mechanism). Attackers train "
+        f"{s['attacker_epochs']} epochs. *Random\\**: the best guess of the private attribute from the useful "
+        "label alone (P(private | useful) from the training rows), the floor an adversary who sees the useful "
+        "label starts from; it is not the majority-class rate. *Chance*: 1/K, Table 2's random guess.",
+        "",
+        "**The paper's measure** (Table 2's inference accuracy): each device's own privacy network g on f's "
+        "representation of its held-out rows, pooled over the devices evaluated in the last round, with a "
+        "binomial 95% interval over those rows. *At chance* when that interval reaches 1/K. *Devices' CE / ln K*: "
+        "g's cross-entropy in the last round over ln K, the CE of a g that reads nothing of r (balanced classes).",
+        "",
+        f"**Goal** of a release: *privacy*, the strongest family within {GOAL_MARGIN * 100:g} points of Random*; "
+        f"*utility*, the utility probe at most {UTILITY_MARGIN * 100:g} points under the raw data's; *power*, "
+        "raw data's strongest family more than 5 points above Random* (else no release could show protection). "
+        "*met* only when all three hold.",
+        "",
+    ]
+
+
+def settings_line(data: dict) -> str:
+    partition, per_round = data.get("partition", {}), [p["devices"]["updates_per_round"] for p in all_points(data)]
+    small = ("" if data["dataset"] != "digits" else " Digits' 1,198 training rows are too few for 100 devices "
+             "(12 rows each): 4 devices of the paper's ~300 rows, rho 0.5 (rho 0.1 would average max(1, "
+             "round(0.4)) = 1 update a round, one device's f).")
+    return (f"{data['clients']} devices of {partition.get('rows_median', '?')} rows (median), "
+            f"{partition.get('heldout', {}).get('rows', '?')} held out in all; rho {data['fraction']:g}: "
+            f"{spread(per_round)} updates averaged a round (measured).{small}")
+
+
+def spread(values: list) -> str:
+    return f"{min(values):g}" if min(values) == max(values) else f"{min(values):g} to {max(values):g}"
+
+
+def all_points(data: dict) -> list[dict]:
+    seen, points = set(), []
+    for term_points in data["terms"].values():
+        for point in term_points:
+            if point["run"] not in seen:
+                seen.add(point["run"])
+                points.append(point)
+    return points
+
+
+def row(name: str, term: str, lam: str, audited: dict, paper: str, ce: str, parts: tuple) -> str:
+    return (f"| {name} | {term} | {lam} | {audited['strongest_attacker']}: {cell(audited['strongest'])} | "
+            f"{families_text(audited['private'])} | {cell(audited['utility'])} | {paper} | {ce} | "
+            + " | ".join(parts) + " |")
 
 
 def dataset_section(data: dict) -> list[str]:
-    ref, pre = data["reference"], data["pretrained"]
-    partition = data.get("partition", {})
+    raw, ref = data["raw"], data["reference"]
+    lines = [f"## {data['dataset']} (private {data['private']}, {ref['n_private']} values; useful {data['useful']})",
+             "", settings_line(data), "",
+             f"Random* {pct(raw['random_star'])}; chance 1/K {pct(ref['random_guess_private'])}; "
+             f"{raw['n_train']} training / {raw['n_test']} test rows for the attackers.", "",
+             "| release | privacy term | lambda | strongest attacker [95%] | every family (mean) | utility [95%] | "
+             "paper's measure: devices' g [95%] | devices' CE / ln K | privacy | utility | power | goal |",
+             "|---|---|---:|---|---|---|---|---:|---|---|---|---|",
+             row("raw data (no mechanism)", "-", "-", raw, "-", "-",
+                 ("within" if raw["strongest"]["mean"] <= raw["random_star"] + GOAL_MARGIN else "NOT within",
+                  "reference", "yes" if raw["has_power"] else "no", "-"))]
+    for p in all_points(data):
+        paper, g = p["paper"], p["goal"]
+        measure = "-" if paper.get("accuracy") is None else (cell(paper["accuracy"])
+                                                             + (" (chance)" if paper["at_chance"] else ""))
+        ce = "-" if p["devices"]["ce_over_ln_k"] is None else f"{p['devices']['ce_over_ln_k']:.2f}"
+        lines.append(row("TAPPFL", TERMS.get(p["term"], p["term"]), f"{p['lam']:g}", p, measure, ce,
+                         ("within" if g["privacy"] else "NOT within", "within" if g["utility"] else "NOT within",
+                          "yes" if g["power"] else "no", g["verdict"])))
+    return lines + ["", chance_text(data), "", finding(data), ""]
+
+
+def chance_text(data: dict) -> str:
+    """Where the paper's measure sits at chance, and what the audit's strongest family reads there."""
+    points = [p for p in all_points(data) if p["paper"].get("accuracy") is not None]
+    at = [p for p in points if p["paper"]["at_chance"]]
+    if not points:
+        return "**The paper's measure** was not recorded (no TAPPFL round evaluated)."
+    if not at:
+        return "**The paper's measure** sits above chance at every lambda."
+    named = "; ".join(f"lambda {p['lam']:g} ({TERMS.get(p['term'], p['term'])}): devices' g "
+                      f"{pct(p['paper']['accuracy']['mean'])} against chance {pct(p['paper']['chance'])}, while "
+                      f"{p['strongest_attacker']} reads {pct(p['strongest']['mean'])} (Random* "
+                      f"{pct(p['random_star'])})" for p in at)
+    every = " at every lambda, lambda 0 included:" if len(at) == len(points) else ":"
+    return (f"**Where the paper's measure sits at chance**{every} {named}. There it says only that the devices' "
+            "g learnt nothing; the audit's attackers, trained afresh on the released representations, are the "
+            "measure of what the release leaks.")
+
+
+def finding(data: dict) -> str:
+    points = all_points(data)
+    met = [p for p in points if p["goal"]["verdict"] == "met"]
+    best = min(points, key=lambda p: p["strongest"]["mean"])
     table2 = PAPER_TABLE2.get(data["dataset"])
-    lines = [
-        f"## {data['dataset']} (private {data['private']}, useful {data['useful']})",
-        "",
-        f"{data.get('clients', partition.get('devices', '?'))} devices of {partition.get('rows_median', '?')} rows "
-        f"(median), {partition.get('heldout', {}).get('min_per_device', '?')}+ of them held out each. Raw data "
-        f"(no defence): test acc {pct(ref.get('raw_probing_acc_useful'))}, infer. acc "
-        f"{pct(max(ref.get('raw_probing_acc_private', 0), ref.get('raw_tree_acc_private', 0)))}; random "
-        f"guess {pct(ref['random_guess_private'])}, Random* {pct(ref['random_star'])}. Pre-trained f "
-        f"(lambda not applied yet): test acc {pct(pre['probing_acc_useful'])}, infer. acc "
-        f"{pct(max(pre['probing_acc_private'], pre['tree_acc_private']))}.",
-        "",
-        "Privacy, side by side. " + (f"The paper has no {data['dataset']} row; the Table 2 column is that of "
-                                     f"{table2[0]} (the nearest), for context." if table2 else
-                                     f"The paper has no {data['dataset']} row nor a comparable one."),
-        "",
-        "| lambda | Table 2 infer. acc | paper's measure (devices' g, held out) | probing: neural | probing: trees "
-        "| Test acc |",
-        "|---:|---:|---:|---:|---:|---:|",
-    ]
-    for p in data["points"]:
-        d, paper_row = p["deployed"], pct(table2[1].get(p["lam"])) if table2 else "-"
-        lines.append(f"| {p['lam']:g} | {paper_row} | {pct(paper_measure(p))} | {pct(d['probing_acc_private'])} "
-                     f"| {pct(d['tree_acc_private'])} | {pct(d['probing_acc_useful'])} |")
-    lines += ["", "| lambda | Test acc | Infer. acc (neural) | Infer. acc (trees) | Gap (probing) | Gap (paper's) "
-              "| devices' CE | devices' JSD | wall s |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for p in data["points"]:
-        d, paper = p["deployed"], paper_measure(p)
-        paper_gap = "-" if paper is None else f"{100 * (paper - ref['random_guess_private']):+.1f}"
-        lines.append(
-            f"| {p['lam']:g} | {pct(d['probing_acc_useful'])} | {pct(d['probing_acc_private'])} "
-            f"| {pct(d['tree_acc_private'])} | {100 * d['worst_gap_private']:+.1f} | {paper_gap} | {p['ce']:.3f} "
-            f"| {p['jsd']:.3f} | {p['wall_seconds']:.0f} |"
-        )
-    return lines + ["", lambda_effect(data), ""]
+    context = ("" if not table2 else f" Table 2's nearest row ({table2[0]}) reads "
+               + ", ".join(f"{pct(v)} at lambda {k:g}" for k, v in sorted(table2[1].items()))
+               + " with its own g, for context.")
+    names = ", ".join(f"lambda {p['lam']:g} ({p['term']})" for p in met)
+    verdict = f"the goal is met at {names}" if met else "the goal is met at no lambda"
+    return (f"**Finding.** The lowest strongest attacker is {pct(best['strongest']['mean'])} "
+            f"({best['strongest_attacker']}, lambda {best['lam']:g}, {TERMS.get(best['term'], best['term'])}), "
+            f"against Random* {pct(best['random_star'])} and {pct(data['raw']['strongest']['mean'])} on raw data, "
+            f"utility {pct(best['utility']['mean'])} (raw {pct(data['raw']['utility']['mean'])}); {verdict}."
+            + context)
 
 
-def lambda_effect(data: dict) -> str:
-    """What lambda bought, read off the rows: the change in gap and test accuracy from the smallest to the
-    largest lambda (the paper's Table 2 shows the gap shrinking toward 0 as lambda grows)."""
-    first, last = data["points"][0], data["points"][-1]
-    gap = 100 * (last["deployed"]["worst_gap_private"] - first["deployed"]["worst_gap_private"])
-    utility = 100 * (last["deployed"]["probing_acc_useful"] - first["deployed"]["probing_acc_useful"])
-    verdict = (
-        "the released representation still leaks the private attribute to the tree attacker"
-        if last["deployed"]["worst_gap_private"] > 0.05
-        else "the gap closes"
-    )
-    paper = [paper_measure(point) for point in (first, last)]
-    moved = "" if None in paper else f", the paper's measure (devices' g) by {100 * (paper[1] - paper[0]):+.1f} points"
-    return (
-        f"**Finding.** From lambda {first['lam']:g} to {last['lam']:g} the probing gap moves by {gap:+.1f} points"
-        f"{moved} and test acc by {utility:+.1f} points: {verdict}."
-    )
+def markdown(results: dict) -> str:
+    lines = ["# TAPPFL at the paper's scale: the shared audit, both privacy terms, the paper's measure beside it", "",
+             page_header(recorded(results)), ""] + intro(results)
+    for data in results["datasets"]:
+        lines += dataset_section(data)
+    lines += ["![strongest attacker and utility by lambda, both privacy terms; Figure 2's losses](tappfl_results.png)",
+              "", "![t-SNE of raw and learnt representations, coloured by the private attribute](tappfl_tsne.png)", ""]
+    return "\n".join(lines)
 
 
 def plot(results: dict, panels: dict, docs: Path) -> None:
@@ -238,98 +412,109 @@ def plot(results: dict, panels: dict, docs: Path) -> None:
     import matplotlib.pyplot as plt
 
     n = len(results["datasets"])
-    fig, axes = plt.subplots(2, n, figsize=(5.5 * n, 7.5), squeeze=False)
+    fig, axes = plt.subplots(2, n, figsize=(6 * n, 8), squeeze=False)
     for col, data in enumerate(results["datasets"]):
-        lams = [p["lam"] for p in data["points"]]
         top, bottom = axes[0][col], axes[1][col]
-        top.plot(lams, [p["deployed"]["probing_acc_useful"] for p in data["points"]], "o-", label="test acc (useful)")
-        top.plot(
-            lams,
-            [max(p["deployed"]["probing_acc_private"], p["deployed"]["tree_acc_private"]) for p in data["points"]],
-            "s-",
-            label="infer. acc, probing attackers (private)",
-        )
-        paper = [paper_measure(p) for p in data["points"]]
-        if all(value is not None for value in paper):
-            top.plot(lams, paper, "^-", label="infer. acc, paper's measure (devices' g, held out)")
-        table2 = PAPER_TABLE2.get(data["dataset"])
-        if table2:
-            top.plot(sorted(table2[1]), [table2[1][lam] for lam in sorted(table2[1])], "x:", color="black",
-                     label=f"Table 2 infer. acc ({table2[0]})")
-        top.axhline(data["reference"]["random_guess_private"], color="grey", ls=":", label="random guess")
-        top.set(title=f"{data['dataset']}: Table 2", xlabel="lambda", ylabel="accuracy", ylim=(0, 1.02))
-        top.legend(fontsize=8)
-        bottom.plot(lams, [p["ce"] for p in data["points"]], "o-", label="CE loss (privacy)")
-        bottom.plot(lams, [p["jsd"] for p in data["points"]], "s-", label="JSD estimate (utility)")
+        for index, (term, points) in enumerate(data["terms"].items()):
+            lams, label = [p["lam"] for p in points], TERMS.get(term, term)
+            for key, marker, what in (("strongest", "s", "strongest attacker"), ("utility", "o", "utility probe")):
+                figures = [p[key] for p in points]
+                top.errorbar(lams, [f["mean"] for f in figures], yerr=[[f["mean"] - f["low"] for f in figures],
+                                                                       [f["high"] - f["mean"] for f in figures]],
+                             marker=marker, capsize=3, color=f"C{2 * index + (key == 'utility')}",
+                             label=f"{what}, {label}")
+            paper = [p["paper"].get("accuracy") for p in points]
+            if all(paper):
+                top.plot(lams, [f["mean"] for f in paper], "^:", color=f"C{4 + index}",
+                         label=f"paper's measure (devices' g), {label}")
+            bottom.plot(lams, [p["devices"]["ce_over_ln_k"] for p in points], "o-",
+                        label=f"devices' CE / ln K, {label}")
+            bottom.plot(lams, [p["devices"]["jsd"] for p in points], "s--", label=f"devices' JSD estimate, {label}")
+        top.axhline(data["raw"]["random_star"], color="grey", ls="--", label="Random*")
+        top.axhline(data["reference"]["random_guess_private"], color="grey", ls=":", label="chance 1/K")
+        top.axhline(data["raw"]["strongest"]["mean"], color="black", ls="-.", lw=0.8, label="raw data, strongest")
+        top.set(title=f"{data['dataset']}: the audit (95% intervals)", xlabel="lambda", ylabel="accuracy",
+                ylim=(0, 1.02))
+        top.legend(fontsize=6)
         bottom.set(title=f"{data['dataset']}: Figure 2 (devices' last round)", xlabel="lambda")
-        bottom.legend(fontsize=8)
+        bottom.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(docs / "tappfl_results.png", dpi=110)
     plt.close(fig)
-    fig, axes = plt.subplots(n, 2, figsize=(10, 4.6 * n), squeeze=False)
-    for row, (name, panel) in enumerate(panels.items()):
+    plot_tsne(panels, docs)
+
+
+def plot_tsne(panels: dict, docs: Path) -> None:
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(len(panels), 2, figsize=(10, 4.6 * len(panels)), squeeze=False)
+    for row_index, (name, panel) in enumerate(panels.items()):
         for col, key in enumerate(("raw", "learnt")):
-            ax = axes[row][col]
-            points = ax.scatter(panel[key][:, 0], panel[key][:, 1], c=panel["private"], s=5, cmap="tab10")
-            title = "raw input" if key == "raw" else f"TAPPFL representation (lambda {panel['lam']:g})"
+            ax = axes[row_index][col]
+            scatter = ax.scatter(panel[key][:, 0], panel[key][:, 1], c=panel["private"], s=5, cmap="tab10")
+            title = ("raw input" if key == "raw" else
+                     f"TAPPFL representation (lambda {panel['lam']:g}, {TERMS.get(panel['term'], panel['term'])})")
             ax.set(title=f"{name}: {title}", xticks=[], yticks=[])
-        axes[row][1].legend(*points.legend_elements(), title="private", fontsize=7, loc="best")
+        if len(np.unique(panel["private"])) <= 10:
+            axes[row_index][1].legend(*scatter.legend_elements(), title="private", fontsize=7, loc="best")
     fig.tight_layout()
     fig.savefig(docs / "tappfl_tsne.png", dpi=110)
     plt.close(fig)
 
 
-def main() -> None:
+def arguments():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--uji", default=str(ROOT.parent / "shared" / "datasets" / "ujiindoorloc.zip"))
+    parser.add_argument("--uji", default=str(SHARED / "datasets" / "ujiindoorloc.zip"))
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
-    parser.add_argument("--lambdas", type=float, nargs="+", default=[0.0, 0.25, 0.5, 0.75, 1.0])
-    parser.add_argument("--clients", type=int, default=0,
-                        help="devices per dataset; 0: the paper's rows per device (tappfl.paper_scale_clients)")
+    parser.add_argument("--lambdas", type=float, nargs="+", default=[0.0, 0.5, 1.0])
+    parser.add_argument("--privacy-terms", nargs="+", default=list(TERMS), choices=list(TERMS),
+                        help="vclub: eq. 2's I_vCLUB; ce: eq. 4/7's cross-entropy form (config privacy_bound)")
+    parser.add_argument("--clients", type=int, default=0, help="devices for every dataset; 0: DATASETS' own")
+    parser.add_argument("--fraction", type=float, default=0.0, help="rho for every dataset; 0: DATASETS' own")
+    parser.add_argument("--participation", default="sampled", choices=["sampled", "all"],
+                        help="sampled: the rho M sampled devices train; all: Algorithm 1, every device every round")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--pretrain-rounds", type=int, default=5)
     parser.add_argument("--local-epochs", type=int, default=10)
-    parser.add_argument("--attacker-epochs", type=int, default=20)
+    parser.add_argument("--evaluate-every", type=int, default=0, help="rounds between the devices' evaluations; "
+                        "0: the last round only (the paper's measure is the end of training's)")
+    parser.add_argument("--seeds", type=int, default=3, help="the audit's seeds")
+    parser.add_argument("--attacker-epochs", type=int, default=10)
     parser.add_argument("--timeout-s", type=float, default=3600.0, help="limit of each federation")
     parser.add_argument("--out", default=str(ROOT / "runs" / "tappfl-results"))
     parser.add_argument("--docs", default=str(ROOT / "docs"))
-    parser.add_argument(
-        "--render-only",
-        action="store_true",
-        help="rewrite tappfl_results.md from the JSON of the last run (no training)",
-    )
+    parser.add_argument("--render-only", action="store_true",
+                        help="rewrite tappfl_results.md from the JSON of the last run (no training)")
     parser.add_argument("--allow-dirty", action="store_true", help="run from uncommitted code (the page says so)")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments()
     out, docs = Path(args.out), Path(args.docs)
     if args.render_only:
         (docs / "tappfl_results.md").write_text(markdown(json.loads((docs / "tappfl_results.json").read_text())))
         return
     require_clean(args.allow_dirty)
+    # the attackers and probes are small networks on batches of 64: one torch thread each runs them fastest, and
+    # with more threads than free cores (a busy 2-core machine) an epoch took 10 times as long
+    torch.set_num_threads(1)
+    record = provenance(allow_dirty=args.allow_dirty)   # the commit and date the run starts from
     out.mkdir(parents=True, exist_ok=True)
-    results = {
-        "command": "python scripts/tappfl_results.py " + " ".join(sys.argv[1:]),
-        "timestamp": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "code_version": code_version(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-        "flower": flower_version(),
-        "settings": {
-            "clients": args.clients,
-            "rounds": args.rounds,
-            "pretrain_rounds": args.pretrain_rounds,
-            "local_epochs": args.local_epochs,
-            "attacker_epochs": args.attacker_epochs,
-        },
-        "datasets": [],
-        "provenance": provenance(allow_dirty=args.allow_dirty),   # the commit and date the run starts from
-    }
+    settings = {key: getattr(args, key) for key in ("rounds", "pretrain_rounds", "local_epochs", "participation",
+                                                    "seeds", "attacker_epochs", "lambdas", "privacy_terms")}
+    results = {"command": "python scripts/tappfl_results.py " + " ".join(sys.argv[1:]),
+               "timestamp": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "flower": flower_version(),
+               "settings": {**settings, "evaluate_every": args.evaluate_every or args.rounds},
+               "goal": {"privacy_margin": GOAL_MARGIN, "utility_margin": UTILITY_MARGIN}, "datasets": []}
     panels = {}
     for name in args.datasets:
         result, panels[name] = run_dataset(name, args, out)
         results["datasets"].append(result)
-        print(f"[tappfl-results] {name} done in {result['seconds']:.0f} s", flush=True)
+        progress(f"{name} done in {result['seconds']:.0f} s")
+    results["provenance"] = record
     docs.mkdir(parents=True, exist_ok=True)
     results = portable(results, shared=SHARED)
-    (docs / "tappfl_results.json").write_text(json.dumps(results, indent=2, default=float))
+    (docs / "tappfl_results.json").write_text(json.dumps(results, indent=2, default=float) + "\n")
     (docs / "tappfl_results.md").write_text(markdown(results))
     plot(results, panels, docs)
     print(f"wrote {docs / 'tappfl_results.md'}")

@@ -199,7 +199,10 @@ class TAPPFLMechanism(Mechanism):
         if config.reference_attacks:
             run["reference"].update(raw_figures(task, request.attacker_epochs, config.seed))
         release = self.release(out, as_record(run))
-        run["metrics"] = {**self.evaluate_release(release, request.attacker_epochs, config.seed),
+        attacked = (self.evaluate_release(release, request.attacker_epochs, config.seed) if config.release_attacks
+                    else {"n_attacker_train": int(len(release.task.attacker_train)),
+                          "n_test": int(len(release.task.test))})
+        run["metrics"] = {**attacked,
                           **paper_figures(run["federation"]["rounds"], int(request.data.num_classes[private])),
                           **privacy_metrics(run["federation"]["differential_privacy"])}
         return run

@@ -40,6 +40,9 @@ class TAPPFLConfig(PrivacyOptions):   # PrivacyOptions: Flower's SecAgg+ and dif
     partition_by: str = ""            # the attribute a Dirichlet partition skews; "": the private one
     evaluate_fraction: float = 1.0    # devices per round that run @app.evaluate: the paper's inference
                                       # accuracy (own g, held-out rows) and the local attack probe
+    evaluate_every: int = 1           # TAPPFL rounds between evaluations; the last round is always evaluated
+                                      # (the paper's measure is the end of training's). At 100 devices an
+                                      # evaluation of all of them costs more than a round of 10 training
     federation: str = "simulation"    # "simulation" (run_simulation) or "deployment" (flwr run)
     superlink: str = ""               # deployment: a SuperLink connection of $FLWR_HOME/config.toml
     timeout_s: float = 3600.0         # wall-clock limit of the whole federation; past it the run fails
@@ -55,6 +58,8 @@ class TAPPFLConfig(PrivacyOptions):   # PrivacyOptions: Flower's SecAgg+ and dif
     norm_multiple: float = 2.0        # drop an update moving the model by more than this times the round's
     # median update (federated.validation); 0: off
     reference_attacks: bool = True    # also attack the raw data (the "no defence" reference)
+    release_attacks: bool = True      # score the release with the run's own attackers (run.json's metrics);
+                                      # off where the caller audits the release itself (the results page)
     seed: int = 0
     progress: bool = True
 
@@ -66,6 +71,8 @@ def check_config(config: TAPPFLConfig, data: SensorDataset, private: str) -> Non
         raise ValueError(f"privacy_bound={config.privacy_bound!r}; expected one of {BOUNDS}")
     if not 0.0 < config.fraction <= 1.0 or not 0.0 <= config.evaluate_fraction <= 1.0:
         raise ValueError("fraction must lie in (0, 1] and evaluate_fraction in [0, 1]")
+    if config.evaluate_every < 1:
+        raise ValueError(f"evaluate_every={config.evaluate_every}: expected 1 (every round) or more")
     if not 0.0 < config.heldout < 1.0:
         raise ValueError(f"heldout={config.heldout}: the held-out share of each device's rows must lie in (0, 1)")
     if config.participation not in ("sampled", "all"):

@@ -61,6 +61,22 @@ def server_strategy(spec: dict):
     return strategy_class(spec["config"].get("aggregation", "fedavg"))
 
 
+def evaluated_every(strategy_cls, every: int, last_round: int):
+    """``strategy_cls`` evaluating the devices only every ``every`` rounds and in ``last_round`` (config
+    evaluate_every); the rounds between send no evaluate message. Through StrictRounds' bookkeeping, so a
+    skipped round expects no reply."""
+    if every <= 1:
+        return strategy_cls
+
+    class EvaluatedEvery(strategy_cls):
+        def configure_evaluate(self, server_round, arrays, config, grid):
+            if server_round % every and server_round != last_round:
+                return self._remember("evaluate", [])
+            return super().configure_evaluate(server_round, arrays, config, grid)
+
+    return EvaluatedEvery
+
+
 def strategy_settings(spec: dict) -> dict:
     """The typed settings of the strategy: what the server accepts from a device, trimming, and the
     protections the config asks for (SecAgg+, differential privacy)."""
@@ -89,7 +105,7 @@ def run_server(grid, spec: dict) -> None:
         if rounds <= 0:
             continue
         everyone = cfg["participation"] == "all"
-        strategy = server_strategy(spec)(
+        strategy = evaluated_every(server_strategy(spec), int(cfg.get("evaluate_every", 1)), int(rounds))(
             fraction_train=1.0 if everyone else cfg["fraction"],
             aggregate_fraction=cfg["fraction"] if everyone else None,
             fraction_evaluate=cfg["evaluate_fraction"] if phase == "tappfl" else 0.0,
