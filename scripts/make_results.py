@@ -298,30 +298,40 @@ def sanitizer_section() -> list[str]:
 
 
 def tappfl_section() -> list[str]:
-    """TAPPFL's Table 2 layout, from docs/tappfl_results.json (scripts/tappfl_results.py, whose page has the
-    devices' losses, the plots and the t-SNE)."""
+    """TAPPFL's figures, from docs/tappfl_results.json (scripts/tappfl_results.py, whose page has the devices'
+    losses, the paper's own measure, the plots and the t-SNE): the shared audit's strongest attacker and utility
+    per lambda and privacy term, beside the raw rows."""
     results = script_results("tappfl")
     if results is None:
         return []
     lines = [
         "## TAPPFL beside them",
         "",
-        f"From `{results['command']}` ({results['timestamp']}; docs/tappfl_results.md has the devices' losses "
-        "and the t-SNE). Federated on Flower; the representation the ONNX bundle emits is attacked. Infer. acc: "
-        "the stronger of the neural and tree attackers; Gap: infer. acc minus random guessing.",
+        f"From `{results['command']}` ({results['timestamp']}; docs/tappfl_results.md has the paper's own measure, "
+        "the devices' losses and the t-SNE). Federated on Flower; the representation the ONNX bundle emits is "
+        "attacked by the shared audit (sensorveil/sdk/audit.py: its families, 3 seeds, 95% intervals). "
+        "Strongest attacker and utility probe: mean [95% interval]; Random*: the best guess of the private "
+        "attribute from the useful label alone.",
         "",
-        "| dataset | private / useful | lambda | Test acc | Infer. acc | Gap | Random* |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| dataset | private / useful | lambda | privacy term | utility | strongest attacker | Random* | goal |",
+        "|---|---|---:|---|---:|---:|---:|---|",
     ]
     for data in results["datasets"]:
-        for point in data["points"]:
-            figures = point["deployed"]
+        raw = data["raw"]
+        lines.append(f"| {data['dataset']} | {data['private']} / {data['useful']} | raw rows | - "
+                     f"| {interval_text(raw['utility'])} | {raw['strongest_attacker']} "
+                     f"{interval_text(raw['strongest'])} | {pct(raw['random_star'])} | - |")
+        points = [point for term in data.get("terms", {}).values() for point in term] or data["points"]
+        seen = set()
+        for point in sorted(points, key=lambda point: (point["lam"], point.get("term", ""))):
+            key = (point["lam"], point.get("term"))
+            if key in seen:         # lambda 0 is one run for both terms
+                continue
+            seen.add(key)
             lines.append(
                 f"| {data['dataset']} | {data['private']} / {data['useful']} | {point['lam']:g} "
-                f"| {pct(figures['probing_acc_useful'])} "
-                f"| {pct(max(figures['probing_acc_private'], figures['tree_acc_private']))} "
-                f"| {100 * figures['worst_gap_private']:+.1f} | {pct(data['reference']['random_star'])} |"
-            )
+                f"| {point.get('term', '-')} | {interval_text(point['utility'])} | {point['strongest_attacker']} "
+                f"{interval_text(point['strongest'])} | {pct(point['random_star'])} | {point['goal']['verdict']} |")
     return lines + [""]
 
 
