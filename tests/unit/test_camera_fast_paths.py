@@ -302,3 +302,7 @@ def test_a_substitute_keeps_its_own_proportions_in_a_wide_box():
     crop[10:110, 12:52] = 200
     x, y, patch, mask, in_box = composite.fit_person(crop, (0, 0, 64, 128), (100, 30, 90, 50))
     assert in_box and (x, y) == (100 + (90 - 20) // 2, 30) and patch.shape[:2] == (50, 20) and mask.all()
+
+
+def test_a_box_without_width_keeps_the_substitute_at_its_own_x():
+    assert composite.own_width((100, 40), 10, 0, 50) == (10, 1)

@@ -224,8 +224,9 @@ def own_width(person_shape, x, w, h):
     width, centred in the box and never wider than it. Stretched to a box wider than one person (a group, a bag,
     a shadow the detector took in) a substitute becomes a squat blob that a detector downstream does not read as
     a person (scripts/substitute_detection.py measures it)."""
-    own = max(1, min(int(w), int(round(h * person_shape[1] / max(person_shape[0], 1)))))
-    return int(x) + (int(w) - own) // 2, own
+    width = max(int(w), 1)      # a degenerate box still gets a pixel-wide person at its own x, as before
+    own = max(1, min(width, int(round(h * person_shape[1] / max(person_shape[0], 1)))))
+    return int(x) + (width - own) // 2, own
 
 
 def stand_out_people(patches, corners, background, contrast=None):
