@@ -86,8 +86,8 @@ def pretrain(name: str, args, setup: dict, out: Path) -> Path:
 
 def summary(result: dict) -> dict:
     """What the page keeps of one audit: every family's interval, the strongest, the utility probe, Random*.
-    The audit's re-id attackers (trained on raw data, applied to a release in the raw data's shape) are left
-    out: a representation's release task holds r, so there they are one more neural net on r, one seed."""
+    The audit's re-id attackers are left out: the audit runs none on a representation, and on the raw rows the
+    re-id network is the raw-data neural attacker itself, one seed."""
     private = {name: figure for name, figure in result["private"].items() if name not in (REID, REID_OMNI)}
     strongest = max(private, key=lambda name: private[name]["mean"])
     return {"private": private, "strongest_attacker": strongest, "strongest": result["private"][strongest],
@@ -95,36 +95,49 @@ def summary(result: dict) -> dict:
             "n_test": result["n_test"]}
 
 
-class SeedZeroAgain:
-    """An audit cache (audit(..., cache=)) that trains nothing twice: the audit's power attackers ("raw-data X",
-    seed 0) train family X at seed 0 on the task's rows, and here those rows are the release's own (the raw audit's
-    release is the raw rows; a representation's release task holds r), so family X's own seed-0 guesses serve."""
+class RawRowsOnce:
+    """An audit cache (audit(..., cache=)) shared by one dataset's audits, so the raw rows' attackers train once.
+    Every audit trains its power attackers ("raw-data X", seed 0) on the raw rows. In the raw audit (whose release
+    is the raw rows) those are family X's own seed-0 attackers; every later audit of the dataset (a representation
+    release, whose raw task is the same rows and splits) reads them back instead of training them again."""
 
     def __init__(self):
-        self.kept = {}
+        self.raw_rows, self.kept, self.of_raw_rows = {}, {}, False
+
+    def start(self, release: Release) -> "RawRowsOnce":
+        self.kept, self.of_raw_rows = {}, release.raw_task is None
+        return self
 
     def get(self, name: str, seed: int):
-        family = name.removeprefix("raw-data ").removesuffix(" (and re-id)")
-        if not name.startswith("raw-data ") or (family, 0) not in self.kept:
+        if not name.startswith("raw-data "):
             return None
-        guesses = self.kept[(family, 0)]
+        family = name.removeprefix("raw-data ").removesuffix(" (and re-id)")
+        if self.of_raw_rows and family not in self.raw_rows and (family, 0) in self.kept:
+            self.raw_rows[family] = self.kept[(family, 0)]
+        guesses = self.raw_rows.get(family)
+        if guesses is None or (name.endswith("(and re-id)") and not self.of_raw_rows):
+            return None                      # a re-id attacker meets its own release: only the raw one is the same
         return (guesses, guesses) if name.endswith("(and re-id)") else guesses
 
     def put(self, name: str, seed: int, result) -> None:
-        self.kept[(name, seed)] = result
+        if name.startswith("raw-data "):
+            family = name.removeprefix("raw-data ").removesuffix(" (and re-id)")
+            self.raw_rows[family] = result[0] if name.endswith("(and re-id)") else result
+        else:
+            self.kept[(name, seed)] = result
 
 
-def audited(release: Release, args) -> dict:
+def audited(release: Release, args, raw_rows: RawRowsOnce) -> dict:
     return summary(audit(release, seeds=args.seeds, attacker_epochs=args.attacker_epochs, log=progress,
-                         cache=SeedZeroAgain()))
+                         cache=raw_rows.start(release)))
 
 
-def raw_audit(pre_dir: Path, args) -> tuple[dict, dict]:
+def raw_audit(pre_dir: Path, args, raw_rows: RawRowsOnce) -> tuple[dict, dict]:
     """The raw-data rows: the same audit on the raw protocol rows (no mechanism), and whether it has power (the
     strongest family on raw data beyond Random* + 5 points; if not, no release could show protection)."""
     mechanism, run = mechanisms.get("tappfl"), read_run(pre_dir)
     task, _ = mechanism.task(pre_dir, run)
-    raw = audited(Release(task, task.x[task.attacker_train], task.x[task.test]), args)
+    raw = audited(Release(task, task.x[task.attacker_train], task.x[task.test]), args, raw_rows)
     raw["has_power"] = raw["strongest"]["mean"] > raw["random_star"] + GOAL_MARGIN
     reference = {"random_guess_private": 1.0 / task.n_private, "n_private": int(task.n_private),
                  "random_star": raw["random_star"]}
@@ -180,7 +193,7 @@ def compatible(audited: dict, reference: dict) -> dict:
 
 
 def lambda_point(name: str, lam: float, term: str, setup: dict, pre_dir: Path, args, out: Path, raw: dict,
-                 reference: dict) -> dict:
+                 reference: dict, raw_rows: RawRowsOnce) -> dict:
     """One release: train from the pre-trained f with one privacy term at one lambda, export f to ONNX, audit
     what the bundle emits (as a device computes it), and read the paper's measure from the run."""
     from sensorveil.runtime import Privatizer
@@ -190,9 +203,9 @@ def lambda_point(name: str, lam: float, term: str, setup: dict, pre_dir: Path, a
     run, mechanism = read_run(run_dir), mechanisms.get("tappfl")
     bundle = export_run(run_dir, "onnx", out / f"{label}-bundle", attacker_epochs=0)
     release = mechanism.release(run_dir, run, Privatizer.load(bundle, backend="onnxruntime"))
-    # the audit's own raw-data figures for this release are attackers on the representation (the release's task
-    # holds r): the page's raw-data rows are the raw audit's, once per dataset
-    point = audited(release, args)
+    # the release names its raw task (sdk/audit.py), so the audit's power attackers are the raw rows' ones, read
+    # back from the raw audit; the page's raw-data rows are that audit's, once per dataset
+    point = audited(release, args, raw_rows)
     point.update(lam=lam, term="both" if lam == 0 and len(args.privacy_terms) > 1 else term, run=str(run_dir),
                  bundle=str(bundle), wall_seconds=run["federation"]["wall_seconds"],
                  paper=paper_measure(run, run["federation"]["partition"]["heldout"]["rows"],
@@ -210,10 +223,11 @@ def run_dataset(name: str, args, out: Path) -> tuple[dict, dict]:
     started, setup = time.time(), dataset_settings(name, args)
     pre_dir = pretrain(name, args, setup, out)
     pre = read_run(pre_dir)
-    raw, reference = raw_audit(pre_dir, args)
+    raw_rows = RawRowsOnce()
+    raw, reference = raw_audit(pre_dir, args, raw_rows)
     progress(f"{name} raw data: strongest {raw['strongest_attacker']} {raw['strongest']['mean']:.3f}, utility "
              f"{raw['utility']['mean']:.3f}, Random* {raw['random_star']:.3f}")
-    points = [lambda_point(name, lam, term, setup, pre_dir, args, out, raw, reference)
+    points = [lambda_point(name, lam, term, setup, pre_dir, args, out, raw, reference, raw_rows)
               for lam in args.lambdas for term in (args.privacy_terms[:1] if lam == 0 else args.privacy_terms)]
     terms = {term: [p for p in points if p["term"] in (term, "both")] for term in args.privacy_terms}
     spec = DATASETS[name]

@@ -56,6 +56,13 @@ class Release:
     extra_attackers: dict = field(default_factory=dict)   # name -> callable(seed) -> test predictions
     fixed: dict | None = None      # the defender's fixed classifiers (PR-GAN's D_y, D_z), if it has any
     test_weights: np.ndarray | None = None    # per test row (label_shift_weights); None: plain accuracy
+    # the task on the RAW rows where ``task.x`` holds something else (TAPPFL's representation r): the audit's
+    # power attackers train on raw rows, never on the release's own space; None: ``task`` holds the raw rows
+    raw_task: Task | None = None
+
+    def raw(self) -> Task:
+        """The task whose x is the raw data, with the same labels and splits as ``task``."""
+        return self.task if self.raw_task is None else self.raw_task
 
 
 # pseudo-count per (useful, private) cell of the training part's shares: a class the training part never
@@ -206,7 +213,7 @@ def raw_attackers(release: Release, families, attacker_epochs: int, progress, gu
     """Each family trained on the RAW training split (seed 0), scored on the raw test split: the audit's power.
     Where the release is in the raw data's space, the raw-trained networks also meet the release: the re-id
     attackers, added to ``guesses``."""
-    task = release.task
+    task = release.raw()
     raw = Release(task, task.x[task.attacker_train], task.x[task.test])
     raw_guesses = {}
     for family in families:
@@ -226,7 +233,7 @@ def raw_attackers(release: Release, families, attacker_epochs: int, progress, gu
 
 def wants_omni_scale(release: Release) -> bool:
     """Camera crops in the raw data's space: the OSNet-like re-id network applies."""
-    task = release.task
+    task = release.raw()
     return task.modality == "image" and in_raw_space(release) and min(task.model_shape[-2:]) >= OMNI_MIN_SIDE
 
 
@@ -237,8 +244,9 @@ def omni_scale_network(task: Task) -> torch.nn.Module:
 
 def in_raw_space(release: Release) -> bool:
     """Whether the release has the raw data's shape, so an attacker trained on raw data can read it (not so for
-    a representation or a bank index)."""
-    return tuple(release.test.shape[1:]) == tuple(release.task.x.shape[1:])
+    a representation or a bank index). A release that names a raw task is in another space by its own word, even
+    where its width happens to match the raw rows'."""
+    return release.raw_task is None and tuple(release.test.shape[1:]) == tuple(release.task.x.shape[1:])
 
 
 def raw_trained_neural(raw: Release, release: Release, epochs: int, network=None) -> tuple:

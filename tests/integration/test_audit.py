@@ -156,6 +156,32 @@ def test_the_re_id_attacker_learns_on_raw_data_and_reads_the_release():
 
 
 @pytest.mark.trains
+def test_a_representation_release_measures_power_on_the_raw_rows_and_meets_no_re_id():
+    """A release in another space than the raw rows (TAPPFL's r): the task it names holds r, the raw task stays
+    beside it. Raw rows that reveal the private attribute give the audit its power even though r is noise (before,
+    the power attackers trained on r and measured r's power, not the raw rows'); and no network trained
+    on raw rows is run on r as a re-id attacker, even where r has the raw rows' width."""
+    import dataclasses
+
+    import torch
+
+    from sensorveil.sdk.audit import REID, Release, audit
+    rng = np.random.default_rng(5)
+    task = shifted_task(rng)
+    revealing = np.eye(3, dtype=np.float32)[task.private] + rng.normal(0, 0.05, (1200, 3)).astype(np.float32)
+    task.x = torch.as_tensor(revealing)
+    r = torch.as_tensor(rng.normal(0, 1, (1200, 3)).astype(np.float32))      # the raw rows' width, but no raw row
+    released = dataclasses.replace(task, x=r, modality="vector")
+    result = audit(Release(task=released, train=r[task.attacker_train], test=r[task.test], raw_task=task), seeds=1,
+                   attacker_epochs=3, families=("neural", "trees"))
+    assert result["raw_private"]["trees"]["mean"] > 0.9 and result["power"]["has_power"]
+    assert REID not in result["private"] and result["verdict"] != "no power on this data"
+    on_r_alone = audit(Release(task=released, train=r[task.attacker_train], test=r[task.test]), seeds=1,
+                       attacker_epochs=3, families=("trees",))
+    assert on_r_alone["raw_private"]["trees"]["mean"] < 0.6    # the old reading: "raw" attackers on r, not raw rows
+
+
+@pytest.mark.trains
 def test_the_omni_scale_reid_network_reads_camera_crops_and_learns_who_is_who():
     """The OSNet-like re-id network (sensorveil/sdk/reid_network.py): a batch of 128x64 crops in, one score
     per person out; a few steps on two people who differ only in the pattern of their clothes separate them."""

@@ -11,10 +11,11 @@ from sensorveil.sdk.evaluation import Task, apply_privatize, baselines, probing_
 def representation_release(task: Task, represent) -> Release:
     """What the honest-but-curious server sees (the paper's threat model): r = f(x) for every row of
     the shared protocol, with the true labels. The task's x becomes r, so every attacker of the audit
-    (sensorveil.sdk.audit) is built for a vector of the representation's width."""
+    (sensorveil.sdk.audit) is built for a vector of the representation's width; the raw task stays beside it,
+    so the audit's power attackers train on raw rows (not on r) and no re-id attacker meets r."""
     r = apply_privatize(represent, task.x)
-    task = dataclasses.replace(task, x=r, modality="vector")
-    return Release(task=task, train=r[task.attacker_train], test=r[task.test])
+    released = dataclasses.replace(task, x=r, modality="vector")
+    return Release(task=released, train=r[task.attacker_train], test=r[task.test], raw_task=task)
 
 
 def score(release: Release, attacker_epochs: int, seed: int, prefix: str = "") -> dict:
