@@ -162,6 +162,7 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
     from sensorveil.benchmarks.clip_audit import audit_clip
     from sensorveil.export import export_run
     from sensorveil.export.heartbeat import Heartbeat
+    from sensorveil.runtime.camera.learned import DETECTOR_GRAPH
     from sensorveil.runtime.preview import preview
     from sensorveil.runtime.sources import open_source
     from sensorveil.runtime.stream import load_for_stream
@@ -202,10 +203,25 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
         print(f"[5/5] leak meter, recall and people count of the release over {clip.name}")
         clip_audit = audit_clip(bundle, clip, log=progress_line)
     summary = camera_summary(time.time() - started, bundle, report, audit, identity, shown, clip_audit)
-    summary["substitutes"] = load_for_stream(bundle).describe().get("substitutes")
+    loaded = load_for_stream(bundle)
+    summary["substitutes"] = loaded.describe().get("substitutes")
+    summary["scene_still"] = scene_still_hint(summary, clip, DETECTOR_GRAPH in loaded.pipeline.graphs)
     (out / "camera-summary.json").write_text(json.dumps(summary, indent=2, default=str))
     print_camera_summary(summary)
     return summary
+
+
+def scene_still_hint(summary: dict, clip: Path, has_detector: bool) -> "str | None":
+    """Where the count fails and the bundle carries the learned detector, the next step: a picture of the empty
+    place (decision 0015: on the neutral grey a learned counter finds few of the pasted people), which the
+    operator looks at before releasing it; it stays the operator's choice, so the quickstart does not make one."""
+    count = summary["goal"]["parts"].get("count")
+    if not has_detector or count is None or count["holds"] is not False:
+        return None
+    bundle = summary["bundle"]
+    return (f"the count fails; on the neutral grey a learned counter finds few of the pasted people. A picture of "
+            f"the empty place: `sensorveil scene-still {bundle} --clip {clip} --out still.png`; look at it (it is "
+            f"released), then `sensorveil camera-audit {bundle} --clip {clip} --scene-still still.png`")
 
 
 def camera_summary(seconds: float, bundle, report, audit: dict, identity: dict, shown: dict,
@@ -282,5 +298,7 @@ def print_camera_summary(summary: dict) -> None:
     print(format_identity(summary["identity"]))
     print(format_goal(summary["goal"]))
     print(f"  {summary['substitutes']}")
+    if summary.get("scene_still"):
+        print(f"  next      {summary['scene_still']}")
     print(f"  preview   {summary['video']} (raw | privatized), {summary['contact_sheet']}")
     print(f"  bundle    {summary['bundle']}; audit {summary['audit_report']}; {summary['seconds']:.0f} s in all")

@@ -18,6 +18,7 @@ from sensorveil.cli import (
     preview,
     quickstart,
     run,
+    scene_still,
     train,
 )
 from sensorveil.cli.common import UsageError  # noqa: F401  (re-exported: callers catch it)
@@ -26,7 +27,8 @@ from sensorveil.runtime.errors import SensorveilError
 from sensorveil.sdk.threads import prefer_passive_waits
 
 # the verbs in the order `sensorveil --help` lists them
-VERBS = (quickstart, train, evaluate, camera_audit, export, keys, federate, benchmark, devices, run, preview)
+VERBS = (quickstart, train, evaluate, camera_audit, scene_still, export, keys, federate, benchmark, devices, run,
+         preview)
 
 
 def build_parser() -> argparse.ArgumentParser:

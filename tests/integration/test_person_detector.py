@@ -383,11 +383,30 @@ def test_an_exported_camera_bundle_runs_the_learned_detector_torch_free(tmp_path
     check_openvino_bundle(run, tmp_path / "bundle-openvino")
     check_tflite_bundles(run, tmp_path)
     check_fast_bundle(run, tmp_path / "bundle-fast")
+    check_scene_still(bundle, tmp_path)
     manifest["camera"]["detector_score"] = 0.99             # a value that would blind it: refused on load
     (bundle / "manifest.json").write_text(json.dumps(manifest))
     from sensorveil.runtime import Privatizer
     with pytest.raises(ManifestError, match="camera.detector_score"):
         Privatizer.load(bundle)
+
+
+def check_scene_still(bundle, folder):
+    """`sensorveil scene-still`: walkway's first 200 frames give a picture of the place at the clip's size in which
+    the bundle's own detector finds nobody, though it finds people in the raw frames; an unreadable clip is one
+    error and no picture."""
+    from sensorveil.cli import main
+    from sensorveil.runtime.stream import load_for_stream
+    still_path = folder / "still.png"
+    assert main(["scene-still", str(bundle), "--clip", str(WALKWAY), "--out", str(still_path), "--frames", "200"]) == 0
+    still = cv2.imread(str(still_path))
+    assert still.shape == walkway_frames(1)[0].shape
+    run_graph = load_for_stream(bundle).pipeline.run_graph
+    people = lambda frame: len(learned.LearnedPeopleDetector(run_graph).detect(frame))  # noqa: E731  (a fresh one)
+    assert people(walkway_frames(1)[0]) >= 1 and people(still) == 0
+    missing = folder / "missing.png"
+    assert main(["scene-still", str(bundle), "--clip", str(folder / "nope.avi"), "--out", str(missing)]) == 2
+    assert not missing.exists()
 
 
 def check_fast_bundle(run, out):
