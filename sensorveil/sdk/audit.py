@@ -15,6 +15,10 @@ scored on the released test split (the probing attack of PASS section 5.1). Fami
 * ``re-id omni-scale``: the same with an OSNet-like re-identification network trained from scratch on the RAW
                      crops (sensorveil/sdk/reid_network.py), for camera crops of 32 px a side or more.
 
+Raw-data rows: every family, and the utility probe, trained once (seed 0) on the RAW training split and scored on
+the raw test split: the audit's power (could any release be shown to protect?) and the utility a release is
+weighed against. For a release in another space (TAPPFL's representation) ``Release.raw_task`` names the raw rows.
+
 The interval of a family's mean accuracy over R seeds on n test rows combines the seed-to-seed
 spread and the test sample's binomial error: mean +- 1.96 sqrt(s^2 / R + p (1 - p) / n).
 
@@ -172,7 +176,7 @@ def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=
     task = release.task
     private_test, useful_test = task.private[task.test], task.useful[task.test]
     omni = wants_omni_scale(release)
-    progress = AttackerProgress((len(families) + len(release.extra_attackers) + 1) * seeds + len(families) + omni,
+    progress = AttackerProgress((len(families) + len(release.extra_attackers) + 1) * seeds + len(families) + omni + 1,
                                 log, cache)
     guesses = {family: [progress(family, seed, lambda: attack(family, release, task.private, task.n_private,
                                                                attacker_epochs, seed))
@@ -183,6 +187,7 @@ def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=
                                                                      attacker_epochs, 100 + seed))
                       for seed in range(seeds)]
     raw_guesses = raw_attackers(release, families, attacker_epochs, progress, guesses)
+    raw_useful_guesses = raw_utility_probe(release, attacker_epochs, progress)
     reference = baselines(task)
     best_from_useful = task.med.argmax(axis=1)[useful_test]       # Random*'s guess
 
@@ -192,7 +197,8 @@ def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=
         return {"private": private, "useful": interval([score(g, useful_test, weights) for g in useful_guesses], n),
                 "random_star": score(best_from_useful, private_test, weights), "n_effective": n,
                 "raw_private": {name: interval([score(g, private_test, weights)], n)
-                                for name, g in raw_guesses.items()}}
+                                for name, g in raw_guesses.items()},
+                "raw_useful": interval([score(raw_useful_guesses, useful_test, weights)], n)}
     result = scored(release.test_weights)
     strongest = max(result["private"], key=lambda name: result["private"][name]["mean"])
     goal_met = result["private"][strongest]["mean"] <= result["random_star"] + GOAL_MARGIN
@@ -229,6 +235,15 @@ def raw_attackers(release: Release, families, attacker_epochs: int, progress, gu
             raw, release, attacker_epochs, network=omni_scale_network))
         guesses[REID_OMNI] = [reid]
     return raw_guesses
+
+
+def raw_utility_probe(release: Release, attacker_epochs: int, progress):
+    """The utility probe trained and scored on the RAW rows (seed 0): the utility a release is weighed against,
+    the raw-data row every page shows beside the attackers' one."""
+    task = release.raw()
+    raw = Release(task, task.x[task.attacker_train], task.x[task.test])
+    return progress("raw-data utility probe", 0, lambda: attack("neural", raw, task.useful, task.n_useful,
+                                                                attacker_epochs, 100))
 
 
 def wants_omni_scale(release: Release) -> bool:
@@ -289,6 +304,8 @@ def format_audit(result: dict, title: str) -> str:
                   f"  {'plain test rows, Random*':34s} {plain['random_star']:6.1%}  (no floor there)"]
     lines += [f"  {'Random* (useful label + prior)':34s} {result['random_star']:6.1%}",
               f"  {'utility probe (useful attribute)':34s} {cell(result['useful'])}",
+              *([f"  {'the same probe on RAW data':34s} {cell(result['raw_useful'])}  (one seed)"]
+                if "raw_useful" in result else []),       # audits written before it have none
               f"  {result['seeds']} seeds x {result['attacker_epochs']} attacker epochs, "
               f"{result['n_attacker_train']} training / {result['n_test']} test rows"
               + (f" (reweighted for the split by time: {result['n_effective']:.0f} effective)"

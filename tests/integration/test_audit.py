@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from sensorveil.sdk.audit import interval
+from sensorveil.sdk.audit import format_audit, interval
 
 
 def test_interval_combines_seed_spread_and_test_sampling():
@@ -108,6 +108,8 @@ def test_audit_scores_a_useful_label_only_release_at_random_star_under_the_weigh
     # cannot tell instead of "protects"
     assert result["power"]["has_power"] is False and result["verdict"] == "no power on this data"
     assert result["zero_weight_rows"] == 0
+    # the raw-data utility row: the probe trained on raw rows, which here say the useful label and nothing else
+    assert result["raw_useful"]["mean"] > 0.95 and "the same probe on RAW data" in format_audit(result, "t")
 
 
 @pytest.mark.trains
