@@ -235,8 +235,9 @@ def beside_validation_pass(path: Path) -> dict:
 
 
 def beside_tappfl(dataset: str, path: Path = BESIDE_TAPPFL) -> dict:
-    """TAPPFL's bundle figures on ``dataset`` per lambda, as docs/tappfl_results.json holds them (its attackers:
-    neural and trees on the bundle's output, one seed; it records no NAG, so no mNAG)."""
+    """TAPPFL's bundle figures on ``dataset`` per lambda and privacy term, as docs/tappfl_results.json holds them:
+    the shared audit's strongest family and utility probe, each with its 95% interval over the audit's seeds (it
+    records no NAG, so no mNAG)."""
     if not path.is_file():
         return {"missing": f"{path.name} not found"}
     results = json.loads(path.read_text())
@@ -245,9 +246,10 @@ def beside_tappfl(dataset: str, path: Path = BESIDE_TAPPFL) -> dict:
     if not found:
         return {"missing": f"{path.name} has no {dataset} entry (made by `{record.get('command')}`)"}
     data = found[0]
-    points = [{"lam": p["lam"], "neural": d["probing_acc_private"], "trees": d["tree_acc_private"],
-               "strongest": max(d["probing_acc_private"], d["tree_acc_private"]), "random_star": d["random_star"],
-               "useful": d["probing_acc_useful"]} for p in data["points"] for d in [p["deployed"]]]
+    released = {(p["lam"], p["term"]): p for term in data["terms"].values() for p in term}    # lambda 0 is in both
+    points = [{"lam": p["lam"], "term": p["term"], "strongest_attacker": p["strongest_attacker"],
+               "strongest": p["strongest"], "random_star": p["random_star"], "useful": p["utility"],
+               "goal": p["goal"]["verdict"]} for p in released.values()]
     return {"source": f"docs/{path.name}", "commit": record.get("commit"), "date": record.get("date"),
             "command": record.get("command"), "file_committed_in": committed(path), "devices": data.get("clients"),
             "partition": data.get("partition", {}).get("scheme"), "rounds": results.get("settings", {}).get("rounds"),
@@ -320,11 +322,22 @@ def summary_of(name: str, entry: dict) -> list:
                      f"| {interval(device['useful'])} | {verdict(goal)} |")
     tappfl = entry.get("beside", {}).get("tappfl", {})
     for point in tappfl.get("points", []):
-        lines.append(f"| {name} | TAPPFL, lambda {point['lam']:g} | {tappfl.get('devices', '?')} "
-                     f"| neural / trees: {pct(point['neural'])} / {pct(point['trees'])} (one seed) "
-                     f"| {pct(point['random_star'])} | {100 * (point['strongest'] - point['random_star']):+.1f} "
-                     f"| - | - | {pct(point['useful'])} | - |")
+        lines.append(tappfl_row(name, tappfl.get("devices", "?"), point))
     return lines
+
+
+def tappfl_row(name: str, devices, point: dict) -> str:
+    """One TAPPFL release's summary row: the shared audit's strongest family and utility with intervals (a JSON
+    copied before TAPPFL's page used the shared audit holds neural and trees means, one seed: shown as such)."""
+    if "strongest_attacker" not in point:
+        return (f"| {name} | TAPPFL, lambda {point['lam']:g} | {devices} "
+                f"| neural / trees: {pct(point['neural'])} / {pct(point['trees'])} (one seed) "
+                f"| {pct(point['random_star'])} | {100 * (point['strongest'] - point['random_star']):+.1f} "
+                f"| - | - | {pct(point['useful'])} | - |")
+    gap = 100 * (point["strongest"]["mean"] - point["random_star"])
+    return (f"| {name} | TAPPFL, lambda {point['lam']:g} ({point['term']}) | {devices} "
+            f"| {point['strongest_attacker']}: {interval(point['strongest'])} | {pct(point['random_star'])} "
+            f"| {gap:+.1f} | - | - | {interval(point['useful'])} | {point['goal']} |")
 
 
 def beside_lines(entry: dict) -> list:
@@ -339,9 +352,12 @@ def beside_lines(entry: dict) -> list:
     if "missing" in tappfl:
         lines.append(f"TAPPFL: {tappfl['missing']}.")
     elif tappfl:
+        audited = any("strongest_attacker" in point for point in tappfl.get("points", []))
         lines.append(f"TAPPFL ({tappfl['devices']} devices, {tappfl['partition']} partition, {tappfl['rounds']} "
-                     "rounds; it releases a representation, not a substitute, and its attackers are a neural net and "
-                     f"trees over one seed, with no mNAG recorded): from {tappfl['source']}, made by "
+                     "rounds; it releases a representation, not a substitute, and its attackers are "
+                     + ("the shared audit's families over its seeds, with 95% intervals" if audited else
+                        "a neural net and trees over one seed")
+                     + f", with no mNAG recorded): from {tappfl['source']}, made by "
                      f"`{tappfl['command']}` on {tappfl['date']} from commit {tappfl['commit']}; "
                      f"that file last committed in {tappfl['file_committed_in']}.")
     return [para(line) + "\n" for line in lines]

@@ -168,3 +168,24 @@ def test_refresh_beside_copies_the_comparison_rows_again_and_names_the_refresh(s
                        for name, entry in fresh["datasets"].items()}, sort_keys=True) == own
     page = " ".join(script.markdown(fresh).split())         # the page wraps its paragraphs anywhere
     assert "last re-read by `python " in page and f"from commit {fresh['beside_refreshed']['commit']}" in page
+
+
+def test_tappfl_rows_come_from_its_shared_audit_per_lambda_and_term_with_intervals(script, tmp_path):
+    """TAPPFL's page holds one curve per privacy term, lambda 0 in both: each release once, with the shared audit's
+    strongest family and utility intervals and its goal, never a neural-or-trees mean of one seed."""
+    def point(lam, term, strongest):
+        return {"lam": lam, "term": term, "strongest_attacker": "trees+useful", "random_star": 0.13,
+                "strongest": {"mean": strongest, "low": strongest - 0.01, "high": strongest + 0.01},
+                "utility": {"mean": 0.5, "low": 0.49, "high": 0.51}, "goal": {"verdict": "not met"}}
+    zero = point(0.0, "both", 0.716)
+    page = {"provenance": {"command": "python scripts/tappfl_results.py", "commit": "abc", "date": "d"},
+            "settings": {"rounds": 20}, "datasets": [{"dataset": "ujiindoorloc", "clients": 100,
+                                                       "terms": {"vclub": [zero, point(1.0, "vclub", 0.747)],
+                                                                 "ce": [zero, point(1.0, "ce", 0.749)]}}]}
+    path = tmp_path / "tappfl_results.json"
+    path.write_text(json.dumps(page))
+    beside = script.beside_tappfl("ujiindoorloc", path)
+    assert sorted((p["lam"], p["term"]) for p in beside["points"]) == [(0.0, "both"), (1.0, "ce"), (1.0, "vclub")]
+    row = script.tappfl_row("ujiindoorloc", 100, beside["points"][0])
+    assert "TAPPFL, lambda 0 (both)" in row and "trees+useful: 71.6 [70.6, 72.6]" in row and "not met" in row
+    assert "+58.6" in row and "one seed" not in row
