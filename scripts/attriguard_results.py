@@ -18,9 +18,11 @@ one seed) stay in a second table per dataset, for the comparison with the paper'
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -146,6 +148,27 @@ def progress(line: str) -> None:
     print(f"[attriguard-results] {time.strftime('%H:%M:%S')} {line}", flush=True)
 
 
+HEARTBEAT_S = 30
+
+
+@contextlib.contextmanager
+def heartbeat(what: str, every_s: float = HEARTBEAT_S):
+    """A line every ``every_s`` seconds while a step that says nothing itself runs (training the defender,
+    PANDA's Phase I, the paper's attackers: minutes each on UJIIndoorLoc), so a long run never looks hung."""
+    started, done = time.time(), threading.Event()
+
+    def beat():
+        while not done.wait(every_s):
+            progress(f"still {what} ({time.time() - started:.0f} s)")
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
 # ---------------------------------------------------------------------------------------------- running
 def beta_point(name: str, beta: float, task, flat: np.ndarray, noised: dict, args, raw: dict,
                cache: RawAttackersOnce, seed: int) -> dict:
@@ -156,9 +179,10 @@ def beta_point(name: str, beta: float, task, flat: np.ndarray, noised: dict, arg
              **audited(task, train_x, test_x, args, cache)}
     point["goal"] = goal(point, raw)
     progress(f"{name} beta={beta:g}: the paper's attackers (one seed)")
-    paper = attacker_suite(flat[task.attacker_train], noised["train"], noised["test"],
-                           task.private[task.attacker_train], task.private[task.test], task.n_private,
-                           args.attacker_epochs, seed)
+    with heartbeat(f"on {name} beta={beta:g}'s paper attackers"):
+        paper = attacker_suite(flat[task.attacker_train], noised["train"], noised["test"],
+                               task.private[task.attacker_train], task.private[task.test], task.n_private,
+                               args.attacker_epochs, seed)
     point["paper_attackers"] = {"accuracy": paper, "strongest": max(paper.values())}
     progress(f"{name} beta={beta:g}: strongest {point['strongest_attacker']} {point['strongest']['mean']:.3f}, "
              f"utility {point['utility']['mean']:.3f}, paper's strongest {max(paper.values()):.3f}, "
@@ -170,9 +194,11 @@ def run_dataset(name: str, args, out: Path) -> dict:
     spec = DATASETS[name]
     started = time.time()
     options = {"max_rows": args.uji_rows} if args.uji_rows and name == "ujiindoorloc" else None
-    run_dir = train_run("attriguard", name, data_path=args.uji if spec["path"] else None, useful=spec["useful"],
-                        private=spec["private"], out=out / f"attriguard-{name}", attacker_epochs=args.attacker_epochs,
-                        dataset_options=options)
+    progress(f"{name}: training AttriGuard's defender classifier")
+    with heartbeat(f"training {name}'s defender"):
+        run_dir = train_run("attriguard", name, data_path=args.uji if spec["path"] else None, useful=spec["useful"],
+                            private=spec["private"], out=out / f"attriguard-{name}",
+                            attacker_epochs=args.attacker_epochs, dataset_options=options)
     run = read_run(run_dir)
     mechanism = mechanisms.get("attriguard")
     arrays, config = mechanism.load_arrays(run_dir), mechanism.config_of(run)
@@ -181,7 +207,8 @@ def run_dataset(name: str, args, out: Path) -> dict:
     decide = numpy_decide(arrays["weights"], arrays["bias"])
     rows = {"train": task.attacker_train, "test": task.test}
     progress(f"{name}: PANDA's Phase I on {len(flat)} rows")
-    phase_one_costs = {split: costs(flat[idx], decide, arrays, config) for split, idx in rows.items()}
+    with heartbeat(f"in {name}'s Phase I"):
+        phase_one_costs = {split: costs(flat[idx], decide, arrays, config) for split, idx in rows.items()}
     cache = RawAttackersOnce()
     progress(f"{name}: the raw rows (no mechanism)")
     raw = raw_audit(task, args, cache)
@@ -191,8 +218,9 @@ def run_dataset(name: str, args, out: Path) -> dict:
     sweep = []
     for beta in args.betas:
         progress(f"{name} beta={beta:g}: releasing")
-        noised = {split: release(flat[idx], *phase_one_costs[split], decide, arrays, config, beta, rng)
-                  for split, idx in rows.items()}
+        with heartbeat(f"releasing {name} at beta={beta:g}"):
+            noised = {split: release(flat[idx], *phase_one_costs[split], decide, arrays, config, beta, rng)
+                      for split, idx in rows.items()}
         sweep.append(beta_point(name, beta, task, flat, noised, args, raw, cache, config.seed))
     reference = baselines(task)
     l0, reached = phase_one_costs["test"]

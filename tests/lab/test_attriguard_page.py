@@ -3,6 +3,8 @@ table (raw-data row, intervals, the goal's parts, a finding made from the figure
 table, on made-up figures; the audit cache that trains each raw-data attacker once per dataset."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.conftest import load_script
@@ -100,3 +102,11 @@ def test_make_results_reads_the_shared_audit(script, monkeypatch):
     assert "| digits | lt5 / parity | raw rows | - | 96.0 [94.0, 98.0] | trees+useful 97.0 [95.0, 99.0] |" in section
     assert "| digits | lt5 / parity | 8 | 7.20 | 93.0 [91.0, 95.0] | trees+useful 63.0 [61.0, 65.0] | 60.0 | met |" \
         in section
+
+
+def test_a_silent_step_still_says_it_runs(script, monkeypatch):
+    lines = []
+    monkeypatch.setattr(script, "progress", lines.append)
+    with script.heartbeat("training", every_s=0.05):
+        time.sleep(0.3)
+    assert len(lines) >= 2 and all(line.startswith("still training (") for line in lines)
