@@ -111,3 +111,18 @@ def test_the_results_camera_row_names_raws_strongest_where_the_release_has_its_o
     assert functions["raw_power_text"](audit).startswith("raw's strongest, neural: 48.0")
     audit["privatized"]["strongest_attacker"] = "trees"
     assert functions["raw_power_text"](audit).startswith("40.0")
+
+
+def test_the_goal_names_privacy_utility_and_power_and_is_met_only_when_all_hold(page):
+    """The goal every page states; an audit from before the raw rows' utility probe gives no "met"."""
+    def device(strongest, useful, raw_useful=0.9, has_power=True):
+        figures = {"goal": {"strongest_within_5_points_of_random_star": strongest <= 0.65}, "useful": figure(useful),
+                   "power": {"has_power": has_power}}
+        return figures if raw_useful is None else {**figures, "raw_useful": figure(raw_useful)}
+    assert page["goal_parts"](device(0.62, 0.88))["verdict"] == "met"
+    assert page["goal_parts"](device(0.70, 0.88))["verdict"] == "not met"             # privacy fails
+    assert page["goal_parts"](device(0.62, 0.84))["verdict"] == "not met"             # 6 points under raw utility
+    assert page["goal_parts"](device(0.62, 0.88, has_power=False))["verdict"] == "no power"
+    older = page["goal_parts"](device(0.62, 0.88, raw_useful=None))
+    assert older["utility"] is None and older["verdict"] == "no verdict (utility not measured)"
+    assert page["parts_text"](older) == "yes / - / yes: no verdict (utility not measured)"
