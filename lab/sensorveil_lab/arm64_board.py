@@ -155,14 +155,16 @@ def initramfs(rootfs: Path, stage: Path, out: Path, skip: tuple = INITRD_SKIP) -
     return out
 
 
-def qemu_command(rootfs: Path, initrd: Path, memory_mb: int = 3072, network: bool = False) -> list:
-    """qemu-system-aarch64 on virt with a Cortex-A72 (a Pi 5 has A76s; A72 is what TCG emulates alike).
+def qemu_command(rootfs: Path, initrd: Path, memory_mb: int = 3072, network: bool = False,
+                 cpu: str = "cortex-a72") -> list:
+    """qemu-system-aarch64 on virt with ``cpu``: a Pi 4's Cortex-A72 (ARMv8.0) by default; a Pi 5's
+    Cortex-A76 (ARMv8.2) for code built for it (PyPI's aarch64 torch executes ARMv8.2 instructions).
     Without ``network``: -nic none (virt's default NIC is virtio-net-pci, whose efi-virtio.rom
     qemu-system-arm installed without recommends lacks). With it: user-mode networking on a virtio-mmio
     card, which needs no ROM; the guest reaches this machine's loopback as 10.0.2.2."""
     kernel = sorted(rootfs.glob("boot/vmlinuz-*"))[-1]
     nic = (["-netdev", "user,id=net0", "-device", "virtio-net-device,netdev=net0"] if network else ["-nic", "none"])
-    return ["qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a72", "-smp", "2", "-m", str(memory_mb),
+    return ["qemu-system-aarch64", "-M", "virt", "-cpu", cpu, "-smp", "2", "-m", str(memory_mb),
             "-nographic", *nic, "-no-reboot", "-kernel", str(kernel), "-initrd", str(initrd),
             "-append", "console=ttyAMA0 rdinit=/init quiet panic=-1"]
 
