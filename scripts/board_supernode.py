@@ -166,6 +166,10 @@ def board_stage(stage: Path, site: Path, rootfs: Path, certs: dict, key: Path, r
     shutil.copy2(certs["ca"], sv / "ca.crt")
     shutil.copy2(key, sv / "board.key")
     shutil.copytree(rows, sv / "device")
+    # debootstrap's first stage leaves /etc/passwd unwritten, and torch asks for its user's name (getpass)
+    (stage / "etc").mkdir(parents=True, exist_ok=True)
+    (stage / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
+    (stage / "etc" / "group").write_text("root:x:0:\n")
     write_init(stage, BOARD_JOB.format(mark=MARK, modules=" ".join(modules), guest=GUEST_ADDRESS,
                                        host=HOST_FROM_GUEST, port=port, partition=BOARD_PARTITION,
                                        devices=SETTINGS["clients"]))
@@ -263,7 +267,7 @@ def run_federation(args, cache: Path, work: Path, site: Path, rootfs: Path) -> d
         finally:
             beat.phase = "stopping the federation; waiting for the board to power off"
             federation.stop()
-            figures["powered_off"] = board.finish(grace_s=180)
+            figures["powered_off"] = board.finish(grace_s=60)
             beat.stopped.set()
     figures["rows_match_trainer"] = beat.rows_match
     figures["board"] = board.marks
