@@ -45,21 +45,26 @@ from pathlib import Path
 
 import numpy as np
 
+from sensorveil_lab.arm64_board import (
+    BOARD_INIT,
+    DEBIAN_MIRROR,
+    arm64_rootfs,
+    arm64_wheels,
+    boot_arm64,
+    checkout_files,
+    initramfs,
+    marked,
+    tools_missing,
+)
 from sensorveil_lab.provenance import page_header, portable, provenance, recorded, require_clean
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))
-DEBIAN_MIRROR = "http://deb.debian.org/debian"
 PARITY = ROOT / "scripts" / "board_parity.py"
 BUSTER_MIRRORS = (DEBIAN_MIRROR, "http://archive.debian.org/debian")   # buster left deb.debian.org for the archive
-ARM64_PACKAGES = "python3,python3-venv,python3-pip,linux-image-arm64,ca-certificates"
 # what a Bookworm board's pip fetches from PyPI, as aarch64 wheels (setuptools/wheel build the checkout)
 ARM64_WHEELS = ["numpy", "onnxruntime", "ai-edge-litert", "opencv-python-headless", "cryptography", "setuptools",
                 "wheel"]
-GLIBC_TAGS = [f"manylinux_2_{minor}_aarch64" for minor in (17, 27, 28, 31, 34, 35, 36)] + ["manylinux2014_aarch64"]
-# left out of the initramfs: the kernel's modules (the emulated board needs none) and what nobody reads
-INITRD_SKIP = ("./lib/modules", "./usr/lib/modules", "./boot", "./var/cache/apt/archives", "./usr/share/doc",
-               "./usr/share/man", "./usr/share/locale")
 MARK = "SENSORVEIL-MATRIX"
 
 
@@ -129,77 +134,6 @@ def compare(name: str, board: np.ndarray, here: np.ndarray) -> dict:
 
 
 # -- rpi5-bookworm: Debian bookworm arm64 under qemu-system-aarch64 -------------------------------
-def tools_missing(*tools: str) -> "list[str]":
-    return [tool for tool in tools if shutil.which(tool) is None]
-
-
-def arm64_rootfs(cache: Path) -> Path:
-    """Stage one of debootstrap (download and unpack, no arm64 code runs), then every fetched package
-    unpacked over it: the packages stay unconfigured, which a Python userland does not notice."""
-    rootfs = cache / "bookworm-arm64"
-    if (rootfs / ".complete").is_file():
-        return rootfs
-    shutil.rmtree(rootfs, ignore_errors=True)
-    subprocess.run(
-        [
-            "debootstrap",
-            "--foreign",
-            "--arch",
-            "arm64",
-            "--variant=minbase",
-            f"--include={ARM64_PACKAGES}",
-            "bookworm",
-            str(rootfs),
-            DEBIAN_MIRROR,
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        timeout=1800,
-    )
-    for deb in sorted((rootfs / "var/cache/apt/archives").glob("*.deb")):
-        subprocess.run(["dpkg-deb", "-x", str(deb), str(rootfs)], check=True)
-    (rootfs / ".complete").write_text(time.strftime("%Y-%m-%d"))
-    return rootfs
-
-
-def arm64_wheels(cache: Path) -> Path:
-    wheels = cache / "wheels-bookworm-arm64"
-    stamp = wheels / ".complete"
-    if not (stamp.is_file() and stamp.read_text() == " ".join(ARM64_WHEELS)):   # a changed list fetches anew
-        platforms = [arg for tag in GLIBC_TAGS for arg in ("--platform", tag)]
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "-q",
-                "--only-binary=:all:",
-                *platforms,
-                "--python-version",
-                "3.11",
-                "--implementation",
-                "cp",
-                "-d",
-                str(wheels),
-                *ARM64_WHEELS,
-            ],
-            check=True,
-            timeout=1800,
-        )
-        (wheels / ".complete").write_text(" ".join(ARM64_WHEELS))
-    return wheels
-
-
-BOARD_INIT = """#!/bin/sh
-# PID 1 of the emulated board: mount the kernel's file systems, run the job, power off
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
-mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp
-sh /sv/job.sh > /dev/console 2>&1
-echo o > /proc/sysrq-trigger
-sleep 30
-"""
-
 BOARD_JOB = """set -u
 cd /sv
 echo "{mark} python $(python3 -c 'import platform; print(platform.python_version())') $(uname -m)"
@@ -213,25 +147,10 @@ echo "{mark} done"
 """
 
 
-def checkout_files(dest: Path) -> None:
-    """The checkout as a clone on the board holds it (tracked files and new ones not ignored), not its runs
-    or caches."""
-    listed = subprocess.run(
-        ["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    for name in filter(None, listed.decode().split("\0")):
-        source = ROOT / name
-        if source.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / name)
-
-
 def board_payload(stage: Path, wheels: Path, bundles: dict, jobs: dict, x: np.ndarray) -> None:
     """/sv inside the board: the checkout, the wheels, the bundles, the inputs and the job script."""
     sv = stage / "sv"
-    checkout_files(sv / "src")
+    checkout_files(ROOT, sv / "src")
     shutil.copytree(wheels, sv / "wheels")
     for path in bundles.values():
         shutil.copytree(path, sv / "bundles" / path.name)
@@ -241,58 +160,6 @@ def board_payload(stage: Path, wheels: Path, bundles: dict, jobs: dict, x: np.nd
     (sv / "job.sh").write_text(BOARD_JOB.format(mark=MARK))
     (stage / "init").write_text(BOARD_INIT)
     (stage / "init").chmod(0o755)
-
-
-def initramfs(rootfs: Path, stage: Path, out: Path) -> Path:
-    """The rootfs and the payload as one newc cpio (uncompressed: the kernel reads it as is)."""
-    prune = [arg for skip in INITRD_SKIP for arg in ("-path", skip, "-prune", "-o")]
-    with open(out, "wb") as archive:
-        for tree in (rootfs, stage):  # later entries win: the payload's /init replaces nothing else
-            find = subprocess.Popen(["find", ".", *prune, "-print"], cwd=tree, stdout=subprocess.PIPE)
-            subprocess.run(
-                ["cpio", "-o", "-H", "newc", "--quiet"], cwd=tree, stdin=find.stdout, stdout=archive, check=True
-            )
-            find.wait()
-    return out
-
-
-def boot_arm64(rootfs: Path, initrd: Path, timeout_s: float) -> str:
-    # -nic none: the board needs no network (its wheels travel in the initramfs), and virt's default
-    # virtio NIC needs efi-virtio.rom, which qemu-system-arm installed without recommends lacks
-    kernel = sorted(rootfs.glob("boot/vmlinuz-*"))[-1]
-    command = [
-        "qemu-system-aarch64",
-        "-M",
-        "virt",
-        "-cpu",
-        "cortex-a72",
-        "-smp",
-        "2",
-        "-m",
-        "3072",
-        "-nographic",
-        "-nic",
-        "none",
-        "-no-reboot",
-        "-kernel",
-        str(kernel),
-        "-initrd",
-        str(initrd),
-        "-append",
-        "console=ttyAMA0 rdinit=/init quiet panic=-1",
-    ]
-    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout_s)
-    return result.stdout.decode(errors="replace")
-
-
-def marked(console: str) -> dict:
-    """The job's marked lines: {'python': ..., 'installed': '', 'out': base64, ...}."""
-    lines = {}
-    for line in console.splitlines():
-        if line.startswith(MARK + " "):
-            key, _, value = line[len(MARK) + 1 :].strip().partition(" ")
-            lines[key] = value
-    return lines
 
 
 def rpi5_bookworm(args, bundles: dict, x: np.ndarray) -> dict:
@@ -306,7 +173,7 @@ def rpi5_bookworm(args, bundles: dict, x: np.ndarray) -> dict:
     if missing:
         return {**row, "why_not": f"needs {', '.join(missing)} (Debian packages debootstrap, qemu-system-arm, cpio)"}
     cache = Path(args.cache)
-    rootfs, wheels = arm64_rootfs(cache), arm64_wheels(cache)
+    rootfs, wheels = arm64_rootfs(cache), arm64_wheels(cache, ARM64_WHEELS)
     jobs = jobs_for(bundles, "/sv/bundles", ("onnxruntime", "litert"))
     with tempfile.TemporaryDirectory(dir=cache) as temp:
         stage = Path(temp) / "stage"
@@ -314,7 +181,7 @@ def rpi5_bookworm(args, bundles: dict, x: np.ndarray) -> dict:
         started = time.time()
         console = boot_arm64(rootfs, initramfs(rootfs, stage, Path(temp) / "initrd.cpio"), args.timeout_s)
     (cache / "rpi5-bookworm-console.log").write_text(console)
-    return {**row, **board_results(marked(console), bundles, jobs, x), "seconds": round(time.time() - started)}
+    return {**row, **board_results(marked(console, MARK), bundles, jobs, x), "seconds": round(time.time() - started)}
 
 
 def coral_mendel(args, bundles: dict, x: np.ndarray) -> dict:
