@@ -27,6 +27,7 @@ from sensorveil.sdk import mechanisms
 from sensorveil.sdk.audit import FAMILIES, GOAL_MARGIN, REID, REID_OMNI, Release, audit
 from sensorveil.sdk.mechanisms.tappfl import flower_version
 from sensorveil.sdk.runs import read_run, train_run
+from sensorveil_lab.page_text import cell
 from sensorveil_lab.provenance import page_header, portable, provenance, recorded, require_clean
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,10 +131,6 @@ def run_all(args) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- the page
-def cell(figure: dict) -> str:
-    return f"{100 * figure['mean']:.1f} [{100 * figure['low']:.1f}, {100 * figure['high']:.1f}]"
-
-
 def epsilon_text(point: dict) -> str:
     dp = point.get("differential_privacy")
     return "-" if not dp else f"{dp['epsilon']:.2f} at delta {dp['delta']:g} ({dp['rounds_released']} rounds)"

@@ -37,6 +37,8 @@ from sensorveil.sdk import mechanisms
 from sensorveil.sdk.audit import FAMILIES, GOAL_MARGIN, REID, REID_OMNI, Release, audit, interval
 from sensorveil.sdk.mechanisms.tappfl import flower_version
 from sensorveil.sdk.runs import read_run, train_run
+from sensorveil_lab.page_text import cell, families_text
+from sensorveil_lab.page_text import percent as pct
 from sensorveil_lab.provenance import page_header, portable, provenance, recorded, require_clean
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -261,21 +263,6 @@ def tsne_panels(name: str, point: dict) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- the page
-def pct(value) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def cell(figure: dict | None) -> str:
-    """A mean with its 95% interval, in percent."""
-    if not figure:
-        return "-"
-    return f"{100 * figure['mean']:.1f} [{100 * figure['low']:.1f}, {100 * figure['high']:.1f}]"
-
-
-def families_text(private: dict) -> str:
-    return "; ".join(f"{name} {100 * figure['mean']:.1f}" for name, figure in private.items())
-
-
 def intro(results: dict) -> list[str]:
     s = results["settings"]
     return [

@@ -7,6 +7,23 @@ def pct(value) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 
 
+def percent(value) -> str:
+    """A share in percent with its sign, "-" where there is none."""
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def cell(figure: "dict | None") -> str:
+    """A mean with its 95% interval, in percent, "-" where there is none."""
+    if not figure:
+        return "-"
+    return f"{100 * figure['mean']:.1f} [{100 * figure['low']:.1f}, {100 * figure['high']:.1f}]"
+
+
+def families_text(private: dict) -> str:
+    """Every attacker family's mean, in percent, on one line."""
+    return "; ".join(f"{name} {100 * figure['mean']:.1f}" for name, figure in private.items())
+
+
 def para(text: str) -> str:
     """A paragraph wrapped at 120 columns (tables are left as they are)."""
     return textwrap.fill(text, 120, break_long_words=False, break_on_hyphens=False)
