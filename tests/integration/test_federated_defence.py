@@ -123,6 +123,7 @@ EXPECTED_REASON = {"nan": r"non-finite values", "inf": r"holds 1 non-finite",
                    "count": r"num-examples=1e\+12 outside \[1, \d+\]"}
 
 
+@pytest.mark.simulation
 @pytest.mark.boots
 @pytest.mark.trains
 def test_every_bad_update_is_dropped_and_named_and_the_model_is_the_honest_average(tmp_path):
@@ -147,6 +148,7 @@ def test_every_bad_update_is_dropped_and_named_and_the_model_is_the_honest_avera
         np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.simulation
 @pytest.mark.boots
 @pytest.mark.trains
 def test_too_few_valid_updates_fail_the_round_with_one_error_naming_the_devices(tmp_path):
@@ -161,6 +163,7 @@ def test_too_few_valid_updates_fail_the_round_with_one_error_naming_the_devices(
     assert not (tmp_path / tappfl.FEATURE_FILE).exists()
 
 
+@pytest.mark.simulation
 @pytest.mark.parametrize("aggregation", ["fedmedian", "fedtrimmedavg"])
 @pytest.mark.boots
 @pytest.mark.trains

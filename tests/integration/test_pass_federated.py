@@ -45,6 +45,7 @@ def small_run(tmp_path_factory):
                          attacker_epochs=1, settings=dict(TINY))
 
 
+@pytest.mark.simulation
 @pytest.mark.trains
 def test_every_device_replies_every_round_and_the_run_is_scored_as_central_pass(small_run):
     from sensorveil.sdk.runs import read_run
@@ -69,6 +70,7 @@ def test_every_device_replies_every_round_and_the_run_is_scored_as_central_pass(
     assert set(trained) == set(initial) and not torch.equal(trained["g"], initial["g"])
 
 
+@pytest.mark.simulation
 @pytest.mark.exports
 @pytest.mark.trains
 def test_the_onnx_export_loads_in_the_runtime_and_privatizes_a_batch(small_run, tmp_path):
@@ -112,6 +114,7 @@ def hostile_apps(spec: dict):
     return server, client
 
 
+@pytest.mark.simulation
 @pytest.mark.boots
 @pytest.mark.trains
 def test_a_nan_update_is_dropped_and_named_and_the_model_is_the_honest_mean(tmp_path):
@@ -177,6 +180,7 @@ def audited_apps(spec: dict):
     return server, client
 
 
+@pytest.mark.simulation
 @pytest.mark.boots
 @pytest.mark.trains
 def test_each_node_opens_only_its_own_folder_and_the_bank_is_no_devices_row(tmp_path):

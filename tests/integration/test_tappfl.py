@@ -185,6 +185,7 @@ def small_run(tmp_path_factory):
         return run_dir, time.time() - started
 
 
+@pytest.mark.simulation
 @pytest.mark.trains
 def test_small_federation_trains_f_only_and_reports_every_round(small_run):
     from sensorveil.sdk.runs import read_run
@@ -207,6 +208,7 @@ def test_small_federation_trains_f_only_and_reports_every_round(small_run):
     print(f"small federation: {seconds:.1f} s")
 
 
+@pytest.mark.simulation
 @pytest.mark.trains
 def test_participation_all_runs_device_update_on_every_device_every_round(small_run):
     """Algorithm 1 lines 3-5: every device counts its DeviceUpdates and reports the count to @app.evaluate,
@@ -220,6 +222,7 @@ def test_participation_all_runs_device_update_on_every_device_every_round(small_
         assert entry["train"]["device_updates"] == pytest.approx(entry["round"])
 
 
+@pytest.mark.simulation
 @pytest.mark.trains
 def test_the_papers_inference_accuracy_is_recorded_on_held_out_rows(small_run):
     """run.json's metrics hold the paper's measure (each device's own g on rows it did not train on, mean
@@ -263,6 +266,7 @@ def test_defaults_follow_algorithm_1_at_the_papers_rows_per_device():
     assert tappfl.paper_scale_clients(32561) == 100
 
 
+@pytest.mark.simulation
 @pytest.mark.exports
 @pytest.mark.trains
 def test_representation_bundle_runs_in_every_local_format_and_matches_torch(small_run, tmp_path):
@@ -291,6 +295,7 @@ def test_representation_bundle_runs_in_every_local_format_and_matches_torch(smal
         assert privatizer(x[0]).shape == (16,)
 
 
+@pytest.mark.simulation
 @pytest.mark.exports
 @pytest.mark.trains
 def test_the_audit_attacks_the_representation_the_bundle_emits(small_run, tmp_path, capsys):
@@ -334,6 +339,7 @@ def failing_spec(tmp_path: Path) -> dict:
     return spec
 
 
+@pytest.mark.simulation
 @pytest.mark.boots
 @pytest.mark.trains
 def test_a_clientapp_that_raises_fails_the_simulation_instead_of_hanging(tmp_path):
@@ -349,6 +355,7 @@ def test_a_clientapp_that_raises_fails_the_simulation_instead_of_hanging(tmp_pat
     assert re.match(r"round 1 \(train\): 2 of 2 devices failed: node \d+: \w*Error: .*missing\.npz", message), message
 
 
+@pytest.mark.simulation
 @pytest.mark.boots
 @pytest.mark.trains
 def test_a_simulation_past_its_limit_is_stopped_by_pid_and_says_so(tmp_path):
@@ -393,6 +400,7 @@ def test_adult_loader_reads_the_uci_format_from_a_user_given_folder(tmp_path):
 
 
 # -- sampled participation stays an option ------------------------------------------------------------
+@pytest.mark.simulation
 @pytest.mark.trains
 def test_sampled_participation_trains_only_rho_m_devices_a_round(tmp_path, monkeypatch):
     """participation="sampled" (Flower's FedAvg): 2 of 10 devices train in the round; all 10 answer

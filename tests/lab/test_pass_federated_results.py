@@ -72,6 +72,7 @@ def quick_run(tmp_path_factory):
     return done.stdout, docs
 
 
+@pytest.mark.pages
 @pytest.mark.boots
 def test_quick_run_on_digits_writes_json_and_page(quick_run, tmp_path):
     stdout, made = quick_run
@@ -146,6 +147,7 @@ def test_ujiindoorloc_devices_are_the_training_users(script):
     assert script.devices_by("ujiindoorloc", data_path, script.dataset_options("ujiindoorloc", False), "user") == 18
 
 
+@pytest.mark.pages
 @pytest.mark.boots
 def test_refresh_beside_copies_the_comparison_rows_again_and_names_the_refresh(script, quick_run, tmp_path,
                                                                              monkeypatch):

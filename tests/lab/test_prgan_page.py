@@ -82,6 +82,7 @@ def test_render_only_rewrites_the_page_from_the_json(tmp_path):
     assert "# PR-GAN:" in (tmp_path / "r.md").read_text()
 
 
+@pytest.mark.pages
 @pytest.mark.boots
 def test_a_tiny_real_run_on_digits_writes_a_portable_json_and_its_page(tmp_path):
     json_path, md = tmp_path / "prgan.json", tmp_path / "prgan.md"

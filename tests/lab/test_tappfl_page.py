@@ -113,6 +113,7 @@ def test_the_page_names_terms_random_star_raw_rows_and_chance(script):
     assert "a commit not recorded" in page                                         # no provenance: none invented
 
 
+@pytest.mark.pages
 @pytest.mark.trains
 @pytest.mark.boots
 @pytest.mark.exports

@@ -96,6 +96,7 @@ def test_held_out_users_split(uji_zip):
     assert np.unique(data.attributes["region"][~held]).size == 104
 
 
+@pytest.mark.pages
 @pytest.mark.boots
 def test_quick_run_writes_json_and_page(uji_zip, tmp_path):
     docs, out = tmp_path / "docs", tmp_path / "runs"
@@ -150,6 +151,7 @@ def test_quick_run_writes_json_and_page(uji_zip, tmp_path):
     assert again.read_text() == text
 
 
+@pytest.mark.pages
 @pytest.mark.boots
 @pytest.mark.trains
 def test_quick_run_with_select(uji_zip, tmp_path):
