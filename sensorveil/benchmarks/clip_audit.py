@@ -20,7 +20,10 @@ median holds that person, and every frame without them would show a "person" the
   it carries one, else OpenCV's KNN background model) counts people in the raw frame, in the released frame and
   in the raw frame re-encoded as JPEG 90 (the floor: what any lossy camera stream changes); counters with a
   background model see every frame. Agreement is the share of judged frames whose count equals the raw
-  frame's; the release holds when its agreement is within COUNT_POINTS of the floor's.
+  frame's; the release holds when its agreement is within COUNT_POINTS of the floor's. Beside it, how many of
+  the raw frame's people the counter finds at their place in the release (``released_at_raw_people``: a release
+  box at IoU >= FOUND_IOU, one to one): equal counts can be a coincidence, a person missed where someone else
+  is counted (a substitute pasted at a motion fragment), and this figure tells them apart.
 """
 import time
 
@@ -90,6 +93,7 @@ class CountCheck(object):
         self.labels = {name: label for name, (label, _) in factories.items()}
         self.counters = {name: [make() for _ in range(3)] for name, (_, make) in factories.items()}
         self.counts = {name: ([], [], []) for name in factories}
+        self.at_place = {name: [0, 0] for name in factories}    # raw people found at their place: release, floor
         self.stateless = set(stateless)
 
     def add(self, raw, released, read: bool = True) -> None:
@@ -98,21 +102,38 @@ class CountCheck(object):
         for name, counters in self.counters.items():
             if name in self.stateless and not read:
                 continue
-            counted = [len(count(frame)) for count, frame in zip(counters, (raw, released, floor))]
+            found = [count(frame) for count, frame in zip(counters, (raw, released, floor))]
             if read:
-                for series, people in zip(self.counts[name], counted):
-                    series.append(people)
+                for series, people in zip(self.counts[name], found):
+                    series.append(len(people))
+                self.at_place[name][0] += people_at_their_place(found[0], found[1])
+                self.at_place[name][1] += people_at_their_place(found[0], found[2])
 
     def figures(self) -> dict:
         out = {}
         for name, (raw, released, floor) in self.counts.items():
             raw, released, floor = (np.asarray(s) for s in (raw, released, floor))
+            released_at, floor_at = self.at_place[name]
             same, same_floor = float((released == raw).mean()), float((floor == raw).mean())
             out[name] = {"counter": self.labels[name], "frames": int(len(raw)), "raw_people": int(raw.sum()),
                          "released_people": int(released.sum()), "floor_people": int(floor.sum()),
+                         "released_at_raw_people": released_at, "floor_at_raw_people": floor_at,
                          "same_count": same, "floor_same_count": same_floor,
                          "holds": same >= same_floor - COUNT_POINTS}
         return out
+
+
+def people_at_their_place(raw, released) -> int:
+    """How many of the ``raw`` boxes have a ``released`` box at IoU >= FOUND_IOU, each released box counted for
+    one raw box at most (greedy, best overlap first)."""
+    from sensorveil.runtime.camera import iou
+    overlap = iou(raw, released)
+    matched = 0
+    while overlap.size and overlap.max() >= FOUND_IOU:
+        i, j = np.unravel_index(np.argmax(overlap), overlap.shape)
+        overlap[i, :], overlap[:, j] = -1.0, -1.0
+        matched += 1
+    return matched
 
 
 def covered_people(reference, boxes) -> int:

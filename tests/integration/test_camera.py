@@ -316,28 +316,31 @@ def test_a_colour_person_stands_out_as_far_as_a_grey_one():
         assert (out.max(-1).astype(int) - out.min(-1)).mean() > 30   # and it still has colour
 
 
-def test_a_person_on_the_neutral_grey_keeps_the_neutral_gap_and_on_the_camera_the_full_one():
+def test_a_person_on_the_neutral_grey_keeps_the_neutral_gap_and_on_the_camera_its_own_colours():
     """The gap is per pixel: a colour person pasted across a neutral block and a camera block keeps at least
-    the neutral gap (and below SHADOW_RATIO when darker) on the first and PERSON_CONTRAST on the second."""
-    from sensorveil.runtime.camera.composite import PERSON_CONTRAST, SHADOW_RATIO, place_person
+    the neutral gap (and below SHADOW_RATIO when darker) on the first and their own colours on the second
+    (CAMERA_CONTRAST, decision 0016)."""
+    from sensorveil.runtime.camera.composite import PERSON_CONTRAST, SHADOW_RATIO, fit_person, place_person
     from sensorveil.runtime.camera.detect import to_gray
+    from sensorveil.runtime.camera.scene import CAMERA_CONTRAST
     rng = np.random.default_rng(1)
     crop = rng.integers(1, 256, (128, 64, 3)).astype(np.uint8)
     background = np.full((120, 160, 3), 128, np.uint8)
     contrast = np.full((120, 160), 60, np.int16)
-    contrast[:, 80:] = PERSON_CONTRAST                     # the right half shows the camera
+    contrast[:, 80:] = CAMERA_CONTRAST                     # the right half shows the camera
     x, y, patch, person = place_person(crop, (40, 10, 120, 110), (60, 20, 40, 80), background, contrast)
     gap = np.abs(to_gray(patch).astype(int) - 128)
-    left, right = gap[:, :20][person[:, :20]], gap[:, 20:][person[:, 20:]]
-    assert left.min() >= 59 and right.min() >= PERSON_CONTRAST - 1
+    left = gap[:, :20][person[:, :20]]
+    assert left.min() >= 59
     assert (to_gray(patch)[:, :20][person[:, :20]] < 128).any() and left.max() < PERSON_CONTRAST - 1
     darker = to_gray(patch)[:, :20][person[:, :20] & (to_gray(patch)[:, :20] < 128)]
     assert darker.max() <= np.floor(SHADOW_RATIO * 128) + 1
+    own = fit_person(crop, (40, 10, 120, 110), (60, 20, 40, 80))[2]
+    assert np.array_equal(patch[:, 20:][person[:, 20:]], own[:, 20:][person[:, 20:]])
 
 
 def test_the_quiet_scene_gives_the_neutral_gap_until_a_block_shows_the_camera():
-    from sensorveil.runtime.camera.composite import PERSON_CONTRAST
-    from sensorveil.runtime.camera.scene import QuietScene
+    from sensorveil.runtime.camera.scene import CAMERA_CONTRAST, QuietScene
     frame, busy = np.full((32, 128), 90, np.uint8), np.zeros((32, 128), bool)
     busy[:, 64:] = True                                    # the right half never quiet: the left is revealed
     scene = QuietScene(frame.shape, horizon=2, block=8, neutral_contrast=60)
@@ -345,10 +348,10 @@ def test_the_quiet_scene_gives_the_neutral_gap_until_a_block_shows_the_camera():
     assert (first == 60).all()
     for _ in range(3):
         scene.update(frame, busy)
-    assert (scene.contrast[:, :48] == PERSON_CONTRAST).all() and (scene.contrast[:, 72:] == 60).all()
+    assert (scene.contrast[:, :48] == CAMERA_CONTRAST).all() and (scene.contrast[:, 72:] == 60).all()
     assert (first == 60).all()                             # an earlier frame's map is never changed under it
-    still = np.full((32, 128), 60, np.uint8)               # an operator's still is a picture: the full gap
-    assert (QuietScene(frame.shape, still=still, neutral_contrast=60).contrast == PERSON_CONTRAST).all()
+    still = np.full((32, 128), 60, np.uint8)               # an operator's still is a picture: the camera's gap
+    assert (QuietScene(frame.shape, still=still, neutral_contrast=60).contrast == CAMERA_CONTRAST).all()
 
 
 def test_clean_cut_out_keeps_one_solid_person():

@@ -55,8 +55,10 @@ def test_the_count_check_agrees_with_itself_and_sees_people_removed():
         same.add(frame, frame.copy())
         emptied.add(frame, frames[0])          # a release that shows the first frame for ever: no one walks
     assert same.figures()["mog2"]["same_count"] == 1.0
+    assert same.figures()["mog2"]["released_at_raw_people"] == same.figures()["mog2"]["raw_people"]
     figures = emptied.figures()["mog2"]
     assert figures["raw_people"] > 0 and figures["same_count"] < figures["floor_same_count"] - 0.1
+    assert figures["released_at_raw_people"] < figures["raw_people"]
     assert not figures["holds"]
 
 

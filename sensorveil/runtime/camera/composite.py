@@ -114,12 +114,15 @@ def stand_out(person, scene, margin=PERSON_CONTRAST):
     short or too squat to count, so the person the camera saw would be missing from the output.
     A darker pixel also goes below ``SHADOW_RATIO`` of the scene: a background model (MOG2's default
     tau is 0.5) reads a grey pixel between half the scene's brightness and the scene as a shadow and
-    drops it, so on bright pavement (above 200) ``margin`` alone would leave a dark person a shadow."""
+    drops it, so on bright pavement (above 200) ``margin`` alone would leave a dark person a shadow.
+    A ``margin`` of 0 leaves the pixel as the person has it (no gap, no shadow rule): the quiet scene asks for
+    none on a picture of the place (scene.CAMERA_CONTRAST)."""
     person, scene = np.asarray(person, dtype=np.int16), np.asarray(scene, dtype=np.int16)
     lighter = np.where(person != scene, person > scene, scene < 128)
     lighter = np.where(scene + margin > 255, False, np.where(scene - margin < 0, True, lighter))
     darkest = np.minimum(scene - margin, np.floor(SHADOW_RATIO * scene)).astype(np.int16)
     moved = np.where(lighter, np.maximum(person, scene + margin), np.minimum(person, darkest))
+    moved = np.where(np.asarray(margin) == 0, person, moved)
     # 0..255 already (lighter only where scene + margin <= 255, darkest >= 0): only 0 is taken, "not the person"
     return np.maximum(moved, 1).astype(np.uint8)
 
@@ -262,7 +265,10 @@ def stand_out_colour(patch, scene, margin=PERSON_CONTRAST):
     reached = grey_of(scaled)
     lift = np.clip((moved - reached) / np.maximum(255.0 - reached, 1.0), 0.0, 1.0)
     scaled += lift[..., None] * (255.0 - scaled)
-    return np.minimum(np.maximum(np.rint(scaled), 1), 255).astype(np.uint8)
+    out = np.minimum(np.maximum(np.rint(scaled), 1), 255).astype(np.uint8)
+    # no gap asked (margin 0): the person's own colours, exactly (scaling by a grey ratio of 1 rounds them)
+    own = (np.asarray(margin) == 0) & np.ones(grey.shape, dtype=bool)
+    return np.where(own[..., None], np.maximum(patch, 1), out).astype(np.uint8)
 
 
 def grey_of(pixels):

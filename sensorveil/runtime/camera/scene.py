@@ -17,7 +17,6 @@ same), which fails closed: an old picture of the empty place, never a new one wi
 """
 import numpy as np
 
-from sensorveil.runtime.camera.composite import PERSON_CONTRAST
 from sensorveil.runtime.camera.detect import MAX_PERSON_HEIGHT, opencv
 from sensorveil.runtime.errors import InputError
 
@@ -42,11 +41,17 @@ TALLEST_PERSON = MAX_PERSON_HEIGHT
 # to stay under SCENE_CHANGE each frame would have to stay in step with this to be learnt, and does not
 SCENE_STEP = 2
 # least grey-level gap between a pasted substitute and a block still showing the flat neutral grey (the
-# camera's blocks take PERSON_CONTRAST): a counter's background model holds a flat, noiseless block with the
-# least variance it allows, so a smaller gap is found there, and it leaves the substitutes more of their
-# colours: the darker side is then bound by SHADOW_RATIO rather than the gap (docs/decisions/0011-neutral-
-# contrast.md has the gap's effect on the count and the colours, from scripts/paste_contrast.py)
+# camera's blocks took PERSON_CONTRAST until decision 0016): a counter's background model holds a flat,
+# noiseless block with the least variance it allows, so a smaller gap is found there, and it leaves the
+# substitutes more of their colours: the darker side is then bound by SHADOW_RATIO rather than the gap
+# (docs/decisions/0011-neutral-contrast.md has the gap's effect on the count and the colours, from
+# scripts/paste_contrast.py)
 NEUTRAL_CONTRAST = 70
+# least grey-level gap on a picture of the place (the camera's blocks, or an operator's still): none. There a
+# substitute keeps its own colours: it stands on the place's own ground, which a background-model counter tells
+# it from, and the gap (with SHADOW_RATIO's darkening) made the learned detector miss the substitutes it moved
+# while the motion counter did not need it (docs/decisions/0016-own-colours-on-the-place.md)
+CAMERA_CONTRAST = 0
 # share of a person's box width and height the scene counts as busy around it, each way: a learned box that
 # stops at the knees or an arm still keeps the scene from learning the rest (a crop window's CROP_MARGIN is
 # smaller: it frames the person for the model, this keeps the person out of the released scene)
@@ -79,7 +84,7 @@ class QuietScene(object):
         # pixels of each block (edge blocks are cut by the frame): the divisor of a block's mean
         self.pixels = block_sums(np.ones(shape[:2], dtype=np.uint8), self.block)
         # an operator's still is a picture like the camera's: its blocks take the camera's gap
-        self.neutral_contrast = PERSON_CONTRAST if still is not None else int(neutral_contrast)
+        self.neutral_contrast = CAMERA_CONTRAST if still is not None else int(neutral_contrast)
         self.contrast = self.contrast_map()
 
     def update(self, frame, busy):
@@ -104,10 +109,10 @@ class QuietScene(object):
 
     def contrast_map(self):
         """(H, W) int16: the least grey-level gap a substitute pasted on each pixel keeps from the scene,
-        PERSON_CONTRAST on the camera's blocks, ``neutral_contrast`` on the neutral scene's. A new array each
-        time the blocks shown change, so an earlier frame's map is never changed under it."""
+        CAMERA_CONTRAST (none) on the camera's blocks, ``neutral_contrast`` on the neutral scene's. A new array
+        each time the blocks shown change, so an earlier frame's map is never changed under it."""
         neutral = self.pixels_of(~self.shown).astype(bool)
-        return np.where(neutral, self.neutral_contrast, PERSON_CONTRAST).astype(np.int16)
+        return np.where(neutral, self.neutral_contrast, CAMERA_CONTRAST).astype(np.int16)
 
     def revealed(self, pending):
         """The blocks of ``pending`` (quiet for the horizon, not yet shown) that start showing the camera on
