@@ -113,6 +113,107 @@ def test_the_page_names_terms_random_star_raw_rows_and_chance(script):
     assert "a commit not recorded" in page                                         # no provenance: none invented
 
 
+def test_over_federations_is_a_t_interval_widened_by_the_audits_error(script):
+    """Three federations' means 60, 63, 66 (one attacker seed each, 1,000 test rows): s = 0.03 and t(0.975, 2) =
+    4.3027, so the t half-width is 4.3027 * 0.03 / sqrt(3) = 0.07452; the audits' variances 0.6*0.4, 0.63*0.37,
+    0.66*0.34 over 1,000 sum to 0.0006975, so the widening is 1.96 * sqrt(0.0006975) / 3 = 0.01725; the half-width
+    sqrt(0.07452^2 + 0.01725^2) = 0.07650, the interval [55.35, 70.65]."""
+    def fed(mean, runs=None):
+        return {"mean": mean, "low": 0.0, "high": 1.0, "runs": runs or [mean]}
+    figure = script.over_federations([fed(0.60), fed(0.63), fed(0.66)], [1000, 1000, 1000])
+    assert figure["mean"] == pytest.approx(0.63) and figure["runs"] == [0.60, 0.63, 0.66]
+    assert figure["federations"] == 3 and figure["between_half"] == pytest.approx(0.074524, abs=1e-6)
+    assert figure["within_half"] == pytest.approx(0.017255, abs=1e-6)
+    assert (figure["low"], figure["high"]) == (pytest.approx(0.553504, abs=1e-6), pytest.approx(0.706496, abs=1e-6))
+    # the attacker seeds' spread counts in v_i as in the audit: runs 50, 60, 70 give 0.01 / 3 + 0.6 * 0.4 / 100 =
+    # 0.0057333, beside 0.7 * 0.3 / 100 = 0.0021; t(0.975, 1) = 12.706: the half-width is
+    # sqrt((12.706 * 0.070711 / sqrt(2))^2 + (1.96 * sqrt(0.0078333) / 2)^2) = 0.64121, clipped to [0, 1]
+    two = script.over_federations([fed(0.6, [0.5, 0.6, 0.7]), fed(0.7, [0.7, 0.7, 0.7])], [100, 100])
+    assert two["between_half"] == pytest.approx(0.635310, abs=1e-6) and two["within_half"] == pytest.approx(
+        0.086736, abs=1e-6)
+    assert two["low"] == pytest.approx(0.65 - 0.641204, abs=1e-6) and two["high"] == 1.0
+    # one federation: its figure as it is, the audit's own interval
+    one = fed(0.6)
+    assert script.over_federations([one], [1000]) is one
+
+
+def test_a_release_over_federations_takes_means_and_keeps_every_federation(script):
+    """The strongest family is the one of highest mean over federations (not each federation's own), Random* and
+    the goal are on the means, a part whose interval reaches its threshold is marked, and each federation's
+    figures stay in "federations"."""
+    raws = [{**audited(0.99, 0.86, random_star=star), "has_power": True} for star in (0.58, 0.60, 0.62)]
+    raw = script.raw_over_federations(raws)
+    assert raw["random_star"] == pytest.approx(0.60) and raw["random_star_runs"] == [0.58, 0.60, 0.62]
+    assert raw["has_power"] and raw["utility"]["mean"] == pytest.approx(0.86) and len(raw["federations"]) == 3
+    reference = {"random_guess_private": 0.5, "n_private": 2, "random_star": raw["random_star"]}
+    feds = []
+    for seed, (trees_useful, neural) in enumerate([(0.62, 0.66), (0.64, 0.58), (0.66, 0.58)]):
+        p = point(script, 1.0, "vclub", 0.56, 0.84, 0.50 + 0.01 * seed, raws[seed])
+        p["private"]["trees+useful"], p["private"]["neural"] = figure(trees_useful), figure(neural)
+        p["random_star"] = raws[seed]["random_star"]
+        p["deployed"] = script.compatible(p, reference)
+        feds.append(p)
+    merged = script.release_over_federations(feds, raw, reference)
+    # trees+useful: 62, 64, 66 (mean 64); neural 66, 58, 58 (mean 60.7), although neural is federation 0's strongest
+    assert merged["strongest_attacker"] == "trees+useful" and merged["strongest"]["mean"] == pytest.approx(0.64)
+    assert merged["strongest"]["runs"] == [0.62, 0.64, 0.66] and merged["random_star"] == pytest.approx(0.60)
+    # 64 <= 60 + 5: privacy holds on the mean; the interval (t half-width 4.3027 * 0.02 / sqrt(3) = 0.0497) reaches
+    # past 65, so it straddles; utility 84 in all three (s = 0): the audits' error alone, 1.96 * sqrt(3 * 0.84 *
+    # 0.16 / 599) / 3 = 0.0170, keeps [82.3, 85.7] above 86 - 5
+    assert merged["goal"]["verdict"] == "met" and merged["goal"]["straddles"] == {"privacy": True, "utility": False}
+    assert merged["utility"]["high"] == pytest.approx(0.84 + 1.96 * (3 * 0.84 * 0.16 / 599) ** 0.5 / 3)
+    assert merged["paper"]["accuracy"]["mean"] == pytest.approx(0.51) and merged["paper"]["at_chance"]
+    assert [f["seed"] for f in merged["federations"]] == [0, 1, 2] and merged["runs"] == [p["run"] for p in feds]
+    assert merged["federations"][0]["strongest"] is feds[0]["strongest"]
+    assert merged["deployed"]["tree_acc_private"] == pytest.approx(feds[0]["private"]["trees"]["mean"])
+    assert merged["devices"]["ce_over_ln_k"] == pytest.approx(0.995) and merged["devices"]["dropped"] == 0
+    # one federation: the point as it is
+    assert script.release_over_federations(feds[:1], raws[0], reference) is feds[0]
+    # the page says how the interval is formed and shows each federation's mean
+    results = made_up_results(script)
+    data = results["datasets"][0]
+    data.update(federation_seeds=3, raw=raw, terms={"vclub": [merged]}, points=[merged])
+    page = script.markdown(results)
+    assert "**3 trained federations per release**" in page and "(4.30 for F = 3)" in page
+    assert "sqrt((t s / sqrt(F))^2 + 1.96^2 (v_1 + ... + v_F) / F^2)" in page
+    assert "trees+useful: 64.0 [" in page and "(per federation 62.0, 64.0, 66.0)" in page
+    assert "| within (straddles) | within | yes | met |" in page
+    assert "Random* 60.0% (per federation 58.0, 60.0, 62.0)" in page
+
+
+def test_a_run_keeps_the_datasets_it_did_not_run(script):
+    """A JSON from before entries carried their origin (UJIIndoorLoc, one federation) and a digits run: the
+    merged JSON has both, UJIIndoorLoc first with its own command and commit, digits replaced by the new run."""
+    old = made_up_results(script)
+    uji = {**old["datasets"][0], "dataset": "ujiindoorloc"}
+    old_digits = {**old["datasets"][0], "seconds": 1.0}
+    old.update(provenance={"command": "python scripts/tappfl_results.py --datasets ujiindoorloc",
+                           "commit": "6db4bfad6f", "date": "2026-11-28 20:56 UTC", "host": "AMD EPYC", "dirty": False},
+               datasets=[uji, old_digits])
+    new = made_up_results(script)
+    new["provenance"] = {"command": "python scripts/tappfl_results.py --datasets digits --federation-seeds 3",
+                         "commit": "abcdef1234", "date": "2026-11-29 03:00 UTC", "host": "AMD EPYC", "dirty": False}
+    new["datasets"][0]["seconds"] = 2.0
+    results = script.merged(new, old)
+    assert [data["dataset"] for data in results["datasets"]] == ["ujiindoorloc", "digits"]
+    kept, ran = results["datasets"]
+    assert kept["provenance"]["commit"] == "6db4bfad6f" and kept["command"] == old["command"]
+    assert kept["settings"] == old["settings"] and ran["seconds"] == 2.0 and ran["provenance"]["commit"] == "abcdef1234"
+    assert results["provenance"]["commit"] == "abcdef1234"
+    # merging again (the merged JSON as the previous one) keeps each entry's own origin
+    again = script.merged({**new, "datasets": [new["datasets"][0]]}, json.loads(json.dumps(results)))
+    assert again["datasets"][0]["provenance"]["commit"] == "6db4bfad6f"
+    assert script.merged(new, None)["datasets"] == [{**new["datasets"][0], "provenance": new["provenance"],
+                                                     **{key: new.get(key) for key in script.ORIGIN_KEYS}}]
+    page = script.markdown({**results, "tsne": [{"dataset": "digits", "lam": 1.0, "term": "vclub"}]})
+    uji_section = page.split("## ujiindoorloc")[1].split("## digits")[0]
+    assert "This section comes from an earlier run" in uji_section and "commit 6db4bfad6f" in uji_section
+    assert "**One trained federation per release** (federation seed 0)" in uji_section
+    assert "earlier run" not in page.split("## digits")[1].split("The t-SNE")[0]
+    assert "The t-SNE shows digits: lambda 1, vCLUB, eq. 2, federation seed 0" in page
+    assert "Not shown: ujiindoorloc" in page
+
+
 @pytest.mark.pages
 @pytest.mark.trains
 @pytest.mark.boots
