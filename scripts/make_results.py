@@ -313,11 +313,15 @@ def tappfl_section() -> list[str]:
     lines = [
         "## TAPPFL beside them",
         "",
-        f"From `{results['command']}` ({results['timestamp']}; docs/tappfl_results.md has the paper's own measure, "
-        "the devices' losses and the t-SNE). Federated on Flower; the representation the ONNX bundle emits is "
-        "attacked by the shared audit (sensorveil/sdk/audit.py: its families, 3 seeds, 95% intervals). "
-        "Strongest attacker and utility probe: mean [95% interval]; Random*: the best guess of the private "
-        "attribute from the useful label alone.",
+        "From docs/tappfl_results.json (docs/tappfl_results.md has the paper's own measure, the devices' losses, "
+        "the t-SNE and how each interval is formed). Federated on Flower; the representation the ONNX bundle emits "
+        "is attacked by the shared audit (sensorveil/sdk/audit.py: its families, 3 seeds, 95% intervals), on one "
+        "federation per release or, where a dataset's run trained several, over them. Strongest attacker and "
+        "utility probe: mean [95% interval]; Random*: the best guess of the private attribute from the useful "
+        "label alone. Each dataset's own run:",
+        "",
+        *[f"- {data['dataset']}: `{dataset_origin(data, results)['command']}` "
+          f"({dataset_origin(data, results)['date']}, {federations_text(data)})" for data in results["datasets"]],
         "",
         "| dataset | private / useful | lambda | privacy term | utility | strongest attacker | Random* | goal |",
         "|---|---|---:|---|---:|---:|---:|---|",
@@ -339,6 +343,19 @@ def tappfl_section() -> list[str]:
                 f"| {point.get('term', '-')} | {interval_text(point['utility'])} | {point['strongest_attacker']} "
                 f"{interval_text(point['strongest'])} | {pct(point['random_star'])} | {point['goal']['verdict']} |")
     return lines + [""]
+
+
+def dataset_origin(data: dict, results: dict) -> dict:
+    """The run that made one dataset's TAPPFL entry: its own provenance (a later run of another dataset keeps
+    the entry as it was), else the file's."""
+    if isinstance(data.get("provenance"), dict):
+        return data["provenance"]
+    return {"command": results["command"], "date": results["timestamp"]}
+
+
+def federations_text(data: dict) -> str:
+    count = int(data.get("federation_seeds") or 1)
+    return "one federation per release" if count == 1 else f"{count} federations per release"
 
 
 def count_share_text(pipeline: dict, counter: str = "pipeline") -> str:

@@ -242,10 +242,11 @@ def beside_tappfl(dataset: str, path: Path = BESIDE_TAPPFL) -> dict:
         return {"missing": f"{path.name} not found"}
     results = json.loads(path.read_text())
     found = [data for data in results.get("datasets", []) if data.get("dataset") == dataset]
-    record = recorded(results)
     if not found:
-        return {"missing": f"{path.name} has no {dataset} entry (made by `{record.get('command')}`)"}
+        return {"missing": f"{path.name} has no {dataset} entry (made by `{recorded(results).get('command')}`)"}
     data = found[0]
+    # each dataset's entry records the run that made it (a later run of another dataset keeps it as it was)
+    record = recorded(data) if isinstance(data.get("provenance"), dict) else recorded(results)
     released = {(p["lam"], p["term"]): p for term in data["terms"].values() for p in term}    # lambda 0 is in both
     points = [{"lam": p["lam"], "term": p["term"], "strongest_attacker": p["strongest_attacker"],
                "strongest": p["strongest"], "random_star": p["random_star"], "useful": p["utility"],
