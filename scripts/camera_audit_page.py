@@ -51,8 +51,17 @@ def page(result: dict, record: dict, source: str) -> str:
     for name, count in clip["count"].items():
         lines.append(f"- {name} counter ({count['counter']}): {count['raw_people']:,} people counted in the raw "
                      f"frames read, {count['released_people']:,} in the release, {count['floor_people']:,} in "
-                     f"JPEG 90.")
+                     f"JPEG 90{at_place_text(count)}.")
     return "\n".join(lines) + "\n"
+
+
+def at_place_text(count: dict) -> str:
+    """How many of the raw frames' people the counter finds at their place in the release and in JPEG 90 (equal
+    counts can be a person missed where someone else is counted); audits from before the figure have none."""
+    if "released_at_raw_people" not in count:
+        return ""
+    return (f"; of the raw people, {count['released_at_raw_people']:,} found at their place in the release "
+            f"({count['floor_at_raw_people']:,} in JPEG 90)")
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,13 @@
+"""The camera audit page shows, beside each counter's totals, how many raw people it finds at their place in the
+release: equal counts can be a person missed where someone else is counted."""
+from tests.conftest import load_script
+
+
+def test_each_counter_line_says_how_many_raw_people_are_found_at_their_place():
+    page = load_script("camera_audit_page")
+    count = {"counter": "the bundle's learned detector alone", "raw_people": 1554, "released_people": 1368,
+             "floor_people": 1540, "released_at_raw_people": 1105, "floor_at_raw_people": 1490}
+    assert page.at_place_text(count) == ("; of the raw people, 1,105 found at their place in the release "
+                                         "(1,490 in JPEG 90)")
+    older = {key: value for key, value in count.items() if "at_raw" not in key}
+    assert page.at_place_text(older) == ""
