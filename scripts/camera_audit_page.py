@@ -4,19 +4,21 @@ committed; the page says where it came from).
 
     sensorveil quickstart --camera CLIP --out runs/NAME          # trains and exports the bundle on the clip
     python scripts/camera_audit_page.py --bundle runs/NAME/bundles/pass-SLUG --clip CLIP \\
-        --source "where the clip came from, its licence" --out docs/camera_audit-NAME.md
+        --source "where the clip came from, its licence" --out docs/camera_audit-NAME.md \\
+        [--scene-still STILL]      # the operator's picture of the empty place, released as `run` releases it
 """
 import argparse
 import json
 import sys
 from pathlib import Path
 
+from sensorveil.cli.common import scene_still_from  # --scene-still read as `sensorveil run` reads it
 from sensorveil_lab.provenance import page_header, portable, provenance, require_clean
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def audit(bundle: Path, clip: Path, epochs: int) -> dict:
+def audit(bundle: Path, clip: Path, epochs: int, scene_still=None) -> dict:
     from sensorveil.benchmarks.camera_goal import camera_goal
     from sensorveil.benchmarks.clip_audit import audit_clip
     from sensorveil.sdk.reid_audit import audit_bundle
@@ -27,7 +29,7 @@ def audit(bundle: Path, clip: Path, epochs: int) -> dict:
         identity = audit_bundle(bundle, epochs=epochs, log=log)
     except FileNotFoundError as error:
         identity = {"verdict": "not measured", "why": str(error)}
-    clip_result = audit_clip(bundle, clip, log=log)
+    clip_result = audit_clip(bundle, clip, log=log, scene_still=scene_still)
     return {"bundle": str(bundle), "clip": clip_result, "identity": identity,
             "goal": camera_goal(clip_result, identity)}
 
@@ -40,7 +42,8 @@ def page(result: dict, record: dict, source: str) -> str:
              f"Clip `{Path(clip['clip']).name}`, {clip['frames']} frames of {clip['frame_size'][0]}x"
              f"{clip['frame_size'][1]}: {source}. Bundle `{Path(result['bundle']).name}` "
              "(`sensorveil quickstart --camera` on this clip). What each part means: docs/guides/camera.md, "
-             "\"The camera goal, part by part\".", "", "```", format_goal(result["goal"]), "```", ""]
+             "\"The camera goal, part by part\".", "", still_text(result.get("scene_still")), "", "```",
+             format_goal(result["goal"]), "```", ""]
     if "chance" in result["identity"]:
         lines += ["```", format_identity(result["identity"]), "```", ""]
     lines += [f"Reference people for recall and the leak meter: {clip['recall']['reference']}.", ""]
@@ -53,6 +56,15 @@ def page(result: dict, record: dict, source: str) -> str:
                      f"frames read, {count['released_people']:,} in the release, {count['floor_people']:,} in "
                      f"JPEG 90{at_place_text(count)}.")
     return "\n".join(lines) + "\n"
+
+
+def still_text(still) -> str:
+    """Which scene the release shows where the camera has not been quiet long enough yet."""
+    if not still:
+        return ("Released on the neutral grey where the camera has not been quiet long enough yet (no scene "
+                "still given).")
+    return (f"Released with the scene still `{still}` (`--scene-still`, as `sensorveil run` takes it) where the "
+            "camera has not been quiet long enough yet; it was looked at and holds nobody.")
 
 
 def at_place_text(count: dict) -> str:
@@ -71,11 +83,15 @@ def main(argv=None) -> int:
     parser.add_argument("--source", required=True, help="where the clip came from and its licence")
     parser.add_argument("--epochs", type=int, default=15, help="the re-id attacker's epochs")
     parser.add_argument("--out", type=Path, required=True, help="the page (.md; .json beside it)")
+    parser.add_argument("--scene-still", default=None, metavar="IMAGE",
+                        help="the operator's picture of the empty place (look at it first: it is released)")
     parser.add_argument("--allow-dirty", action="store_true", help="write from uncommitted code (the page says so)")
     args = parser.parse_args(argv)
     require_clean(args.allow_dirty)
     record = provenance(allow_dirty=args.allow_dirty)
-    result = portable(audit(args.bundle, args.clip, args.epochs), folders={
+    result = audit(args.bundle, args.clip, args.epochs, scene_still=scene_still_from(args))
+    result["scene_still"] = None if args.scene_still is None else Path(args.scene_still).name
+    result = portable(result, folders={
         str(args.clip.parent.resolve()): "CLIPS", str(args.bundle.parent.resolve()): "BUNDLES"})
     args.out.write_text(page(result, record, args.source))
     args.out.with_suffix(".json").write_text(json.dumps({"provenance": record, **result}, indent=2, default=str))

@@ -11,3 +11,9 @@ def test_each_counter_line_says_how_many_raw_people_are_found_at_their_place():
                                          "(1,490 in JPEG 90)")
     older = {key: value for key, value in count.items() if "at_raw" not in key}
     assert page.at_place_text(older) == ""
+
+
+def test_the_page_says_which_scene_the_release_shows():
+    page = load_script("camera_audit_page")
+    assert "neutral grey" in page.still_text(None)
+    assert "`empty.png`" in page.still_text("empty.png") and "holds nobody" in page.still_text("empty.png")
