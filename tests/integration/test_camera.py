@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.camera_scenes import walk_in_and_stand
 from tests.conftest import WALKWAY
 
 cv2 = pytest.importorskip("cv2")
@@ -153,20 +154,6 @@ def test_model_scale_blobs_map_to_the_frame_pixels_their_enlargement_covers(smal
     by_box = {tuple(row[:4]): row[4] for row in big_stats[1:big_count]}
     pixel = frame[0] * frame[1] / float(small[0] * small[1])
     assert all(abs(row[4] - by_box[tuple(row[:4])]) <= pixel * max(1, row[4] / pixel) * 0.5 for row in ours)
-
-
-def walk_in_and_stand(stand_frames):
-    """Grey frames of a still scene: empty for 25 frames, then a dark 12x36 person walks in from the left
-    (2 px a frame for 30 frames) and stands still for ``stand_frames`` frames."""
-    rng = np.random.default_rng(0)
-    frames = []
-    for k in range(25 + 30 + stand_frames):
-        frame = np.clip(120 + rng.normal(0, 2, (120, 160)), 0, 255).astype(np.uint8)
-        if k >= 25:
-            x = 10 + 2 * min(k - 25, 30)
-            frame[60:96, x:x + 12] = 20
-        frames.append(frame)
-    return frames
 
 
 def test_a_person_who_walks_in_and_stands_still_stays_found_and_out_of_the_released_scene():

@@ -13,23 +13,7 @@ pytest.importorskip("cv2")
 from sensorveil.runtime.camera.detect import MotionPeopleDetector  # noqa: E402
 from sensorveil.runtime.camera.learned import LearnedPeopleDetector  # noqa: E402
 from sensorveil.runtime.camera.pipeline import PersonCrops  # noqa: E402
-
-PERSON_GREY = 20
-STANDS_AT = (slice(60, 96), slice(70, 82))
-
-
-def walk_in_and_stand(stand_frames):
-    """Grey frames: an empty place for 25 frames, then a dark person who walks in (2 px a frame for 30 frames)
-    and stands at STANDS_AT (tests/integration/test_camera.py's case)."""
-    rng = np.random.default_rng(0)
-    frames = []
-    for k in range(25 + 30 + stand_frames):
-        frame = np.clip(120 + rng.normal(0, 2, (120, 160)), 0, 255).astype(np.uint8)
-        if k >= 25:
-            x = 10 + 2 * min(k - 25, 30)
-            frame[60:96, x:x + 12] = PERSON_GREY
-        frames.append(frame)
-    return frames
+from tests.camera_scenes import PERSON_GREY, STANDS_AT, walk_in_and_stand  # noqa: E402
 
 
 def test_a_person_the_graph_never_finds_who_walks_in_and_stands_is_never_released():
