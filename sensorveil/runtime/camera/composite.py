@@ -267,7 +267,7 @@ def stand_out_colour(patch, scene, margin=PERSON_CONTRAST):
     scaled += lift[..., None] * (255.0 - scaled)
     out = np.minimum(np.maximum(np.rint(scaled), 1), 255).astype(np.uint8)
     # no gap asked (margin 0): the person's own colours, exactly (scaling by a grey ratio of 1 rounds them)
-    own = (np.asarray(margin) == 0) & np.ones(grey.shape, dtype=bool)
+    own = np.broadcast_to(np.asarray(margin) == 0, grey.shape)
     return np.where(own[..., None], np.maximum(patch, 1), out).astype(np.uint8)
 
 
