@@ -258,6 +258,29 @@ def test_prefetching_starts_its_thread_at_the_first_read_not_at_open():
     assert threading.active_count() == before
 
 
+UNCLOSED_SOURCE = """
+import atexit, sys, threading
+def readers_left():   # registered first, so it runs after sensorveil's own exit handlers (atexit is LIFO)
+    print("readers left at exit:", sum(t.name.startswith("prefetch") and t.is_alive() for t in threading.enumerate()))
+atexit.register(readers_left)
+from sensorveil.runtime.sources import open_source
+source = open_source(sys.argv[1])
+source.read()
+"""
+
+
+def test_a_script_that_never_closes_its_source_exits_without_a_reader_thread_left_running():
+    """A daemon reader torn down inside OpenCV's decoder aborts the process at exit (CI saw
+    'FATAL: exception not rethrown'); an exit handler stops readers first, whoever forgot them."""
+    if not WALKWAY.is_file():
+        pytest.skip(f"walkway.avi not found at {WALKWAY}")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", UNCLOSED_SOURCE, str(WALKWAY)], capture_output=True, text=True,
+                          timeout=120, cwd=root, env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "readers left at exit: 0" in done.stdout, done.stdout
+
+
 @pytest.mark.exports
 @pytest.mark.trains
 def test_a_stream_reading_ahead_reads_prefetching_in_its_own_reader_thread(depth_bundle):

@@ -1,8 +1,10 @@
 """Sources wrapping a source: reopened after a disconnect (:class:`Reconnecting`), read ahead in a
 thread (:class:`Prefetching`, on :class:`ReadAhead`, which the stream also uses)."""
+import atexit
 import queue
 import threading
 import time
+import weakref
 from typing import Callable
 
 from sensorveil.runtime.errors import BackendUnavailableError, InputError
@@ -154,7 +156,11 @@ class ReadAhead:
     walkway.avi alone beside the depth model alone). The queue is bounded, so a slow consumer
     holds at most ``depth`` items and a live camera drops in its own driver, as it would without the
     thread. Anything ``produce`` raises ends the reader and is raised in the consumer's thread, in order;
-    ``None`` from ``produce`` is the end of the source."""
+    ``None`` from ``produce`` is the end of the source.
+
+    A reader its owner never stopped (a script that ends without closing its source) is stopped when the
+    interpreter exits, before daemon threads are torn down: a daemon thread ended while inside a decoder's
+    C++ code aborts the whole process ("FATAL: exception not rethrown"; CI saw it, and here 1 run in 30)."""
 
     def __init__(self, produce, depth: int = 2, name: str = "sensorveil read-ahead"):
         self.produce = produce
@@ -162,6 +168,7 @@ class ReadAhead:
         self.stopping = threading.Event()
         self.ended = False
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        _RUNNING.add(self)
         self.thread.start()
 
     def _run(self) -> None:
@@ -194,10 +201,20 @@ class ReadAhead:
         self.ended = item is None
         return item
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 5.0) -> None:
         self.stopping.set()
         # the reader finishes the frame it is on; a read stuck in a driver is abandoned (daemon thread)
-        self.thread.join(timeout=5.0)
+        self.thread.join(timeout=timeout_s)
+        _RUNNING.discard(self)
+
+
+_RUNNING = weakref.WeakSet()   # readers not yet stopped; weak, so a dropped reader is not kept alive here
+
+
+@atexit.register
+def _stop_readers_left_running() -> None:
+    for reader in list(_RUNNING):
+        reader.stop(timeout_s=2.0)
 
 
 class _ReaderFailed:
