@@ -8,7 +8,7 @@ place's window is cleared to the motion detector's empty scene and a substitute 
 its own proportions, as the runtime pastes a cut-out (composite.paste_people): once "as released" (made to stand
 out from the scene by the runtime's contrast rule) and once "plain" (its own colours). The graph runs on the
 whole pasted frame at the bundle's threshold (learned.DEFAULT_SCORE: the audit's learned people counter) and on
-2x2 overlapping tiles (the audit's offline reference people); a pasted person is found when a person box
+2x2 overlapping tiles (the tiles of the audit's offline reference people); a pasted person is found when a person box
 overlaps theirs by IoU 0.5 or holds most of it (learned.COVERED), each graph box counted for one pasted person
 at most.
 
@@ -186,11 +186,11 @@ def graph_finder(run_graph=None):
 
 
 def tiled_finder(run_graph=None):
-    """find(frame) -> person boxes of the graph on 2x2 overlapping tiles at the reference score: the camera
-    audit's offline reference people (benchmarks.reference_people.TiledPeople), small people seen at twice the
-    resolution."""
+    """find(frame) -> person boxes of the graph on 2x2 overlapping tiles at the reference score: the tiles of
+    the camera audit's offline reference people (benchmarks.reference_people.TiledPeople, which looks at the
+    whole frame too), small people seen at twice the resolution."""
     from sensorveil.benchmarks.reference_people import TiledPeople
-    tiles = TiledPeople(run_graph or graph_runner())
+    tiles = TiledPeople(run_graph or graph_runner(), grids=(2,))
     return lambda frame: tiles(0, frame)
 
 
@@ -209,7 +209,8 @@ def page(result, record):
              "motion detector's foreground mask and pasted back at their own boxes the same way. Detectors: the "
              "bundles' COCO SSDLite-MobileNetV2 graph (ONNX) on the whole frame at the bundle's threshold "
              f"(score >= {DEFAULT_SCORE}: the learned people counter the camera audit runs on a release), and on "
-             "2x2 overlapping tiles at the reference score (the audit's offline reference people); found: a person "
+             "2x2 overlapping tiles at the reference score (the tiles of the audit's offline reference people); "
+             "found: a person "
              f"box at IoU >= {MATCH_IOU} with the pasted box, or one mostly inside the other at a height within "
              f"x{HEIGHT_RATIO}. Share found [95% Wilson interval].", "",
              "| detector, paste | kind | found | " + " | ".join(f"box height {b} px" for b in result["bins"]) + " |",

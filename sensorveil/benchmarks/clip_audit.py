@@ -4,11 +4,12 @@ against the raw clip's, beside what JPEG quality 90 alone changes).
 
 The bundle runs as `sensorveil run` runs it (``load_for_stream``: torch-free runtime, colour release), over
 every frame (its detectors learn as on the device), without retraining and writing nothing. The figures are read
-on every JUDGE_EVERY-th frame past WARM_UP (the offline references cost four detector runs a frame):
+on every JUDGE_EVERY-th frame past WARM_UP (the offline references cost five detector runs a frame):
 
 * leak meter (leak_meter.py): each judged raw frame's people found offline (difference from the clip's median,
-  plus the bundle's learned detector on overlapping tiles when it carries one); a box the pipeline did not
-  cover that the release still shows leaks. Its power: a control ghost blended into the release must be caught.
+  plus the bundle's learned detector on the frame and on overlapping tiles when it carries one); a box the
+  pipeline did not cover that the release still shows leaks. Its power: a control ghost blended into the
+  release must be caught.
 * recall: on every SAMPLE_EVERY-th frame past WARM_UP, the share of those reference people the pipeline's own
   boxes cover (IoU >= 0.3 as detector_recall.found, or at least half the reference box inside a pipeline box:
   the tiled detector may find a large person in parts, each of them protected), with a Wilson interval.
@@ -31,6 +32,7 @@ import numpy as np
 
 from sensorveil.benchmarks.detector_recall import FOUND_IOU, wilson
 from sensorveil.benchmarks.leak_meter import LeakMeter, TiledPeople, empty_scene, merge_boxes, offline_boxes
+from sensorveil.benchmarks.reference_people import MEDIAN_EVERY, Announced
 
 RECALL_GOAL = 0.85        # share of the reference people the pipeline must cover
 COUNT_POINTS = 0.10       # the release's count agreement may fall this far below the JPEG-90 floor's
@@ -200,7 +202,9 @@ def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None, scene
     if log is not None:
         log(f"clip audit: the empty scene from {len(raw_frames)} frames" + (", people left out" if learned else ""))
     # the leak meter's and the reference people's empty scene
-    empty = empty_scene(raw_frames, TiledPeople(privatizer.pipeline.run_graph) if learned else None)
+    people = Announced(TiledPeople(privatizer.pipeline.run_graph), len(raw_frames[::MEDIAN_EVERY]), log,
+                       "clip audit: the empty scene") if learned else None
+    empty = empty_scene(raw_frames, people)
     tiles = LastFrame(TiledPeople(privatizer.pipeline.run_graph)) if learned else None
     meter, recall = LeakMeter(empty, offline=tiles), RecallCheck(empty, tiles)
     counts = CountCheck(counter_factories(privatizer), stateless=("independent",) if learned else ())

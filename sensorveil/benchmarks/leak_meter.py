@@ -12,10 +12,10 @@ The meter states its power on every run: how many judged boxes a control ghost (
 frame blended into the release) is caught in. Pixels the pipeline pasted a substitute or a perturbed crop on
 (its windows) are left out of that judgment: they are the mechanism's output, which the audit measures, not
 the camera's frame. ``offline`` adds a second offline detector's boxes (scripts/camera_results.py passes the
-bundle's learned detector run on overlapping tiles at a low score, ``TiledPeople``), so people the pipeline's
-own detectors miss are looked for at a higher resolution than the pipeline runs. A person who stands through
-the whole clip is in the median too: their pixels do not differ from the empty scene, so such a box is
-counted as found but cannot be judged (``measured_boxes`` says how many could).
+bundle's learned detector run on the frame and on overlapping tiles at a low score, ``TiledPeople``), so people
+the pipeline's own detectors miss are looked for at a higher resolution than the pipeline runs. A person who
+stands through the whole clip is in the median too: their pixels do not differ from the empty scene, so such a
+box is counted as found but cannot be judged (``measured_boxes`` says how many could).
 """
 import numpy as np
 

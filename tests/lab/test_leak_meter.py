@@ -92,10 +92,36 @@ def test_tiled_people_map_each_tile_s_boxes_back_into_the_frame():
     def graph(name, batch):                       # a person in the middle of every tile
         seen.append(batch.shape)
         return np.array([[[0.25, 0.25, 0.75, 0.75, 0.9, 1]]], np.float32)
-    boxes = TiledPeople(graph, grid=2, overlap=0.5)(0, np.zeros((120, 160, 3), np.uint8))
+    boxes = TiledPeople(graph, grids=(2,), overlap=0.5)(0, np.zeros((120, 160, 3), np.uint8))
     assert seen == [(1, 300, 300, 3)] * 4
     # tiles of 80x106 at (0|54, 0|40): the middle halves; no box lies half inside another, so all four stay
     assert sorted(boxes[:, 0].tolist()) == [26, 26, 80, 80] and sorted(boxes[:, 1].tolist()) == [20, 20, 60, 60]
+
+
+def test_tiled_people_look_at_the_whole_frame_too_so_a_person_taller_than_a_tile_is_found_whole():
+    from sensorveil.benchmarks.leak_meter import TiledPeople
+
+    def graph(name, batch):                       # one person filling the middle half of whatever it is shown
+        return np.array([[[0.25, 0.25, 0.75, 0.75, 0.9, 1]]], np.float32)
+    boxes = TiledPeople(graph, grids=(1, 2), overlap=0.5)(0, np.zeros((120, 160, 3), np.uint8))
+    # the frame's own box (40, 30, 80, 60) first; the tiles' smaller boxes lie half inside it and are merged away
+    assert boxes.tolist()[0] == [40, 30, 80, 60] and len(boxes) < 5
+
+
+def test_the_empty_scene_leaves_a_standing_person_out_even_where_the_detector_misses_them_now_and_then():
+    """A person stands at one place in 90% of the frames and the detector misses them in every third sampled
+    frame: those misses alone would outnumber the empty frames, and the median would keep the person."""
+    from sensorveil.benchmarks.reference_people import MEDIAN_EVERY, empty_scene
+    frames = [np.full((40, 60), 200, np.uint8) for _ in range(120)]
+    for frame in frames[12:]:
+        frame[10:30, 20:30] = 50
+    box = np.array([[20, 10, 10, 20]])
+
+    def people(index, frame):
+        missed = (index // MEDIAN_EVERY) % 3 == 0 or index < 12
+        return box[:0] if missed else box
+    scene = empty_scene(frames, people)
+    assert abs(float(scene[20, 25]) - 200) < 1, scene[20, 25]
 
 
 def test_recall_counts_reference_people_a_detector_overlaps():
