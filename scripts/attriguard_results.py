@@ -32,6 +32,7 @@ import torch
 from sensorveil.runtime.stages.attriguard import CHUNK, draw, kkt_mechanism, panda, phase_one
 from sensorveil.sdk import mechanisms
 from sensorveil.sdk.audit import FAMILIES, GOAL_MARGIN, Release, audit
+from sensorveil.sdk.audit_cache import RawAttackersOnce
 from sensorveil.sdk.evaluation import baselines
 from sensorveil.sdk.mechanisms.attriguard import attacker_suite, numpy_decide
 from sensorveil.sdk.runs import read_run, train_run
@@ -86,31 +87,6 @@ def entries_to_change_guess(l0: np.ndarray, reached: np.ndarray, guesses: np.nda
 
 
 # ---------------------------------------------------------------------------------------------- the audit
-class RawAttackersOnce:
-    """An audit cache (audit(..., cache=)) that trains no raw-data attacker twice on one dataset. Every audit
-    trains each family once on the RAW rows (its power); those rows are the same at every beta, so the trees,
-    logistic and trees+useful ones serve every beta. The neural one also meets the release (re-id), so it
-    trains per release, except on the raw audit, whose release is the raw rows: there every raw-data attacker
-    is the family's own seed 0."""
-
-    def __init__(self):
-        self.raw, self.auditing_raw = {}, False
-
-    def get(self, name: str, seed: int):
-        family = name.removeprefix("raw-data ").removesuffix(" (and re-id)")
-        if not name.startswith("raw-data ") or family not in self.raw:
-            return None
-        if name.endswith("(and re-id)"):
-            return (self.raw[family],) * 2 if self.auditing_raw else None
-        return self.raw[family]
-
-    def put(self, name: str, seed: int, result) -> None:
-        if self.auditing_raw and seed == 0 and name in FAMILIES:
-            self.raw[name] = result
-        elif name.startswith("raw-data ") and not name.endswith("(and re-id)"):
-            self.raw[name.removeprefix("raw-data ")] = result
-
-
 def summary(result: dict) -> dict:
     """What the page keeps of one audit: every family's interval (re-id included: AttriGuard releases rows in
     the raw data's shape, so a network trained on raw rows reads them), the strongest, the utility probe,
@@ -130,9 +106,9 @@ def audited(task, train_x: torch.Tensor, test_x: torch.Tensor, args, cache: RawA
 def raw_audit(task, args, cache: RawAttackersOnce) -> dict:
     """The raw-data rows: the same audit on the raw rows (no mechanism), and whether it has power (the
     strongest family on raw data beyond Random* + 5 points; if not, no release could show protection)."""
-    cache.auditing_raw = True
+    cache.start(auditing_raw=True)
     raw = audited(task, task.x[task.attacker_train], task.x[task.test], args, cache)
-    cache.auditing_raw = False
+    cache.start(auditing_raw=False)
     raw["has_power"] = raw["strongest"]["mean"] > raw["random_star"] + GOAL_MARGIN
     return raw
 

@@ -47,6 +47,7 @@ import torch
 from sensorveil.export import export_run
 from sensorveil.sdk import mechanisms
 from sensorveil.sdk.audit import FAMILIES, GOAL_MARGIN, REID, REID_OMNI, Release, audit, interval
+from sensorveil.sdk.audit_cache import RawAttackersOnce
 from sensorveil.sdk.mechanisms.tappfl import flower_version
 from sensorveil.sdk.runs import read_run, train_run
 from sensorveil_lab.page_text import cell, families_text
@@ -114,44 +115,12 @@ def summary(result: dict) -> dict:
             "n_test": result["n_test"]}
 
 
-class RawRowsOnce:
-    """An audit cache (audit(..., cache=)) shared by one dataset's audits, so the raw rows' attackers train once.
-    Every audit trains its power attackers ("raw-data X", seed 0) on the raw rows. In the raw audit (whose release
-    is the raw rows) those are family X's own seed-0 attackers; every later audit of the dataset (a representation
-    release, whose raw task is the same rows and splits) reads them back instead of training them again."""
-
-    def __init__(self):
-        self.raw_rows, self.kept, self.of_raw_rows = {}, {}, False
-
-    def start(self, release: Release) -> "RawRowsOnce":
-        self.kept, self.of_raw_rows = {}, release.raw_task is None
-        return self
-
-    def get(self, name: str, seed: int):
-        if not name.startswith("raw-data "):
-            return None
-        family = name.removeprefix("raw-data ").removesuffix(" (and re-id)")
-        if self.of_raw_rows and family not in self.raw_rows and (family, 0) in self.kept:
-            self.raw_rows[family] = self.kept[(family, 0)]
-        guesses = self.raw_rows.get(family)
-        if guesses is None or (name.endswith("(and re-id)") and not self.of_raw_rows):
-            return None                      # a re-id attacker meets its own release: only the raw one is the same
-        return (guesses, guesses) if name.endswith("(and re-id)") else guesses
-
-    def put(self, name: str, seed: int, result) -> None:
-        if name.startswith("raw-data "):
-            family = name.removeprefix("raw-data ").removesuffix(" (and re-id)")
-            self.raw_rows[family] = result[0] if name.endswith("(and re-id)") else result
-        else:
-            self.kept[(name, seed)] = result
-
-
-def audited(release: Release, args, raw_rows: RawRowsOnce) -> dict:
+def audited(release: Release, args, raw_rows: RawAttackersOnce) -> dict:
     return summary(audit(release, seeds=args.seeds, attacker_epochs=args.attacker_epochs, log=progress,
-                         cache=raw_rows.start(release)))
+                         cache=raw_rows.start(auditing_raw=release.raw_task is None)))
 
 
-def raw_audit(pre_dir: Path, args, raw_rows: RawRowsOnce) -> tuple[dict, dict]:
+def raw_audit(pre_dir: Path, args, raw_rows: RawAttackersOnce) -> tuple[dict, dict]:
     """The raw-data rows: the same audit on the raw protocol rows (no mechanism), and whether it has power (the
     strongest family on raw data beyond Random* + 5 points; if not, no release could show protection)."""
     mechanism, run = mechanisms.get("tappfl"), read_run(pre_dir)
@@ -212,7 +181,7 @@ def compatible(audited: dict, reference: dict) -> dict:
 
 
 def lambda_point(name: str, lam: float, term: str, setup: dict, pre_dir: Path, args, out: Path, raw: dict,
-                 reference: dict, raw_rows: RawRowsOnce, seed: int = 0) -> dict:
+                 reference: dict, raw_rows: RawAttackersOnce, seed: int = 0) -> dict:
     """One release of one federation: train from the federation's pre-trained f with one privacy term at one
     lambda, export f to ONNX, audit what the bundle emits (as a device computes it), and read the paper's measure
     from the run."""
@@ -245,7 +214,7 @@ def federation(name: str, args, setup: dict, out: Path, seed: int) -> dict:
     release from its pre-trained f."""
     pre_dir = pretrain(name, args, setup, out, seed)
     pre = read_run(pre_dir)
-    raw_rows = RawRowsOnce()
+    raw_rows = RawAttackersOnce()
     raw, reference = raw_audit(pre_dir, args, raw_rows)
     progress(f"{name} federation seed {seed}, raw data: strongest {raw['strongest_attacker']} "
              f"{raw['strongest']['mean']:.3f}, utility {raw['utility']['mean']:.3f}, Random* {raw['random_star']:.3f}")

@@ -1,4 +1,6 @@
-"""Each audit attacker's guesses kept on disk, so an audit that is stopped part-way resumes where it stopped.
+"""Audit attackers trained once: each attacker's guesses kept on disk, so an audit that is stopped part-way
+resumes where it stopped (``AttackerCache``), and the raw rows' attackers kept in memory across the audits of one
+dataset's releases (``RawAttackersOnce``), whose power rows are the same every time.
 
 An audit of depth frames trains 22 attackers, seven of them networks, each of which takes minutes on a 2-core
 machine (the audit's progress lines in `python scripts/pass_results.py --datasets synthetic-depth` time each one):
@@ -62,3 +64,39 @@ class AttackerCache:
         np.savez(partial, parts=len(parts), is_tuple=isinstance(result, tuple),
                  **{f"part{k}": np.asarray(part) for k, part in enumerate(parts)})
         os.replace(partial, path)   # a run killed while writing leaves no entry, not half of one
+
+
+RAW_DATA, REID = "raw-data ", " (and re-id)"    # how audit() names an attacker trained on the raw rows
+
+
+class RawAttackersOnce:
+    """An audit cache (audit(..., cache=)) shared by one dataset's audits, so the raw rows' attackers train once.
+
+    Every audit trains its power attackers ("raw-data X") on the raw rows, and those rows and splits are the same
+    for every release of the dataset. In the raw audit (``start(auditing_raw=True)``: its release is the raw rows)
+    family X's own seed-0 attacker is "raw-data X" too. Later audits read them back. A "(and re-id)" attacker
+    also meets the audit's own release, so it is read back only in the raw audit; and a release's own attackers
+    ("X", not "raw-data X") are never read back: they never stand in for the raw rows'."""
+
+    def __init__(self):
+        self.raw, self.auditing_raw = {}, False
+
+    def start(self, auditing_raw: bool) -> "RawAttackersOnce":
+        """Begin an audit: of the raw rows themselves (``auditing_raw``) or of a release of them."""
+        self.auditing_raw = bool(auditing_raw)
+        return self
+
+    def get(self, name: str, seed: int):
+        family = name.removeprefix(RAW_DATA).removesuffix(REID)
+        if not name.startswith(RAW_DATA) or family not in self.raw:
+            return None
+        if name.endswith(REID):
+            return (self.raw[family],) * 2 if self.auditing_raw else None
+        return self.raw[family]
+
+    def put(self, name: str, seed: int, result) -> None:
+        if name.startswith(RAW_DATA):
+            # a re-id attacker's first guesses are the raw rows': the same as the plain raw-data attacker's
+            self.raw[name.removeprefix(RAW_DATA).removesuffix(REID)] = result[0] if name.endswith(REID) else result
+        elif self.auditing_raw and seed == 0:
+            self.raw[name] = result

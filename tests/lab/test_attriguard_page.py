@@ -80,13 +80,13 @@ def test_the_finding_says_when_attriguard_does_not_protect_or_the_data_cannot_te
 
 def test_each_raw_data_attacker_trains_once_per_dataset(script):
     cache = script.RawAttackersOnce()
-    cache.auditing_raw = True                      # the raw audit: its release is the raw rows
+    cache.start(auditing_raw=True)                 # the raw audit: its release is the raw rows
     cache.put("trees", 0, "trees seed 0")
     cache.put("trees", 1, "trees seed 1")
     cache.put("neural", 0, "neural seed 0")
     assert cache.get("raw-data trees", 0) == "trees seed 0"
     assert cache.get("raw-data neural (and re-id)", 0) == ("neural seed 0", "neural seed 0")
-    cache.auditing_raw = False                     # a beta's release: re-id meets that release, so it trains
+    cache.start(auditing_raw=False)                # a beta's release: re-id meets that release, so it trains
     assert cache.get("raw-data trees", 0) == "trees seed 0"
     assert cache.get("raw-data neural (and re-id)", 0) is None
     assert cache.get("trees", 0) is None           # the release's own attackers always train

@@ -27,14 +27,13 @@ def script():
 def test_the_raw_rows_attackers_train_once_and_never_stand_in_for_a_release(script):
     """The raw audit's family X at seed 0 is its power attacker "raw-data X"; a representation's audit reads that
     back, and never its own seed-0 attacker on r (the old cache handed r's guesses out as the raw rows')."""
-    from sensorveil.sdk.audit import Release
-    raw_rows, task = script.RawRowsOnce(), object()
-    raw_rows.start(Release(task, None, None))
+    raw_rows = script.RawAttackersOnce()
+    raw_rows.start(auditing_raw=True)
     raw_rows.put("trees", 0, "trees on raw rows")
     assert raw_rows.get("raw-data trees", 0) == "trees on raw rows"
     assert raw_rows.get("raw-data neural (and re-id)", 0) is None              # not trained yet: train it
     raw_rows.put("raw-data neural (and re-id)", 0, ("neural on raw rows", "the same rows"))
-    raw_rows.start(Release(task, None, None, raw_task=task))                   # a representation's audit
+    raw_rows.start(auditing_raw=False)                                          # a representation's audit
     raw_rows.put("trees", 0, "trees on r")
     assert raw_rows.get("raw-data trees", 0) == "trees on raw rows"
     assert raw_rows.get("raw-data neural", 0) == "neural on raw rows"
