@@ -34,8 +34,9 @@ def empty_scene(frames, people=None, colour: bool = False):
     pixels (boxes grown by PEOPLE_MARGIN), and out of the PEOPLE_REACH sampled frames either side: a person who
     stands at one place for most of the clip is then not taken for the scene, even where the detector misses
     them in a frame now and then (one-by-one-person-detection: people at a table, each found in most frames and
-    missed in some, left a ghost at the table without the reach). A pixel covered in every sampled frame keeps
-    the plain median."""
+    missed in some, left a ghost at the table without the reach). Where the reach leaves no sampled frame (a
+    place empty only between one person and the next), the frames the people were found in alone are left out;
+    a pixel covered in every sampled frame keeps the plain median."""
     sampled = frames[::MEDIAN_EVERY]
     stack = np.stack([f.astype(np.float32) if colour else to_grey(f) for f in sampled])
     plain = np.median(stack, axis=0)
@@ -46,11 +47,15 @@ def empty_scene(frames, people=None, colour: bool = False):
     for shift in range(1, PEOPLE_REACH + 1):
         reached[shift:] |= found[:-shift]
         reached[:-shift] |= found[shift:]
+    nothing_left = reached.all(axis=0)
+    found_only = stack[:, nothing_left]               # those pixels, with the found frames alone left out
+    found_only[found[:, nothing_left]] = np.nan
     stack[reached] = np.nan
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)       # all-NaN pixels: the plain median below
         scene = np.nanmedian(stack, axis=0)
+        scene[nothing_left] = np.nanmedian(found_only, axis=0)
     return np.where(np.isnan(scene), plain, scene)
 
 
