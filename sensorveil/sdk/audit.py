@@ -45,6 +45,9 @@ from sensorveil.sdk.networks import make_classifier
 from sensorveil.sdk.training import predict, train_classifier
 
 FAMILIES = ("neural", "trees", "logistic", "trees+useful")
+# how an attacker trained on the RAW rows is named, and one of them also scored on the release (audit_cache
+# reads these names back)
+RAW_DATA, AND_REID = "raw-data ", " (and re-id)"
 REID = "re-id"          # the neural family trained on RAW data, scored on the release (with "neural", one seed)
 REID_OMNI = "re-id omni-scale"    # an OSNet-like network trained on RAW camera crops, scored on the release
 OMNI_MIN_SIDE = 32      # crops smaller than this (digits' 8x8) are no camera people: the network is not run
@@ -224,14 +227,14 @@ def raw_attackers(release: Release, families, attacker_epochs: int, progress, gu
     raw_guesses = {}
     for family in families:
         if family == "neural" and in_raw_space(release):    # one net: the raw reference and the re-id attacker
-            raw_guesses[family], reid = progress("raw-data neural (and re-id)", 0,
+            raw_guesses[family], reid = progress(RAW_DATA + "neural" + AND_REID, 0,
                                                  lambda: raw_trained_neural(raw, release, attacker_epochs))
             guesses[REID] = [reid]
         else:
-            raw_guesses[family] = progress(f"raw-data {family}", 0, lambda: attack(
+            raw_guesses[family] = progress(RAW_DATA + family, 0, lambda: attack(
                 family, raw, task.private, task.n_private, attacker_epochs, 0))
     if wants_omni_scale(release):
-        raw_guesses["omni-scale"], reid = progress("raw-data omni-scale (and re-id)", 0, lambda: raw_trained_neural(
+        raw_guesses["omni-scale"], reid = progress(RAW_DATA + "omni-scale" + AND_REID, 0, lambda: raw_trained_neural(
             raw, release, attacker_epochs, network=omni_scale_network))
         guesses[REID_OMNI] = [reid]
     return raw_guesses
@@ -242,7 +245,7 @@ def raw_utility_probe(release: Release, attacker_epochs: int, progress):
     the raw-data row every page shows beside the attackers' one."""
     task = release.raw()
     raw = Release(task, task.x[task.attacker_train], task.x[task.test])
-    return progress("raw-data utility probe", 0, lambda: attack("neural", raw, task.useful, task.n_useful,
+    return progress(RAW_DATA + "utility probe", 0, lambda: attack("neural", raw, task.useful, task.n_useful,
                                                                 attacker_epochs, 100))
 
 

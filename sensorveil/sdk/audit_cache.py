@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sensorveil.sdk.audit import AND_REID, RAW_DATA
+
 CODE_PACKAGES = ("sdk", "runtime")   # the attackers' code and the bundle's: their source keys every entry
 
 
@@ -66,9 +68,6 @@ class AttackerCache:
         os.replace(partial, path)   # a run killed while writing leaves no entry, not half of one
 
 
-RAW_DATA, REID = "raw-data ", " (and re-id)"    # how audit() names an attacker trained on the raw rows
-
-
 class RawAttackersOnce:
     """An audit cache (audit(..., cache=)) shared by one dataset's audits, so the raw rows' attackers train once.
 
@@ -87,16 +86,17 @@ class RawAttackersOnce:
         return self
 
     def get(self, name: str, seed: int):
-        family = name.removeprefix(RAW_DATA).removesuffix(REID)
+        family = name.removeprefix(RAW_DATA).removesuffix(AND_REID)
         if not name.startswith(RAW_DATA) or family not in self.raw:
             return None
-        if name.endswith(REID):
+        if name.endswith(AND_REID):
             return (self.raw[family],) * 2 if self.auditing_raw else None
         return self.raw[family]
 
     def put(self, name: str, seed: int, result) -> None:
         if name.startswith(RAW_DATA):
             # a re-id attacker's first guesses are the raw rows': the same as the plain raw-data attacker's
-            self.raw[name.removeprefix(RAW_DATA).removesuffix(REID)] = result[0] if name.endswith(REID) else result
+            family = name.removeprefix(RAW_DATA).removesuffix(AND_REID)
+            self.raw[family] = result[0] if name.endswith(AND_REID) else result
         elif self.auditing_raw and seed == 0:
             self.raw[name] = result
