@@ -172,16 +172,17 @@ class RecallCheck(object):
                 "holds": None if share is None else share >= RECALL_GOAL}
 
 
-class LastFrame(object):
-    """``tiles(index, frame)`` computed once per frame: the leak meter and recall ask for the same frame."""
+class OncePerFrame(object):
+    """``tiles(index, frame)`` computed once per frame index: the empty scene's sampled frames and the leak
+    meter's and recall's judged frames are many of the same frames (every 4th and every 2nd)."""
 
     def __init__(self, tiles):
-        self.tiles, self.label, self.index, self.boxes = tiles, tiles.label, None, None
+        self.tiles, self.label, self.boxes = tiles, tiles.label, {}
 
     def __call__(self, index, frame):
-        if index != self.index:
-            self.index, self.boxes = index, self.tiles(index, frame)
-        return self.boxes
+        if index not in self.boxes:
+            self.boxes[index] = self.tiles(index, frame)
+        return self.boxes[index]
 
 
 def judged(index: int) -> bool:
@@ -202,10 +203,9 @@ def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None, scene
     if log is not None:
         log(f"clip audit: the empty scene from {len(raw_frames)} frames" + (", people left out" if learned else ""))
     # the leak meter's and the reference people's empty scene
-    people = Announced(TiledPeople(privatizer.pipeline.run_graph), len(raw_frames[::MEDIAN_EVERY]), log,
-                       "clip audit: the empty scene") if learned else None
+    tiles = OncePerFrame(TiledPeople(privatizer.pipeline.run_graph)) if learned else None
+    people = Announced(tiles, len(raw_frames[::MEDIAN_EVERY]), log, "clip audit: the empty scene") if learned else None
     empty = empty_scene(raw_frames, people)
-    tiles = LastFrame(TiledPeople(privatizer.pipeline.run_graph)) if learned else None
     meter, recall = LeakMeter(empty, offline=tiles), RecallCheck(empty, tiles)
     counts = CountCheck(counter_factories(privatizer), stateless=("independent",) if learned else ())
     stream = Stream(privatizer, open_source(str(clip), reconnect=False, prefetch=False))
