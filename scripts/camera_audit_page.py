@@ -5,7 +5,7 @@ committed; the page says where it came from).
     sensorveil quickstart --camera CLIP --out runs/NAME          # trains and exports the bundle on the clip
     python scripts/camera_audit_page.py --bundle runs/NAME/bundles/pass-SLUG --clip CLIP \\
         --source "where the clip came from, its licence" --out docs/camera_audit-NAME.md \\
-        [--scene-still STILL]      # the operator's picture of the empty place, released as `run` releases it
+        [--scene-still STILL --still-note "how it was made, and who looked at it"]   # released as `run` does
 """
 import argparse
 import json
@@ -42,7 +42,8 @@ def page(result: dict, record: dict, source: str) -> str:
              f"Clip `{Path(clip['clip']).name}`, {clip['frames']} frames of {clip['frame_size'][0]}x"
              f"{clip['frame_size'][1]}: {source}. Bundle `{Path(result['bundle']).name}` "
              "(`sensorveil quickstart --camera` on this clip). What each part means: docs/guides/camera.md, "
-             "\"The camera goal, part by part\".", "", still_text(result.get("scene_still")), "", "```",
+             "\"The camera goal, part by part\".", "",
+             still_text(result.get("scene_still"), result.get("scene_still_note")), "", "```",
              format_goal(result["goal"]), "```", ""]
     if "chance" in result["identity"]:
         lines += ["```", format_identity(result["identity"]), "```", ""]
@@ -58,13 +59,15 @@ def page(result: dict, record: dict, source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def still_text(still) -> str:
-    """Which scene the release shows where the camera has not been quiet long enough yet."""
+def still_text(still, note=None) -> str:
+    """Which scene the release shows where the camera has not been quiet long enough yet, and how its still was made,
+    in the words of whoever wrote the page (nothing here can tell whether a picture holds nobody)."""
     if not still:
         return ("Released on the neutral grey where the camera has not been quiet long enough yet (no scene "
                 "still given).")
     return (f"Released with the scene still `{still}` (`--scene-still`, as `sensorveil run` takes it) where the "
-            "camera has not been quiet long enough yet; it was looked at and holds nobody.")
+            f"camera has not been quiet long enough yet. How it was made and who looked at it, as the page's "
+            f"writer states: {note}. A still is released as it is: an operator looks at it before giving it.")
 
 
 def at_place_text(count: dict) -> str:
@@ -85,12 +88,18 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="the page (.md; .json beside it)")
     parser.add_argument("--scene-still", default=None, metavar="IMAGE",
                         help="the operator's picture of the empty place (look at it first: it is released)")
+    parser.add_argument("--still-note", default=None, metavar="TEXT",
+                        help="with --scene-still: how the still was made and who looked at it (printed on the page)")
     parser.add_argument("--allow-dirty", action="store_true", help="write from uncommitted code (the page says so)")
     args = parser.parse_args(argv)
+    if args.scene_still is not None and not args.still_note:
+        parser.error("--scene-still needs --still-note: how the still was made and who looked at it (the page says "
+                     "it; nothing in the audit can tell whether a picture holds nobody)")
     require_clean(args.allow_dirty)
     record = provenance(allow_dirty=args.allow_dirty)
     result = audit(args.bundle, args.clip, args.epochs, scene_still=scene_still_from(args))
     result["scene_still"] = None if args.scene_still is None else Path(args.scene_still).name
+    result["scene_still_note"] = args.still_note
     result = portable(result, folders={
         str(args.clip.parent.resolve()): "CLIPS", str(args.bundle.parent.resolve()): "BUNDLES"})
     args.out.write_text(page(result, record, args.source))

@@ -1,5 +1,7 @@
 """The camera audit page shows, beside each counter's totals, how many raw people it finds at their place in the
 release: equal counts can be a person missed where someone else is counted."""
+import pytest
+
 from tests.conftest import load_script
 
 
@@ -16,4 +18,12 @@ def test_each_counter_line_says_how_many_raw_people_are_found_at_their_place():
 def test_the_page_says_which_scene_the_release_shows():
     page = load_script("camera_audit_page")
     assert "neutral grey" in page.still_text(None)
-    assert "`empty.png`" in page.still_text("empty.png") and "holds nobody" in page.still_text("empty.png")
+    text = page.still_text("empty.png", "made by `sensorveil scene-still`; looked at by the writer")
+    assert "`empty.png`" in text and "made by `sensorveil scene-still`; looked at by the writer" in text
+    assert "holds nobody" not in text      # the script cannot know it: only the writer's note may say it
+
+
+def test_a_still_without_a_note_is_refused():
+    page = load_script("camera_audit_page")
+    with pytest.raises(SystemExit):
+        page.main(["--bundle", "b", "--clip", "c", "--source", "s", "--out", "o.md", "--scene-still", "x.png"])

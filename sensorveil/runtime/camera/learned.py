@@ -78,6 +78,7 @@ class LearnedPeopleDetector(object):
         self.cv2 = opencv()
         self.seen = 0
         self.learned = np.zeros((0, 4), dtype=np.int64)   # the last run's people
+        self.fresh = False      # whether the graph ran on the latest frame (else its last boxes stand)
         # drop the boxes walkers leave (``left_behind``) only where a dropped box hides a person rather than shows
         # them: a cut-out release, which shows nothing of the camera where a person may be; a window paste releases
         # the camera's frame around its windows, so a standing person whose box went would go out as they are
@@ -99,6 +100,7 @@ class LearnedPeopleDetector(object):
     def detect(self, frame):
         moving = self.motion.detect(frame)
         since = self.seen % self.every
+        self.fresh = since == 0
         if since == 0:
             self.learned = self.find(frame)
         elif since >= STALE_AFTER and self.leave_behind:

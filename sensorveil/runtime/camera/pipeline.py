@@ -7,6 +7,7 @@ import numpy as np
 from sensorveil.runtime.camera import learned
 from sensorveil.runtime.camera.composite import crop_people, crop_windows, paste_people
 from sensorveil.runtime.camera.detect import MotionPeopleDetector, channels_like, to_gray
+from sensorveil.runtime.camera.hold import StandingHold
 from sensorveil.runtime.camera.scene import SCENE_HORIZON, QuietScene, busy_mask, starting_scene
 from sensorveil.runtime.camera.settings import (
     CROP_MARGIN,
@@ -85,6 +86,7 @@ class PersonCrops(Preprocessor):
         self.margin = float(margin)
         self.tracker, self.direction = Tracker(), WalkingDirection()
         self.max_protect = int(max_protect)
+        self.hold = StandingHold(self.max_protect)   # people who stopped where no detector finds them
         # track id -> [first box centre, farthest distance from it in box heights, frames protected]
         self.walked = {}
         self.last_boxes = np.zeros((0, 4), dtype=np.int64)  # the people found in the latest frame
@@ -98,9 +100,15 @@ class PersonCrops(Preprocessor):
         if image.dtype != np.uint8 or image.ndim not in (2, 3) or image.size == 0:
             raise InputError("camera frame of {} {}; expected uint8 HxW or HxWx3 with pixels".format(
                 image.dtype, image.shape))
-        boxes = self.detector.detect(image)
+        found = self.detector.detect(image)
+        boxes, held = self.hold.extend(found, self.tracker.tracks, self.moving_pixels(),   # this frame's mask
+                                       whole=self.whole_boxes(found))
         tracks = self.tracker.update(boxes)
-        self.detector.protect(self.walked_in(boxes, tracks))
+        walked = self.walked_in(boxes, tracks)
+        self.hold.seen(tracks, boxes, held, self.found_whole(boxes, tracks), self.tracker.tracks,
+                       fresh=getattr(self.detector, "fresh", True))
+        # a held person is protected too: the model that learnt them would lose them, and the hold with them
+        self.detector.protect(np.concatenate([walked, boxes[held]]))
         directions = self.direction.update(tracks, boxes)
         windows = crop_windows(boxes, image.shape, self.crop_shape, self.margin)
         self.last_boxes, self.last_windows, self.last_directions = boxes, windows, directions
@@ -119,12 +127,31 @@ class PersonCrops(Preprocessor):
         tracked = [state[0] for state in self.tracker.tracks.values()]
         everyone = np.concatenate([np.asarray(boxes, np.float64).reshape(-1, 4),
                                    np.asarray(tracked, np.float64).reshape(-1, 4)]).astype(np.int64)
-        # every moving pixel, before the detector's cleaning (a caller's detector may have only the clean mask)
+        busy = busy_mask(image.shape[:2], self.moving_pixels(), everyone)
+        return self.scene.update(image, busy)
+
+    def moving_pixels(self):
+        """The detector's every moving pixel of the latest frame, before its cleaning (a caller's detector may have
+        only the clean mask; None when it has neither)."""
         moving = getattr(self.detector, "raw_foreground", None)
         if moving is None:
             moving = getattr(self.detector, "foreground", None)
-        busy = busy_mask(image.shape[:2], moving, everyone)
-        return self.scene.update(image, busy)
+        return moving
+
+    def whole_boxes(self, boxes):
+        """bool per box: whether the learned detector found it (None with motion alone: no box is known whole)."""
+        learned = getattr(self.detector, "learned", None)
+        if learned is None:
+            return None
+        learned = set(map(tuple, np.asarray(learned, dtype=np.int64).reshape(-1, 4)))
+        return np.array([tuple(box) in learned for box in np.asarray(boxes, dtype=np.int64).reshape(-1, 4)], bool)
+
+    def found_whole(self, boxes, tracks):
+        """Which of ``boxes`` hold a whole person: the learned detector's (it finds people, not parts of them), and
+        with motion alone a walker's (a blob that walked in is a person; one that only flickers is not)."""
+        if getattr(self.detector, "learned", None) is not None:
+            return self.whole_boxes(boxes)
+        return [self.walked.get(int(track), (None, 0.0))[1] >= WALKED_IN for track in tracks]
 
     def walked_in(self, boxes, tracks):
         """The boxes of people who have walked at least ``WALKED_IN`` of their heights since first seen:
