@@ -17,10 +17,11 @@ from sensorveil.runtime.camera.track import iou
 # share of a held box's pixels that must still be foreground for the hold to go on: on one-by-one a woman the model
 # had half learnt before the hold still filled 5-8% of her box; an empty place the model knows fills next to none
 HOLD_FOREGROUND = 0.04
-# times in a row a track must have been found whole at about the same place before it may be held: a person who
+# times in a row a track must have been found whole near where that run began before it may be held: a person who
 # has stopped; a walker is not held (their box left behind would be a second substitute beside the one they walk on)
 HOLD_AFTER_STILL = 3
-# how far a whole box's centre may move from the one before, in box heights, for the person to count as still
+# how far a whole box's centre may move from the run's first, in box heights, for the person to count as still: on
+# walkway a couple walking slowly in the distance moved less than this between sightings, and their old box was held
 STILL_REACH = 0.15
 # a whole box of this frame overlapping a held candidate by this much (IoU) is that person found again: the
 # candidate is not held beside it
@@ -38,6 +39,7 @@ class StandingHold(object):
         self.max_hold, self.share, self.after = int(max_hold), float(share), int(after)
         self.still = {}     # track id -> times in a row it was found whole about where it was found before
         self.whole = {}     # track id -> its latest box a detector found whole (the learned one's, or a walker's)
+        self.anchor = {}    # track id -> its whole box where its current run of still sightings began
         self.held = {}      # track id -> frames held
 
     def extend(self, boxes, tracks, foreground, whole=None):
@@ -76,14 +78,17 @@ class StandingHold(object):
         for track, box, was_held, is_whole in zip(ids, np.asarray(boxes, dtype=np.int64).reshape(-1, 4), held, whole):
             if was_held or not is_whole:
                 continue
-            before = self.whole.get(int(track))
-            if not fresh and before is not None:
+            if not fresh and int(track) in self.whole:
                 continue
-            still = before is not None and moved(before, box) <= STILL_REACH
-            self.still[int(track)] = self.still.get(int(track), 0) + 1 if still else 0
+            anchor = self.anchor.get(int(track))
+            if anchor is not None and moved(anchor, box) <= STILL_REACH:
+                self.still[int(track)] = self.still.get(int(track), 0) + 1
+            else:           # moved on since the run began (a slow walker drifts out of reach within a few sightings)
+                self.anchor[int(track)], self.still[int(track)] = box, 0
             self.whole[int(track)] = box
         for gone in set(self.whole) - set(live):
             del self.whole[gone]
+            self.anchor.pop(gone, None)
             self.still.pop(gone, None)
             self.held.pop(gone, None)
 
