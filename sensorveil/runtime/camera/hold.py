@@ -14,8 +14,9 @@ import numpy as np
 from sensorveil.runtime.camera.learned import inside_pairs
 from sensorveil.runtime.camera.track import iou
 
-# share of a held box's pixels that must still be foreground for the hold to go on: on one-by-one a woman the model
-# had half learnt before the hold still filled 5-8% of her box; an empty place the model knows fills next to none
+# share of a held box's pixels that must still be foreground for the hold to go on: low, because a person the model
+# had half learnt before the hold began keeps only a little of it (one-by-one's woman at the table, decision 0018);
+# an empty place the model knows fills next to none
 HOLD_FOREGROUND = 0.04
 # times in a row a track must have been found whole near where that run began before it may be held: a person who
 # has stopped; a walker is not held (their box left behind would be a second substitute beside the one they walk on)
@@ -37,7 +38,7 @@ class StandingHold(object):
 
     def __init__(self, max_hold, share=HOLD_FOREGROUND, after=HOLD_AFTER_STILL):
         self.max_hold, self.share, self.after = int(max_hold), float(share), int(after)
-        self.still = {}     # track id -> times in a row it was found whole about where it was found before
+        self.still = {}     # track id -> fresh whole sightings in a row within STILL_REACH of its anchor
         self.whole = {}     # track id -> its latest box a detector found whole (the learned one's, or a walker's)
         self.anchor = {}    # track id -> its whole box where its current run of still sightings began
         self.held = {}      # track id -> frames held
