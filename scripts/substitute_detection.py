@@ -5,8 +5,8 @@ COCO SSDLite graph the camera bundles ship run on the pasted frame.
 The places and sizes are the clip's own: on every ``--every``-th frame after ``--start`` each person box the
 learned detector finds is a place (``--places motion``: the camera pipeline's motion detector's boxes). Each
 place's window is cleared to the motion detector's empty scene and a substitute is scaled to the box's height at
-its own proportions, as the runtime pastes a cut-out (composite.paste_people): once "as released" (made to stand
-out from the scene by the runtime's contrast rule) and once "plain" (its own colours). The graph runs on the
+its own proportions, as the runtime pastes a cut-out on a picture of the place (composite.paste_people with
+scene.CAMERA_CONTRAST: its own colours, thickened by a pixel). The graph runs on the
 whole pasted frame at the bundle's threshold (learned.DEFAULT_SCORE: the audit's learned people counter) and on
 2x2 overlapping tiles (the tiles of the audit's offline reference people); a pasted person is found when a person box
 overlaps theirs by IoU 0.5 or holds most of it (learned.COVERED), each graph box counted for one pasted person
@@ -34,7 +34,7 @@ PLACES = {"learned": "the learned detector's person boxes on the raw frame, wher
 MATCH_IOU = 0.5
 HEIGHT_RATIO = 1.5
 KINDS = ("walkers", "real")
-PASTES = ("released", "plain")
+PASTES = ("released",)
 HEIGHT_BINS = (0, 60, 90, 1000)      # box heights (frame pixels) the page splits the figures by
 
 
@@ -78,21 +78,16 @@ def clip_places(clip, every=5, start=40, frames=None, find=None):
     return places
 
 
-def paste(frame, background, cut_outs, boxes, released):
-    """``frame`` with each box's window cleared to the scene and its cut-out scaled to the box: the runtime's
-    paste (released), or the same without the contrast rule (plain)."""
+def paste(frame, background, cut_outs, boxes):
+    """``frame`` with each box's window cleared to the scene and its cut-out scaled to the box, as the runtime
+    pastes on a picture of the place: the least gap from the scene its CAMERA_CONTRAST (none, since decision
+    0016: the substitute's own colours)."""
     from sensorveil.runtime.camera import CROP_SHAPE, crop_windows
-    from sensorveil.runtime.camera.composite import cut, fit_person, paste_people, paste_window
+    from sensorveil.runtime.camera.composite import paste_people
+    from sensorveil.runtime.camera.scene import CAMERA_CONTRAST
     windows = crop_windows(boxes, frame.shape, CROP_SHAPE)
-    if released:
-        return paste_people(frame, cut_outs, windows, background=background, boxes=boxes)
-    out = frame.copy()
-    for window in windows:
-        paste_window(out, cut(background, window), int(window[0]), int(window[1]))
-    for crop, window, box in zip(cut_outs, windows, boxes):
-        x, y, patch, person, _ = fit_person(crop, tuple(int(v) for v in window), box)
-        paste_window(out, patch, x, y, person)
-    return out
+    contrast = np.full(frame.shape[:2], CAMERA_CONTRAST, np.int16)
+    return paste_people(frame, cut_outs, windows, background=background, boxes=boxes, contrast=contrast)
 
 
 def matched(pasted, detections):
@@ -134,10 +129,10 @@ def measure(find, places, bank, seed=0, pastes=PASTES):
     out = {p: {k: {"height": [], "found": []} for k in KINDS} for p in pastes}
     for frame, background, boxes, real in places:
         walkers = bank[rng.integers(len(bank), size=len(boxes))]
-        for released in (p == "released" for p in pastes):
+        for paste_kind in pastes:
             for kind, cut_outs in (("walkers", walkers), ("real", real)):
-                pasted = paste(frame, background, cut_outs, boxes, released)
-                record = out["released" if released else "plain"][kind]
+                pasted = paste(frame, background, cut_outs, boxes)
+                record = out[paste_kind][kind]
                 record["height"] += boxes[:, 3].tolist()
                 record["found"] += matched(boxes, find(pasted)).tolist()
                 record.setdefault("shaped", []).extend(person_shaped(c) for c in cut_outs)
@@ -220,10 +215,9 @@ def page(result, record):
             heights = entry.get("by_height")
             lines.append(f"| {paste_kind} | {kind} | {cell(entry)} | "
                          + " | ".join(cell(heights[b]) if heights else "" for b in result["bins"]) + " |")
-    lines += ["", "released: the runtime's paste (composite.paste_people: the window cleared to the scene, the "
-              "person scaled to the box's height at their own proportions and made to stand out from the scene "
-              "behind it). plain: the same without the contrast rule, the substitute's own colours. walkers where "
-              "real found: the walkers "
+    lines += ["", "released: the runtime's paste on a picture of the place (composite.paste_people with "
+              "scene.CAMERA_CONTRAST: the window cleared to the scene, the person scaled to the box's height at their "
+              "own proportions, in their own colours, thickened by a pixel). walkers where real found: the walkers "
               "pasted at the places where the real person pasted the same way was found (the detector's limits at "
               "this clip's sizes taken out).", ""]
     return "\n".join(lines)
@@ -239,8 +233,7 @@ def run(clip, every, start, frames, walkers, phases, seed, places_by="learned"):
     places = clip_places(clip, every, start, frames, graph_finder(run_graph) if places_by == "learned" else None)
     bank, found = walker_bank(walkers, phases, seed), {}
     for name, finder in FINDERS.items():
-        pastes = PASTES if name == "whole frame" else ("released",)
-        for paste_kind, kinds in summary(measure(finder(run_graph), places, bank, seed, pastes)).items():
+        for paste_kind, kinds in summary(measure(finder(run_graph), places, bank, seed)).items():
             found[f"{name}, {paste_kind}"] = kinds
     bins = [f"{lo}-{hi}" for lo, hi in zip(HEIGHT_BINS[:-1], HEIGHT_BINS[1:])]
     return {"clip": str(clip), "every": every, "start": start, "frames": frames, "walkers": walkers,

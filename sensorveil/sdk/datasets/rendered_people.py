@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-GENERATOR = "sensorveil rendered walkers v3"
+GENERATOR = "sensorveil rendered walkers v4"
 SUPERSAMPLE = 2
 # a camera's pixels are never flat: grain on the person, as a sensor and cloth give it (standard deviation, grey
 # levels); a flat-coloured figure reads as a drawing to a detector (scripts/substitute_detection.py)
@@ -29,7 +29,12 @@ GRAIN = 10.0
 
 # skin, hair and clothing colours, BGR; clothing is drawn in HSV for an even spread of hues
 SKIN_TONES = ((205, 224, 255), (164, 195, 234), (125, 165, 210), (92, 130, 180), (60, 95, 141), (40, 65, 101))
-HAIR_COLOURS = ((20, 20, 25), (30, 45, 70), (45, 75, 120), (110, 170, 215), (160, 160, 165), (35, 35, 110))
+# dark hair only (black, dark and mid brown): a camera above a path sees mostly the top of the head, and the
+# COCO detector found walkers with blond, grey or red hair less often (v3 drew those too; v4's figures:
+# docs/substitute_detection.md)
+HAIR_COLOURS = ((20, 20, 25), (30, 45, 70), (45, 75, 120))
+# the near arm's shade of the top: a shade darker than the torso it swings across, so it reads as an arm
+NEAR_ARM = 0.8
 
 
 def _hsv_colour(rng: np.random.Generator, value: tuple, saturation: tuple) -> tuple:
@@ -43,9 +48,11 @@ def random_walker(rng: np.random.Generator) -> dict:
     return {
         "height": rng.uniform(0.70, 0.80),        # of the crop's height (a box grown by CROP_MARGIN a side)
         "head": rng.uniform(0.064, 0.076),        # head radius
-        "torso_depth": rng.uniform(0.14, 0.19),   # front to back, seen from the side
-        "shoulders": rng.uniform(0.22, 0.27),     # shoulder breadth, seen from the front
-        "limb": rng.uniform(0.065, 0.080),        # thickness of a thigh; a shin is 0.85 of it, an arm 0.75
+        # widths: v3's (torso 0.14-0.19, shoulders 0.22-0.27, thigh 0.065-0.080) read as a block to the detector
+        # once pasted and thickened by a pixel (composite.THICKEN); v4 is a fifth slimmer
+        "torso_depth": rng.uniform(0.112, 0.152),  # front to back, seen from the side
+        "shoulders": rng.uniform(0.176, 0.216),    # shoulder breadth, seen from the front
+        "limb": rng.uniform(0.055, 0.068),         # thickness of a thigh; a shin is 0.85 of it, an arm 0.75
         "leg": rng.uniform(0.45, 0.50),           # hip to sole
         "stride": rng.uniform(14.0, 24.0),        # thigh swing, degrees either side
         "arm_swing": rng.uniform(12.0, 28.0),
@@ -157,7 +164,7 @@ def draw_walker(walker: dict, phase: float, crop_shape=(128, 64)) -> tuple:
         _fill(canvas, mask, [(back, hip[1] - limb * 2), (near, hip[1] - limb * 2),
                              (near, hip[1] + limb * 2.5), (back, hip[1] + limb * 2.5)], walker["bag_colour"])
     _arm(canvas, mask, walker, (shoulder[0] + reach, shoulder_y + limb * 0.3), -walker["arm_swing"] * swing,
-         person, walker["top"], view[0])
+         person, _darker(walker["top"], NEAR_ARM), view[0])
     neck_top = (shoulder[0] + walker["head"] * person * 0.2 * view[0], shoulder_y - walker["head"] * person * 0.55)
     _limb(canvas, mask, shoulder, 0.0, shoulder_y - neck_top[1] + 1, limb * 0.9, walker["skin"])
     head = (neck_top[0] + walker["head"] * person * 0.15 * view[0], top + walker["head"] * person)
