@@ -275,6 +275,21 @@ def test_cut_out_paste_thickens_thin_limbs_so_a_counters_opening_keeps_them():
     assert rows[-1] - rows[0] + 1 >= 0.9 * 40                 # the leg survives: the person keeps its height
 
 
+def test_a_tall_pasted_person_keeps_their_own_outline():
+    """From THICKEN_BELOW px a limb is wide enough for a counter's opening: the pasted person is not grown."""
+    from sensorveil.runtime.camera.composite import THICKEN_BELOW
+    frame = np.full((200, 160), 100, np.uint8)
+    background = np.full_like(frame, 50)
+    cut_out = np.zeros((1,) + CROP_SHAPE, np.uint8)
+    cut_out[0, 10:60, 5:20] = 200                             # a body
+    cut_out[0, 60:110, 12:14] = 200                           # and a leg a pixel or so wide once pasted
+    for height, grown in ((THICKEN_BELOW - 20, True), (THICKEN_BELOW, False)):
+        box = np.array([[50, 20, 30, height]])
+        out = paste_people(frame, cut_out, crop_windows(box, frame.shape), background, boxes=box)
+        leg = (out[20 + int(0.8 * height)] >= 150).sum()     # the leg's width, low on the pasted person
+        assert (leg >= 3) == grown, (height, leg)
+
+
 def test_stand_out_moves_the_person_away_from_the_scene_on_its_own_side():
     scene = np.array([[120, 120, 120, 240, 10]], np.uint8)
     person = np.array([[130, 100, 120, 250, 5]], np.uint8)

@@ -15,6 +15,10 @@ SHADOW_RATIO = 0.45
 # apart stay apart (docs/decisions/0001-camera-paste.md)
 PERSON_GAP = (6, 8)
 THICKEN = np.ones((3, 3), dtype=np.uint8)     # a pasted person's mask grows by a pixel each way (fit_person)
+# box height (frame pixels) from which a pasted person is not thickened: there a limb is 3 px or more, which a
+# counter's 3x3 opening keeps, and a pixel more each way made walkers squat blocks the learned detector missed
+# (docs/substitute_detection.md; docs/decisions/0019-slimmer-walkers.md)
+THICKEN_BELOW = 60
 
 
 def crop_windows(boxes, frame_shape, crop_shape=CROP_SHAPE, margin=CROP_MARGIN):
@@ -217,7 +221,7 @@ def fit_person(crop, window, box):
     size = (max(w, 1), max(h, 1))
     patch = cv2.resize(crop, size, interpolation=cv2.INTER_LINEAR)
     person = cv2.resize(shape.astype(np.uint8), size, interpolation=cv2.INTER_NEAREST)
-    if bounds is not None:      # limbs a pixel or two wide vanish in a counter's 3x3 opening: thicken them
+    if bounds is not None and h < THICKEN_BELOW:     # limbs a pixel or two wide vanish in a 3x3 opening
         person = cv2.dilate(person, THICKEN)
     return x, y, patch, person.astype(bool), bounds is not None
 
