@@ -55,8 +55,16 @@ def page(result: dict, record: dict, source: str) -> str:
     for name, count in clip["count"].items():
         lines.append(f"- {name} counter ({count['counter']}): {count['raw_people']:,} people counted in the raw "
                      f"frames read, {count['released_people']:,} in the release, {count['floor_people']:,} in "
-                     f"JPEG 90{at_place_text(count)}.")
+                     f"JPEG 90{at_place_text(count)}{off_text(count)}.")
     return "\n".join(lines) + "\n"
+
+
+def off_text(count) -> str:
+    """Which way the release's count is off the raw count, where the audit recorded it."""
+    if "released_more" not in count:
+        return ""
+    return (f"; the release counts more people than the raw frame on {count['released_more']:.1%} of frames and "
+            f"fewer on {count['released_fewer']:.1%}")
 
 
 def still_text(still, note=None) -> str:

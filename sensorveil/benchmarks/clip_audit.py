@@ -121,6 +121,10 @@ class CountCheck(object):
                          "released_people": int(released.sum()), "floor_people": int(floor.sum()),
                          "released_at_raw_people": released_at, "floor_at_raw_people": floor_at,
                          "same_count": same, "floor_same_count": same_floor,
+                         # which way the release is off: a counter that finds a substitute where it missed the
+                         # raw person counts more, one that misses a substitute counts fewer
+                         "released_more": float((released > raw).mean()) if len(raw) else 0.0,
+                         "released_fewer": float((released < raw).mean()) if len(raw) else 0.0,
                          "holds": same >= same_floor - COUNT_POINTS}
         return out
 

@@ -60,6 +60,9 @@ def test_the_count_check_agrees_with_itself_and_sees_people_removed():
     assert figures["raw_people"] > 0 and figures["same_count"] < figures["floor_same_count"] - 0.1
     assert figures["released_at_raw_people"] < figures["raw_people"]
     assert not figures["holds"]
+    # nobody walks in the release: it is off by counting fewer, never more
+    assert same.figures()["mog2"]["released_more"] == same.figures()["mog2"]["released_fewer"] == 0.0
+    assert figures["released_fewer"] == pytest.approx(1 - figures["same_count"]) and figures["released_more"] == 0
 
 
 def test_recall_counts_reference_people_the_pipeline_covers():
