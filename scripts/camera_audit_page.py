@@ -63,8 +63,13 @@ def off_text(count) -> str:
     """Which way the release's count is off the raw count, where the audit recorded it."""
     if "released_more" not in count:
         return ""
-    return (f"; the release counts more people than the raw frame on {count['released_more']:.1%} of frames and "
+    text = (f"; the release counts more people than the raw frame on {count['released_more']:.1%} of frames and "
             f"fewer on {count['released_fewer']:.1%}")
+    if "reference_frames" in count:
+        text += (f"; on the {count['reference_frames']} recall frames, the count equals the reference people's on "
+                 f"{count['raw_same_as_reference']:.1%} of raw frames, {count['released_same_as_reference']:.1%} of "
+                 f"released and {count['floor_same_as_reference']:.1%} of JPEG 90")
+    return text
 
 
 def still_text(still, note=None) -> str:

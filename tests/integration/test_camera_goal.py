@@ -65,6 +65,24 @@ def test_the_count_check_agrees_with_itself_and_sees_people_removed():
     assert figures["released_fewer"] == pytest.approx(1 - figures["same_count"]) and figures["released_more"] == 0
 
 
+def test_the_count_check_says_whose_count_is_nearer_the_reference_people():
+    frames = walkway_frames(40)
+    from sensorveil.runtime.camera import MotionPeopleDetector
+    factories = {"mog2": ("MOG2", lambda: MotionPeopleDetector().detect)}
+    emptied, count = clip_audit.CountCheck(factories), MotionPeopleDetector()
+    reference = {}
+    for index, frame in enumerate(frames):
+        emptied.add(frame, frames[0], index=index)
+        if index % 4 == 0:          # the recall's frames: here, what a fresh counter of the raw frames counts
+            reference[index] = len(count.detect(frame))
+        else:
+            count.detect(frame)
+    figures = emptied.figures(reference)["mog2"]
+    assert figures["reference_frames"] == 10 and figures["raw_same_as_reference"] == 1.0
+    assert figures["released_same_as_reference"] < 1.0
+    assert "reference_frames" not in emptied.figures()["mog2"]
+
+
 def test_recall_counts_reference_people_the_pipeline_covers():
     frames = walkway_frames(clip_audit.WARM_UP + 1)
     empty = clip_audit.empty_scene(walkway_frames(200))
