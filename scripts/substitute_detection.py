@@ -34,7 +34,6 @@ PLACES = {"learned": "the learned detector's person boxes on the raw frame, wher
 MATCH_IOU = 0.5
 HEIGHT_RATIO = 1.5
 KINDS = ("walkers", "real")
-PASTES = ("released",)
 HEIGHT_BINS = (0, 60, 90, 1000)      # box heights (frame pixels) the page splits the figures by
 
 
@@ -121,21 +120,20 @@ def walker_bank(walkers, phases, seed):
     return render_walkers(walkers, phases, CROP_SHAPE, seed=seed)["colour"]
 
 
-def measure(find, places, bank, seed=0, pastes=PASTES):
-    """Per paste and kind, per pasted person: its box height and whether ``find(frame)`` (boxes) found it.
-    Walkers are drawn from ``bank`` at random for each place."""
+def measure(find, places, bank, seed=0):
+    """Per kind, per pasted person (the runtime's paste, "released"): its box height and whether ``find(frame)``
+    (boxes) found it. Walkers are drawn from ``bank`` at random for each place."""
     from sensorveil.runtime.camera import person_shaped
     rng = np.random.default_rng([seed, 50])
-    out = {p: {k: {"height": [], "found": []} for k in KINDS} for p in pastes}
+    out = {"released": {k: {"height": [], "found": []} for k in KINDS}}
     for frame, background, boxes, real in places:
         walkers = bank[rng.integers(len(bank), size=len(boxes))]
-        for paste_kind in pastes:
-            for kind, cut_outs in (("walkers", walkers), ("real", real)):
-                pasted = paste(frame, background, cut_outs, boxes)
-                record = out[paste_kind][kind]
-                record["height"] += boxes[:, 3].tolist()
-                record["found"] += matched(boxes, find(pasted)).tolist()
-                record.setdefault("shaped", []).extend(person_shaped(c) for c in cut_outs)
+        for kind, cut_outs in (("walkers", walkers), ("real", real)):
+            pasted = paste(frame, background, cut_outs, boxes)
+            record = out["released"][kind]
+            record["height"] += boxes[:, 3].tolist()
+            record["found"] += matched(boxes, find(pasted)).tolist()
+            record.setdefault("shaped", []).extend(person_shaped(c) for c in cut_outs)
     return out
 
 

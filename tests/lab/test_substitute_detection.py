@@ -21,7 +21,7 @@ def found():
     script = load_script("substitute_detection")
     find = script.graph_finder()
     places = script.clip_places(WALKWAY, every=SAMPLE_EVERY, start=40, find=find)   # where a learned bundle pastes
-    records = script.measure(find, places, script.walker_bank(48, 12, 0), seed=0, pastes=("released",))["released"]
+    records = script.measure(find, places, script.walker_bank(48, 12, 0), seed=0)["released"]
     return {kind: np.asarray(record["found"], bool) for kind, record in records.items()}
 
 
