@@ -30,8 +30,8 @@ GRAIN = 10.0
 # skin, hair and clothing colours, BGR; clothing is drawn in HSV for an even spread of hues
 SKIN_TONES = ((205, 224, 255), (164, 195, 234), (125, 165, 210), (92, 130, 180), (60, 95, 141), (40, 65, 101))
 # dark hair only (black, dark and mid brown): a camera above a path sees mostly the top of the head, and the
-# COCO detector found walkers with blond, grey or red hair less often (v3 drew those too; v4's figures:
-# docs/substitute_detection.md)
+# COCO detector found walkers with blond, grey or red hair less often in probes (decision 0019; v3 drew those too;
+# v4's figures as a whole: docs/substitute_detection.md)
 HAIR_COLOURS = ((20, 20, 25), (30, 45, 70), (45, 75, 120))
 # the near arm's shade of the top: a shade darker than the torso it swings across, so it reads as an arm
 NEAR_ARM = 0.8
