@@ -18,7 +18,7 @@ from sensorveil_lab.provenance import page_header, portable, provenance, require
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def audit(bundle: Path, clip: Path, epochs: int, scene_still=None) -> dict:
+def audit(bundle: Path, clip: Path, epochs: int, scene_still=None, seed: int = 0) -> dict:
     from sensorveil.benchmarks.camera_goal import camera_goal
     from sensorveil.benchmarks.clip_audit import audit_clip
     from sensorveil.sdk.reid_audit import audit_bundle
@@ -26,10 +26,10 @@ def audit(bundle: Path, clip: Path, epochs: int, scene_still=None) -> dict:
     def log(line):
         print(line, file=sys.stderr, flush=True)
     try:
-        identity = audit_bundle(bundle, epochs=epochs, log=log)
+        identity = audit_bundle(bundle, epochs=epochs, seed=seed, log=log)
     except FileNotFoundError as error:
         identity = {"verdict": "not measured", "why": str(error)}
-    clip_result = audit_clip(bundle, clip, log=log, scene_still=scene_still)
+    clip_result = audit_clip(bundle, clip, log=log, scene_still=scene_still, seed=seed)
     return {"bundle": str(bundle), "clip": clip_result, "identity": identity,
             "goal": camera_goal(clip_result, identity)}
 
@@ -42,7 +42,7 @@ def page(result: dict, record: dict, source: str) -> str:
              f"Clip `{Path(clip['clip']).name}`, {clip['frames']} frames of {clip['frame_size'][0]}x"
              f"{clip['frame_size'][1]}: {source}. Bundle `{Path(result['bundle']).name}` "
              "(`sensorveil quickstart --camera` on this clip). What each part means: docs/guides/camera.md, "
-             "\"The camera goal, part by part\".", "",
+             "\"The camera goal, part by part\".", "", draws_text(clip.get("draw_seed")), "",
              still_text(result.get("scene_still"), result.get("scene_still_note")), "", "```",
              format_goal(result["goal"]), "```", ""]
     if "chance" in result["identity"]:
@@ -72,6 +72,15 @@ def off_text(count) -> str:
     return text
 
 
+def draws_text(seed) -> str:
+    """How the release's substitutes were drawn: a device draws from the OS; the audit replays a seeded draw."""
+    if seed is None:
+        return "Substitutes drawn from the OS, as a device draws them: a rerun differs by the draws."
+    return (f"Substitutes drawn from the runtime's replayable seed {seed} (a device draws from the OS; the "
+            "distribution is the same), so the command above gives these figures again; another `--seed` is "
+            "another draw.")
+
+
 def still_text(still, note=None) -> str:
     """Which scene the release shows where the camera has not been quiet long enough yet, and how its still was made,
     in the words of whoever wrote the page (nothing here can tell whether a picture holds nobody)."""
@@ -98,6 +107,8 @@ def main(argv=None) -> int:
     parser.add_argument("--clip", type=Path, required=True)
     parser.add_argument("--source", required=True, help="where the clip came from and its licence")
     parser.add_argument("--epochs", type=int, default=15, help="the re-id attacker's epochs")
+    parser.add_argument("--seed", type=int, default=0, help="the audit's seed: the attacker's, the bootstrap's and the "
+                                                         "substitutes' draws' (the page's command regenerates it)")
     parser.add_argument("--out", type=Path, required=True, help="the page (.md; .json beside it)")
     parser.add_argument("--scene-still", default=None, metavar="IMAGE",
                         help="the operator's picture of the empty place (look at it first: it is released)")
@@ -110,7 +121,7 @@ def main(argv=None) -> int:
                      "it; nothing in the audit can tell whether a picture holds nobody)")
     require_clean(args.allow_dirty)
     record = provenance(allow_dirty=args.allow_dirty)
-    result = audit(args.bundle, args.clip, args.epochs, scene_still=scene_still_from(args))
+    result = audit(args.bundle, args.clip, args.epochs, scene_still=scene_still_from(args), seed=args.seed)
     result["scene_still"] = None if args.scene_still is None else Path(args.scene_still).name
     result["scene_still_note"] = args.still_note
     result = portable(result, folders={

@@ -216,16 +216,17 @@ def judged(index: int) -> bool:
     return index >= WARM_UP and (index - WARM_UP) % JUDGE_EVERY == 0
 
 
-def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None, scene_still=None) -> dict:
+def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None, scene_still=None, seed=None) -> dict:
     """Leak meter, recall and count of ``bundle``'s release over ``clip`` (its first ``frames`` frames), released
     as ``sensorveil run`` releases it (``scene_still``: the operator's picture of the empty place, as its
-    --scene-still)."""
+    --scene-still). ``seed``: the runtime's replayable seed for the substitutes' draws (a device draws from the
+    OS; without a seed two audits of one bundle differ by the draws, with one they give the same figures)."""
     from sensorveil.runtime.camera.learned import DETECTOR_GRAPH
     from sensorveil.runtime.sources import open_source
     from sensorveil.runtime.stream import Stream, load_for_stream
 
     raw_frames = read_clip(clip, frames)
-    privatizer = load_for_stream(bundle, backend=backend, scene_still=scene_still)
+    privatizer = load_for_stream(bundle, backend=backend, scene_still=scene_still, seed=seed)
     learned = DETECTOR_GRAPH in privatizer.pipeline.graphs
     if log is not None:
         log(f"clip audit: the empty scene from {len(raw_frames)} frames" + (", people left out" if learned else ""))
@@ -249,6 +250,6 @@ def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None, scene
             last = time.monotonic()
             log(f"clip audit: frame {result.frame.index + 1} of {len(raw_frames)}, {last - started:.0f} s")
     return {"clip": str(clip), "frames": len(raw_frames), "frame_size": list(raw_frames[0].shape[1::-1]),
-            "scene_still": scene_still is not None,
+            "scene_still": scene_still is not None, "draw_seed": seed,
             "leak_meter": meter.figures(), "recall": recall.figures(), "count": counts.figures(recall.people),
             "bad_frames": stream.report()["bad"]}

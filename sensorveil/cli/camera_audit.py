@@ -46,7 +46,7 @@ def cmd_camera_audit(args) -> int:
     if clip is not None:
         log(f"clip audit: {clip} through {args.bundle} (leak meter, recall, count)")
         clip_result = audit_clip(args.bundle, clip, frames=args.frames, backend=args.backend, log=log,
-                                 scene_still=scene_still_from(args))
+                                 scene_still=scene_still_from(args), seed=args.seed)
     goal = camera_goal(clip_result, identity)
     print(format_goal(goal))
     write_json({"bundle": str(args.bundle), "goal": goal, "identity": identity, "clip": clip_result}, args.json)
@@ -65,6 +65,8 @@ def add_parser(verbs) -> None:
                                                               "attacker: minutes)")
     p.add_argument("--backend", default="auto", help="runtime backend that draws the release")
     p.add_argument("--epochs", type=positive_int, default=15, help="training epochs of the re-id attacker")
-    p.add_argument("--seed", type=int, default=0, help="the attacker's seed and the intervals' bootstrap seed")
+    p.add_argument("--seed", type=int, default=0, help="the attacker's, the intervals' bootstrap's and the "
+                                                       "substitutes' draws' seed (a device draws from the OS; the "
+                                                       "audit replays one draw, so one seed gives one set of figures)")
     p.add_argument("--json", default=None, help="also write the figures to this JSON file")
     p.set_defaults(func=cmd_camera_audit)

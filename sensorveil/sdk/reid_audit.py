@@ -239,14 +239,17 @@ def identity_audit(dataset, released_query: np.ndarray, released_from: np.ndarra
     return result
 
 
-def released_crops(bundle, backend: str, dataset, rows: np.ndarray, known: np.ndarray | None) -> tuple:
+def released_crops(bundle, backend: str, dataset, rows: np.ndarray, known: np.ndarray | None,
+                   draw_seed: int | None = None) -> tuple:
     """(crops, source rows) the bundle releases for ``rows``, through the torch-free runtime: a substitution
     bundle's drawn cut-outs and the dataset row each was cut from; any other bundle's output samples, cut out
-    by the person's own mask (what a window paste shows of them), with no source row."""
+    by the person's own mask (what a window paste shows of them), with no source row. ``draw_seed``: the
+    runtime's replayable seed for the draws (a device draws from the OS; an audit replays one draw of the same
+    distribution, so its page regenerates to the same figures)."""
     from sensorveil.runtime import Privatizer
-    privatizer = Privatizer.load(bundle, backend=backend)
+    privatizer = Privatizer.load(bundle, backend=backend, seed=draw_seed)
     if privatizer.pipeline.stages[-1].kind == "substitution":
-        privatizer = Privatizer.load(bundle, backend=backend, output="index")
+        privatizer = Privatizer.load(bundle, backend=backend, output="index", seed=draw_seed)
         draw = privatizer.pipeline.stages[-1]
         positions = np.concatenate([privatizer(dataset.x[rows[i:i + 256]],
                                                known=None if known is None else known[i:i + 256])
@@ -260,7 +263,8 @@ def released_crops(bundle, backend: str, dataset, rows: np.ndarray, known: np.nd
 
 def audit_bundle(bundle, backend: str = "auto", epochs: int = 15, seed: int = 0, log=None) -> dict:
     """The identity audit of a camera bundle exactly as the device draws: its training run's clip, people
-    disjoint by track, the release from the runtime."""
+    disjoint by track, the release from the runtime. ``seed``: the attacker's training, the intervals' bootstrap
+    and the release's draws (replayed from the runtime's seed), so one seed gives one set of figures."""
     from sensorveil.sdk.assess import bundle_run_dir
     from sensorveil.sdk.mechanisms.pass_parts.bundle import SUBSTITUTION
     from sensorveil.sdk.rundir import load_recorded_dataset, read_run
@@ -273,10 +277,10 @@ def audit_bundle(bundle, backend: str = "auto", epochs: int = 15, seed: int = 0,
                                                           dataset.attributes["trial_split"])
     condition = (run.sections.get(SUBSTITUTION) or {}).get("condition")   # PASS's conditioned draw
     known = None if condition is None else dataset.attributes[condition][query_rows]
-    released, released_from = released_crops(bundle, backend, dataset, query_rows, known)
+    released, released_from = released_crops(bundle, backend, dataset, query_rows, known, draw_seed=seed)
     result = identity_audit(dataset, released, released_from, query_rows, gallery_rows, train_rows, epochs, seed,
                             log)
-    return {"bundle": str(bundle), "test_people": result["chance"]["people"], **result}
+    return {"bundle": str(bundle), "test_people": result["chance"]["people"], "draw_seed": seed, **result}
 
 
 def _figure(value: dict) -> str:

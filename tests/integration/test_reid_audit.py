@@ -52,7 +52,8 @@ def test_a_verdict_holds_only_when_every_part_of_the_goal_holds(raw, released, b
 
 @pytest.mark.exports
 @pytest.mark.trains
-def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip_bank_would_be_found(tmp_path):
+def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip_bank_would_be_found(tmp_path,
+                                                                                                   monkeypatch):
     from sensorveil.export import export_run
     from sensorveil.sdk.runs import train_run
     run = train_run("pass", "walkway", data_path=walkway(), out=tmp_path / "run", epochs=1, attacker_epochs=1,
@@ -75,6 +76,10 @@ def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip
     clip_bank = reid_audit.bank_search(features, data, train, reid_audit.cut_out(data.x[shown], data.foreground[shown]),
                                        shown, query, seed=0)
     assert clip_bank["found"]["mean"] >= 0.5 and clip_bank["rank1_of_clip_people"]["rank1"]["mean"] >= 0.3
+    # one seed, one draw: the audit replays the runtime's seeded draw, so a page regenerates to its figures
+    known = data.attributes["direction"][query]
+    first, again = (reid_audit.released_crops(bundle, "auto", data, query, known, draw_seed=3)[1] for _ in "ab")
+    assert result["draw_seed"] == 0 and np.array_equal(first, again)
     assert "identity: re-identification" in reid_audit.format_identity(result)
     # the verb a user runs on their own bundle and clip: the goal part by part, nothing retrained
     from sensorveil.cli import main
@@ -83,6 +88,13 @@ def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip
     written = json.loads((tmp_path / "goal.json").read_text())
     assert set(written["goal"]["parts"]) == {"identity", "leak_meter", "recall", "count"}
     assert written["clip"]["frames"] == 100 and written["clip"]["leak_meter"]["measured_boxes"] > 0
+    assert written["clip"]["draw_seed"] == 0                # --seed's default draws the clip's substitutes too
+    # and the clip audit's stream is loaded with it (a 1-epoch bundle's release differs by no seed to look at)
+    from sensorveil.runtime import stream
+    seeds, load = [], stream.load_for_stream
+    monkeypatch.setattr(stream, "load_for_stream", lambda *a, **k: seeds.append(k.get("seed")) or load(*a, **k))
+    assert main(["camera-audit", str(bundle), "--clip", walkway(), "--frames", "20", "--no-identity",
+                 "--seed", "7"]) == 0 and seeds == [7]
     # released on the operator's picture of the empty place, as `sensorveil run --scene-still` releases
     import cv2
     cv2.imwrite(str(tmp_path / "still.png"), np.full((360, 480, 3), 90, np.uint8))

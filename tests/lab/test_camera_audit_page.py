@@ -1,5 +1,6 @@
 """The camera audit page shows, beside each counter's totals, how many raw people it finds at their place in the
-release: equal counts can be a person missed where someone else is counted."""
+release (equal counts can be a person missed where someone else is counted) and whether its draws replay; the
+speed page judges part 6 by the audit's recall."""
 import pytest
 
 from tests.conftest import load_script
@@ -27,3 +28,20 @@ def test_a_still_without_a_note_is_refused():
     page = load_script("camera_audit_page")
     with pytest.raises(SystemExit):
         page.main(["--bundle", "b", "--clip", "c", "--source", "s", "--out", "o.md", "--scene-still", "x.png"])
+
+
+def test_the_page_says_whether_its_draws_replay():
+    page = load_script("camera_audit_page")
+    assert "seed 3" in page.draws_text(3) and "gives these figures again" in page.draws_text(3)
+    assert "a rerun differs" in page.draws_text(None)
+
+
+def test_the_speed_goal_holds_only_at_ten_times_deface_with_the_audits_recall():
+    speed = load_script("camera_speed")
+    recall = {"share": 0.9, "goal": 0.85, "holds": True}
+    assert speed.speed_goal([10.0, 9.0, 11.0], [104.0, 100.0, 110.0], recall)["holds"] is True     # 10.4x
+    assert speed.speed_goal([16.0], [104.0], recall)["holds"] is False                             # 6.5x
+    missed = {"share": 0.8, "goal": 0.85, "holds": False}
+    slow_why = speed.speed_goal([5.0], [104.0], missed)
+    assert slow_why["holds"] is False and "under 85%" in slow_why["why"]
+    assert speed.speed_goal([5.0], [], recall)["holds"] is None                                     # no deface
