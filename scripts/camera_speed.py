@@ -132,7 +132,7 @@ def page(result: dict, record: dict) -> str:
               "to the fp32 graph's people at camera.detector_score (docs/decisions/0009). Recall, leaking boxes and "
               "count are the camera audit's (`sensorveil camera-audit BUNDLE --clip CLIP --no-identity --seed "
               f"{result['draw_seed']}`; docs/guides/camera.md, \"The camera goal, part by part\"): recall covers "
-              f"the audit's reference people ({result['release']['recall']['recall']['reference']}); released on the "
+              f"the audit's reference people ({result['release'][SPEEDS[0]]['recall']['reference']}); released on the "
               "neutral grey where the camera has not been quiet long enough (no scene still); substitutes drawn "
               f"from the runtime's replayable seed {result['draw_seed']}.", ""]
     return "\n".join(lines)
