@@ -1,18 +1,25 @@
-"""The camera mechanism on walkway.avi: train PASS and PR-GAN on people crops of the first 60%
-of the clip, export ONNX bundles, audit each bundle as the device runs it on the rest of the clip, run the
-whole camera pipeline (detector -> privatizer per crop -> paste back) over the clip, and write
-docs/camera_results.{json,md} and docs/camera_contact_sheet.png.
+"""The camera mechanisms on a clip, measured as the field measures them: PASS and PR-GAN trained on people
+crops of the first 60% of the clip, exported as ONNX bundles and audited as the device runs them.
 
-    PYTHONPATH=. python scripts/camera_results.py            # ../shared/media/walkway.avi beside the clone
+* The camera goal, part by part, as `sensorveil camera-audit` judges it (sensorveil/benchmarks/camera_goal.py):
+  re-identification of test people disjoint from the attacker's, with its power (sdk/reid_audit.py); the leak
+  meter, recall and the people count against the JPEG-90 floor (benchmarks/clip_audit.py); and the attribute
+  attackers. "goal met" only when every part holds.
+* The attribute attackers (sdk/audit.py) as the second table: appearance clusters against walking direction,
+  scored on the test rows reweighted to the training part's P(appearance | direction).
+* The whole pipeline's cost, and a contact sheet of raw frames beside each release.
 
-Runs and bundles go to runs/camera/ and bundles/camera/ (kept: a second call reuses them; --retrain
-trains again). Every figure on the page comes from this script.
+    python scripts/camera_results.py                        # ../shared/media/walkway.avi beside the clone
+    python scripts/camera_results.py --clip CROWD --tag crowd --made-crowd    # scripts/crowd_clip.py's crowd
+
+Writes docs/camera_results[-TAG].{json,md} and docs/camera_contact_sheet[-TAG].png. Runs and bundles go to
+runs/camera/ and bundles/camera/ (kept: a second call reuses them; --retrain trains again). The substitutes are
+drawn from the runtime's replayable seed --draw-seed, so the command gives the same release again.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -20,26 +27,25 @@ from pathlib import Path
 
 import numpy as np
 
-from sensorveil.benchmarks.leak_meter import empty_scene
-from sensorveil.runtime.camera.learned import DETECTOR_GRAPH
 from sensorveil.runtime.camera.settings import PASTE_CUT_OUT, CameraSettings
-from sensorveil_lab.camera_pipeline import pipeline_on_clip
-from sensorveil_lab.clips import clip_frames, scene_truth
-from sensorveil_lab.people_counters import COUNTER_NAMES, COUNTERS, count_figures, counters
 from sensorveil_lab.provenance import page_header, portable, provenance, recorded, require_clean
-from sensorveil_lab.scene_reveals import REVEAL_RECENT
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))
 CLIP = SHARED / "media" / "walkway.avi"
 MECHANISMS = {
     # the tracker measures each person's walking direction on the device: PASS draws its substitute
-    # among bank people walking the same way (PASSConfig.condition)
+    # among bank people walking the same way (PASSConfig.condition); its bank is the loader's default,
+    # walkers sensorveil renders itself (no bystander of this camera)
     "pass": {"condition": "direction"},
     # four margins of PR-GAN's section 6.4 sweep, 20 epochs each: a few minutes on 2 cores
     "prgan": {"margin_fractions": "0.05,0.1,0.2,0.35", "epochs": "20"},
 }
-GOAL_POINTS, GOAL_NAG = 0.05, 0.60
+REID_EPOCHS = 15          # the re-identification attacker's, as `sensorveil camera-audit` trains it
+
+
+def log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def train_and_export(name: str, clip: Path, runs: Path, bundles: Path, retrain: bool, tag: str = "walkway") -> Path:
@@ -127,126 +133,43 @@ def direction_only_audit(run_dir, run: dict, privatizer, seeds: int, epochs: int
     return audit(release, seeds=seeds, attacker_epochs=epochs)
 
 
-FLOOR_CHANGE = "the raw clip re-encoded as JPEG quality 90"
+def camera_audits(bundle: Path, clip: Path, attributes: dict, draw_seed: int) -> dict:
+    """`sensorveil camera-audit BUNDLE --clip CLIP --seed DRAW_SEED`'s audits: identity (re-identification with
+    its power), the clip audit (leak meter, recall, count) and the goal part by part, the attribute audit's
+    verdict among the parts."""
+    from sensorveil.benchmarks.camera_goal import camera_goal
+    from sensorveil.benchmarks.clip_audit import audit_clip
+    from sensorveil.sdk.reid_audit import audit_bundle as audit_identity
+
+    identity = audit_identity(bundle, epochs=REID_EPOCHS, seed=draw_seed, log=log)
+    clip_result = audit_clip(bundle, clip, log=log, seed=draw_seed)
+    return {"identity": identity, "clip": clip_result, "goal": camera_goal(clip_result, identity, attributes)}
 
 
-def recall_figures(bundle: Path, clip: Path) -> "dict | None":
-    """Each detector's recall on the clip (sensorveil.benchmarks.detector_recall), with the bundle's own
-    learned graph as the device runs it; None for a bundle without one."""
-    from sensorveil.benchmarks.detector_recall import detector_recall
-    from sensorveil.runtime import Privatizer
+def release_cost(bundle: Path, clip: Path, sheet_frames: list, draw_seed: int) -> dict:
+    """The whole pipeline (decode, detect, privatize every crop, paste back) over the clip as `sensorveil run`
+    streams it (``load_for_stream``: colour release, threads that sleep between runs), timed alone, with the raw
+    and released ``sheet_frames`` kept for the contact sheet."""
+    from sensorveil.runtime.sources import open_source
+    from sensorveil.runtime.stream import Stream, load_for_stream
 
-    privatizer = Privatizer.load(bundle)
-    if DETECTOR_GRAPH not in privatizer.pipeline.graphs:
-        return None
-    frames, (truth, _) = clip_frames(clip), scene_truth(clip)
-    every = privatizer.pipeline.declared.detector_every
-    return detector_recall(frames, privatizer.pipeline.run_graph, empty_scene(frames), every, truth=truth)
-
-
-def recall_lines(result: dict) -> list:
-    """The detectors' recall table (results written before the learned detector have none)."""
-    recall = result.get("detector_recall")
-    if not recall:
-        return []
-    names = {"motion": "motion alone (MOG2 blobs, every frame)", "learned": "learned graph alone (every frame)",
-             "pipeline": f"the pipeline: learned every {recall['every']} frames + motion"}
-    rows = [f"| {names[name]} | {r['found']:,} of {recall['reference_boxes']:,} | {pct(r['share'])} "
-            f"[{pct(r['interval'][0])}, {pct(r['interval'][1])}] |" for name, r in recall["recall"].items()]
-    return ["## Who the detectors find", "",
-            f"On {recall['frames_scored']} frames (every 10th after the motion model's warm-up), reference people come "
-            "from offline detectors that see more than the pipeline: the clip's median as the empty scene, and "
-            "the bundle's learned graph on 2x2 overlapping tiles at score 0.15 "
-            "(sensorveil/benchmarks/detector_recall.py). Found: a box of the detector's overlaps the reference "
-            "box by IoU 0.3 or more; 95% Wilson intervals.", "",
-            "| detector | reference people found | recall |", "|---|---|---|", *rows, ""]
-
-
-def leak_lines(result: dict) -> list:
-    """The leak meter's figures per mechanism (results written before it existed have none)."""
-    lines = []
-    for name, m in result["mechanisms"].items():
-        leak = m["pipeline"].get("leak_meter")
-        if not leak:
-            continue
-        worst = leak["worst_frame"]
-        lines.append(
-            f"- {name}: {leak['leaking_boxes']:,} leaking boxes of {leak['offline_boxes']:,} people the offline "
-            f"detector found ({leak['not_privatized_boxes']:,} not covered by a box of the pipeline's, "
-            f"{leak['measured_boxes']:,} of those with enough person pixels to judge); "
-            + (f"worst frame {worst['frame']} with {worst['leaking']}." if worst["frame"] is not None else
-               "no frame leaks.") + power_text(leak)
-        )
-    if lines:
-        lines = ["## Leak meter: does the release show a person the pipeline missed?", "",
-                 "Offline detectors (sensorveil/benchmarks/leak_meter.py) find the people in every raw frame: "
-                 "person-sized blobs that differ from the empty scene (the clip's median, or a made scene's own "
-                 "empty scene), the bundle's learned graph on 2x2 overlapping tiles at score 0.15 (bundles that "
-                 "carry it), and a made scene's recorded people. For a person no box of the pipeline's covers, "
-                 "the meter fits the released pixels of the person (pasted substitutes left out) as share x raw "
-                 "+ b x empty scene + c: a ghost blended at 0.3 reads 0.3, the empty scene or a neutral grey 0, "
-                 "the raw frame 1. A box leaks when its share is 0.1 or more (docs/decisions/0007). A box with too "
-                 "few pixels that differ from the empty scene, or with no pattern beyond it, cannot be judged (a "
-                 "person standing through a whole camera clip is in its median). Its power on the clip's own "
-                 "boxes: a control ghost (0.2 of the raw frame blended into the release) in each judged box. "
-                 "Goal: 0 leaking boxes.", ""] + lines + [""]
-    return lines
-
-
-def power_text(leak: dict) -> str:
-    """The meter's own power and the largest share it read (results written before the share rule have none)."""
-    if "control_caught_boxes" not in leak:
-        return ""
-    largest = "none judged" if leak["largest_share"] is None else f"{leak['largest_share']:.3f}"
-    return (f" Largest share read: {largest} (rule {leak['rule']['ghost_share']}); the control ghost "
-            f"({leak['rule']['control_ghost']}) is caught in {leak['control_caught_boxes']:,} of "
-            f"{leak['measured_boxes']:,} judged boxes.")
-
-
-def count_floor(clip: Path) -> dict:
-    """How far each counter's count moves under a change nobody would call privacy: ``FLOOR_CHANGE``,
-    counted against the raw clip the same way as the privatized video is."""
-    import cv2
-
-    from sensorveil.benchmarks.clip_audit import jpeg_floor
-
-    pairs = counters()
-    counted = {name: ([], []) for name in pairs}
-    capture = cv2.VideoCapture(str(clip))
+    privatizer = load_for_stream(bundle, seed=draw_seed)
+    stream = Stream(privatizer, open_source(str(clip), reconnect=False, prefetch=False))
+    people, kept, cpu, wall = [], {}, 0.0, 0.0
+    iterator = iter(stream)
     while True:
-        ok, frame = capture.read()
-        if not ok:
+        c0, w0 = time.process_time(), time.perf_counter()
+        result = next(iterator, None)
+        cpu, wall = cpu + time.process_time() - c0, wall + time.perf_counter() - w0
+        if result is None:
             break
-        changed = jpeg_floor(frame)
-        for name, (on_raw, on_changed) in pairs.items():
-            counted[name][0].append(len(on_raw(frame)))
-            counted[name][1].append(len(on_changed(changed)))
-    capture.release()
-    return {"change": FLOOR_CHANGE, "counts": {name: count_figures(*counted[name]) for name in pairs}}
-
-
-def count_over_draws(bundle: Path, clip: Path, seeds: int) -> dict:
-    """The count check repeated over ``seeds`` seeded runs of the bundle (a substitution bundle draws
-    other substitutes each run, and how a counter sees them varies): per counter, the share of frames
-    with the same count and the mean difference, each as mean and 95% interval (seed spread + frames'
-    binomial error)."""
-    from sensorveil.sdk.audit import interval
-
-    runs = [pipeline_on_clip(bundle, clip, [], seed=seed, leaks=False) for seed in range(seeds)]
-    figures = {}
-    for name in COUNTERS:
-        counts = [run["counts"][name] for run in runs]
-        diffs = [c["mean_diff"] for c in counts]
-        spread = float(np.var(diffs, ddof=1)) / len(diffs) if len(diffs) > 1 else 0.0
-        within = float(np.mean([c["mean_diff_ci95"] for c in counts])) / 1.96
-        figures[name] = {
-            "same_share": interval([c["same_share"] for c in counts], runs[0]["frames"]),
-            "mean_diff": float(np.mean(diffs)),
-            "mean_diff_ci95": 1.96 * math.sqrt(spread + within**2),
-            "undetected_people": float(np.mean([c["undetected_people"] for c in counts])),
-            "raw_people": counts[0]["raw_people"],
-        }
-    return {"seeds": seeds, "frames": runs[0]["frames"], "counts": figures}
+        people.append(len(stream.preprocessor.last_boxes))
+        if result.frame.index in sheet_frames:
+            kept[result.frame.index] = (result.frame.data.copy(), result.output.copy())
+    frames = len(people)
+    return {"frames": frames, "fps": frames / wall, "cpu_ms_per_frame": 1e3 * cpu / frames,
+            "wall_ms_per_frame": 1e3 * wall / frames, "people_per_frame_mean": float(np.mean(people)),
+            "substitutes": privatizer.describe().get("substitutes"), "_sheet": kept}
 
 
 def contact_sheet(sheets: dict, path: Path) -> Path:
@@ -269,21 +192,6 @@ def contact_sheet(sheets: dict, path: Path) -> Path:
     return path
 
 
-def outside_windows_line(name: str, c: dict) -> str:
-    """What the pipeline's own counter finds outside every privatized window, and what it is."""
-    found = (f"- {name}: of the {c['counted_private_people']:,} people the pipeline's own counter finds in the "
-             f"privatized video, {c['unprivatized_people']:,} lie outside every window the pipeline privatized")
-    frames = f"in {c['frames_with_unprivatized']} of {c['frames']} frames"
-    reveals = c.get("unprivatized_over_reveals")
-    if reveals is None:   # a window release (the camera's frame around the windows), or results from before
-        return f"{found} (people its detector missed), {frames}."
-    return f"{found}, {frames}; " + (
-        f"{reveals:,} of them lie over a block the quiet scene began showing the camera in the {REVEAL_RECENT} "
-        "frames before: the scene's own change (the neutral grey giving way to the place, which a background "
-        "model reads as something new), not a person released as the camera saw them, since the release shows "
-        "no pixel of the camera where anyone was seen lately; the leak meter below checks every person.")
-
-
 def pct(value: float) -> str:
     return f"{100 * value:.1f}%"
 
@@ -302,84 +210,6 @@ def test_people_text(result: dict) -> str:
         return "whether its people were seen in training was not recorded"
     share = data["test_rows_of_training_tracks"] / max(data["test_rows"], 1)
     return f"{share:.0%} of them of tracks also seen in training"
-
-
-def detectors_text(result: dict) -> str:
-    """Which detectors the bundles ran: the learned graph (when the page measured its recall) and motion."""
-    motion = "a still-camera background model (OpenCV MOG2, person-shaped foreground blobs)"
-    recall = result.get("detector_recall")
-    if not recall:
-        return motion
-    return (f"the bundle's learned person detector (COCO SSDLite-MobileNetV2, every {recall['every']} frames) "
-            f"united with {motion}")
-
-
-def how_it_pastes(audit_figures: dict) -> str:
-    """One sentence on what the bundle's pipeline puts where the person was."""
-    if audit_figures.get("paste") == PASTE_CUT_OUT:
-        from sensorveil.runtime.camera import PERSON_GAP as gap
-
-        text = (
-            "a substitute person cut out of a bank crop (its largest blob, gaps closed) is stretched to the "
-            "detected person's box and pasted (in colour where the bundle carries its bank in colour) onto the "
-            "quiet scene, which is the whole frame released (the camera shows only where nobody was seen for a "
-            "long horizon, neutral grey elsewhere, so a person the detector misses is left out), people side by "
-            f"side kept {gap[0]} px apart ({gap[1]} px "
-            "above and below) and thickened by a pixel, darker parts below 0.45 of the scene (no shadow to a "
-            "background model), so a counter downstream sees each of them, one draw per tracked person (drawn again "
-            "once the tracker knows its direction), walking on through that bank person's own crops of the "
-            "training part as they were filmed"
-        )
-        if audit_figures.get("conditioned_on"):
-            text += (
-                f", drawn among bank people of the same {audit_figures['conditioned_on']} as the tracker "
-                "measured it (past frames only); the attackers are given the whole bank crop, background "
-                "included, which is more than the device emits"
-            )
-        return text + "."
-    return "the privatized crop replaces the person's whole window (background included)."
-
-
-def difference_text(c: dict) -> str:
-    """A counter's same-count share (with its interval over seeded runs, where it has one) / mean diff."""
-    share = interval_text(c["same_share"]) if isinstance(c["same_share"], dict) else pct(c["same_share"])
-    return f"{share} / {c['mean_diff']:+.2f} +- {c['mean_diff_ci95']:.2f}"
-
-
-def count_text(pipeline: dict, counter: str = "pipeline") -> str:
-    """Same-count share and mean difference: over seeded draws with intervals where the run has them."""
-    return difference_text(pipeline.get("count_over_draws", pipeline)["counts"][counter])
-
-
-def floor_text(floor: dict, counter: str) -> str:
-    return difference_text(floor["counts"][counter])
-
-
-def count_lines(result: dict) -> list:
-    """The count table: each counter on each mechanism's release, beside the same counter under a change
-    nobody would call privacy (the floor), and the people the pipeline's detector never found."""
-    floor = result.get("count_floor")
-    names = list(result["mechanisms"])
-    lines = [
-        "| counter | "
-        + " | ".join(f"{name}: same / mean diff" for name in names)
-        + (f" | {floor['change']}: same / mean diff" if floor else "")
-        + " | raw people the pipeline's "
-        "detector did not find |",
-        "|---|" + "---|" * (len(names) + bool(floor) + 1),
-    ]
-    for counter, what in COUNTERS.items():
-        undetected = [
-            m["pipeline"].get("count_over_draws", m["pipeline"])["counts"][counter]
-            for m in result["mechanisms"].values()
-        ][0]
-        lines.append(
-            f"| {what} | "
-            + " | ".join(count_text(m["pipeline"], counter) for m in result["mechanisms"].values())
-            + (f" | {floor_text(floor, counter)}" if floor else "")
-            + f" | {undetected['undetected_people']:,.0f} of {undetected['raw_people']:,} |"
-        )
-    return lines
 
 
 def family_cells(private: dict, raw: dict) -> str:
@@ -408,28 +238,98 @@ def effective_text(result: dict) -> str:
     return ", ".join(f"{a['n_effective']:.0f} of {a['n_test']}" for a in audits[:1] if "n_effective" in a) or "n/a"
 
 
-def render(result: dict, command: str) -> str:
-    from sensorveil.runtime.camera.scene import SCENE_HORIZON
+def how_it_pastes(mechanism: dict) -> str:
+    """One sentence on what the bundle's pipeline puts where the person was, and who the substitutes are (the
+    bundle's own record of its bank)."""
+    audit = mechanism["audit"]
+    if audit.get("paste") != PASTE_CUT_OUT:
+        return ("the privatized crop replaces the person's whole window (background included); the camera's frame "
+                "is released outside the windows, so a person the detectors miss goes out as filmed.")
+    text = ("each person found is replaced by a substitute cut-out, stretched to the person's box and pasted "
+            "onto the quiet scene, which is the whole frame released (the camera only where nobody was seen for "
+            "a long horizon, neutral grey elsewhere: a person the detectors miss is left out), one draw per "
+            "tracked person")
+    if audit.get("conditioned_on"):
+        text += f", among the bank's people of the {audit['conditioned_on']} the tracker measured (past frames only)"
+    return text + f"; {mechanism['cost']['substitutes'] or 'substitutes: not recorded'}."
+
+
+def identity_people_text(result: dict) -> str:
+    """Who the identity audit's test people are: tracks seen only in the test part; in a made crowd those are
+    time-shifted copies of people the attacker trained on."""
+    if result["dataset"].get("made_from_copies"):
+        return ("the made crowd repeats walkway's people in time-shifted copies, so its test people (tracks of the "
+                "test part only) are the attacker's training people again: re-identification here is of people "
+                "it trained on, not strangers")
+    return "test people are tracks seen only in the test part, none of them the attacker's training people"
+
+
+def goal_cells(goal: dict) -> str:
+    mark = {True: "holds", False: "FAILS", None: "no verdict"}
+    return " | ".join(mark[goal["parts"][name]["holds"]] if name in goal["parts"] else "-"
+                      for name in GOAL_COLUMNS)
+
+
+GOAL_COLUMNS = ("identity", "leak_meter", "recall", "count", "attributes")
+
+
+def identity_cell(identity: dict) -> str:
+    if "chance" not in identity:
+        return identity["verdict"]
+    return (f"{interval_text(identity['released']['rank1'])} (raw {pct(identity['raw']['rank1']['mean'])}, "
+            f"chance {pct(identity['chance']['rank1'])})")
+
+
+def count_cell(count: dict) -> str:
+    return ", ".join(f"{name} {pct(c['same_count'])} ({pct(c['floor_same_count'])})" for name, c in count.items())
+
+
+def goal_lines(result: dict) -> list:
+    """The camera goal table, then each mechanism's parts and identity audit as `camera-audit` prints them."""
+    from sensorveil.benchmarks.camera_goal import format_goal
+    from sensorveil.sdk.reid_audit import format_identity
 
     lines = [
-        f"# The camera mechanism on {result.get('clip', 'walkway.avi')}",
+        "## The camera goal, part by part",
         "",
-        page_header(recorded(result)),
+        "Each bundle audited as `sensorveil camera-audit BUNDLE --clip CLIP --seed "
+        f"{result['draw_seed']}` audits it (docs/guides/camera.md, \"The camera goal, part by part\"): released "
+        "over the whole clip as `sensorveil run` releases it, no scene still, its substitutes drawn from the "
+        f"runtime's replayable seed {result['draw_seed']} (a device draws from the OS). Identity: a "
+        "re-identification network trained with identity and triplet losses on raw crops of the training "
+        "people ranks a raw gallery of each test person for every released crop; "
+        f"{identity_people_text(result)}. The goal is met only when every part holds.",
         "",
-        f"The run took {result['seconds']:.0f} s on that machine.",
+        "| mechanism | identity | leak meter | recall | count | attributes | camera goal | released rank-1 "
+        "[95%] (raw; chance) | leaking boxes | recall [95%] | count as raw: counter (JPEG 90) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, m in result["mechanisms"].items():
+        clip, goal = m["clip"], m["goal"]
+        leak, recall = clip["leak_meter"], clip["recall"]
+        lines.append(
+            f"| {name} | {goal_cells(goal)} | {goal['verdict']} | {identity_cell(m['identity'])} | "
+            f"{leak['leaking_boxes']:,} of {leak['offline_boxes']:,} | {pct(recall['share'])} "
+            f"[{pct(recall['interval'][0])}, {pct(recall['interval'][1])}] | {count_cell(clip['count'])} |")
+    for name, m in result["mechanisms"].items():
+        lines += ["", f"{name}:", "", "```", format_goal(m["goal"])]
+        if "chance" in m["identity"]:
+            lines += [format_identity(m["identity"])]
+        lines += ["```"]
+    return lines + [""]
+
+
+def attribute_lines(result: dict) -> list:
+    """The attribute attackers (the second table): appearance against direction, label-shift weighted."""
+    lines = [
+        "## The attribute attackers",
         "",
-        f"People are found by {detectors_text(result)} and followed by an IoU/centroid tracker "
-        "(`sensorveil/runtime/camera/`); each person is a 128x64 grey crop. "
-        f"Labels come from the clip: **private** = appearance, {result['dataset']['clusters']} k-means clusters "
-        "of the tracks' look (who it is, coarsely); **useful** = walking direction (left/right). Trained on the "
-        f"first 60% of the clip ({result['dataset']['train_rows']} crops), scored on the rest "
-        f"({result['dataset']['test_rows']} crops; {test_people_text(result)}).",
-        "",
-        *[f"- **{name}**: {how_it_pastes(m['audit'])}" for name, m in result["mechanisms"].items()],
-        "",
-        f"Audit: `sensorveil evaluate BUNDLE`'s attackers (sdk/audit.py) trained on the bundle's output, "
-        f"{result['seeds']} seeds, 95% intervals. Goal: strongest attacker within 5 points of Random*, "
-        "direction NAG >= 60%, people count per frame unchanged.",
+        f"`sensorveil evaluate BUNDLE`'s attackers (sdk/audit.py) trained on the bundle's output, {result['seeds']} "
+        "seeds, 95% intervals: **private** = appearance, "
+        f"{result['dataset']['clusters']} k-means clusters of the tracks' look (light against dark clothing, "
+        "roughly: not identity, which the table above measures); **useful** = walking direction. This part holds "
+        "when the strongest attacker is within 5 points of Random* and the same attackers on raw crops are not "
+        "(power).",
         "",
         f"Scoring: the clip's two parts hold the appearance classes in other shares ({shares_text(result)}), "
         "so on the plain test rows Random* (the best guess from the direction under the training part's "
@@ -439,8 +339,8 @@ def render(result: dict, command: str) -> str:
         f"{effective_text(result)} effective rows), where Random* is the best any guess from the direction "
         "can do; the plain figures follow the table.",
         "",
-        "| mechanism | strongest attacker (privatized) | same attacker on raw crops | Random* | goal: within 5 pts "
-        "| direction probe (privatized) | direction probe (raw) | direction NAG | count same / mean diff |",
+        "| mechanism | strongest attacker (privatized) | same attacker on raw crops | Random* | within 5 pts "
+        "| attributes part | direction probe (privatized) | direction probe (raw) | direction NAG |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, m in result["mechanisms"].items():
@@ -452,117 +352,150 @@ def render(result: dict, command: str) -> str:
         else:   # an attacker of the release alone (the bank-index posterior): the audit's power is raw's strongest
             raw_best = a["raw"]["strongest_attacker"]
             raw_text = f"none of its kind; strongest on raw, {raw_best}: {interval_text(a['raw']['private'][raw_best])}"
-        c = m["pipeline"]
+        within = a["privatized"]["goal"]["strongest_within_5_points_of_random_star"]
         lines.append(
-            f"| {name} | {strongest}: {interval_text(a['privatized']['private'][strongest])} | "
-            f"{raw_text} | {pct(a['privatized']['random_star'])} | "
-            f"{'met' if a['privatized']['goal']['strongest_within_5_points_of_random_star'] else 'NOT met'} | "
+            f"| {name} | {strongest}: {interval_text(a['privatized']['private'][strongest])} | {raw_text} | "
+            f"{pct(a['privatized']['random_star'])} | {'yes' if within else 'no'} | {a['privatized']['verdict']} | "
             f"{interval_text(a['privatized']['useful'])} | {interval_text(a['raw']['useful'])} | "
-            f"{pct(a['direction_nag'])} (low end {pct(a['direction_nag_low'])}) | "
-            f"{count_text(c)} |"
-        )
+            f"{pct(a['direction_nag'])} (low end {pct(a['direction_nag_low'])}) |")
     lines += ["", "Every attacker family, privatized (raw in brackets), weighted; then the plain test rows:", ""]
     for name, m in result["mechanisms"].items():
         a = m["audit"]
         lines.append(f"- {name}: " + family_cells(a["privatized"], a["raw"]))
         if "unweighted" in a["privatized"]:
             plain, plain_raw = a["privatized"]["unweighted"], a["raw"]["unweighted"]
-            lines.append(
-                f"- {name}, plain test rows: "
-                + family_cells(plain, plain_raw)
-                + f"; Random* {pct(plain['random_star'])}"
-            )
+            lines.append(f"- {name}, plain test rows: " + family_cells(plain, plain_raw)
+                         + f"; Random* {pct(plain['random_star'])}")
+    return lines + floor_check_lines(result)
+
+
+def floor_check_lines(result: dict) -> list:
+    """The direction-only release: with nothing but the direction, attackers should sit at Random*."""
+    lines = []
     for name, m in result["mechanisms"].items():
         ideal = m["audit"].get("direction_only")
         if not ideal:
             continue
         strongest = ideal["strongest_attacker"]
         cells = ", ".join(f"{family} {pct(fig['mean'])}" for family, fig in ideal["private"].items())
-        lines += [
-            "",
-            f"The check of that floor: the same attackers on a direction-only release ({name}'s bank, each "
-            "substitute drawn uniformly among the bank people of the crop's own direction, no appearance "
-            f"beyond the direction), weighted: {cells}; strongest {strongest} "
-            f"{interval_text(ideal['private'][strongest])} against Random* {pct(ideal['random_star'])}.",
-        ]
+        lines += ["", f"The check of that floor: the same attackers on a direction-only release ({name}'s bank, each "
+                      "substitute drawn uniformly among the bank people of the crop's own direction, no appearance "
+                      f"beyond the direction), weighted: {cells}; strongest {strongest} "
+                      f"{interval_text(ideal['private'][strongest])} against Random* {pct(ideal['random_star'])}."]
         if "unweighted" in ideal:
             plain = ideal["unweighted"]
             best = max(plain["private"], key=lambda family: plain["private"][family]["mean"])
-            lines[-1] += (
-                f" On the plain test rows the same release gives {best} {interval_text(plain['private'][best])} "
-                f"against Random* {pct(plain['random_star'])}: the shift alone, no appearance."
-            )
-    lines += [
-        "",
-        "## Cost of the whole camera pipeline on the clip",
-        "",
-        "Decode + detect + privatize every crop + paste back, one process, onnxruntime, "
-        "loaded and run as `sensorveil run`/`preview` do (`load_for_stream`: threads that sleep between runs; "
-        "no display, no sink). CPU ms add every thread of the process over the pipeline's own calls; the "
-        "counters and the leak meter run between them, untimed.",
-        "",
-        "| mechanism | frames | people per frame | FPS | CPU ms per frame | wall ms per frame |",
-        "|---|---|---|---|---|---|",
-    ]
+            lines[-1] += (f" On the plain test rows the same release gives {best} "
+                          f"{interval_text(plain['private'][best])} against Random* {pct(plain['random_star'])}: "
+                          "the shift alone, no appearance.")
+    return lines + [""]
+
+
+def cost_lines(result: dict) -> list:
+    lines = ["## Cost of the whole camera pipeline on the clip", "",
+             "Decode + detect + privatize every crop + paste back, one process, onnxruntime, loaded and run as "
+             "`sensorveil run` does (`load_for_stream`: threads that sleep between runs; no display, no sink), "
+             "timed on its own pass over the clip, no audit running. CPU ms add every thread of the process; "
+             "people per frame are the pipeline's boxes. `sensorveil benchmark` and docs/camera_speed.md time it "
+             "against deface.", "",
+             "| mechanism | frames | people per frame | FPS | CPU ms per frame | wall ms per frame |",
+             "|---|---|---|---|---|---|"]
     for name, m in result["mechanisms"].items():
-        c = m["pipeline"]
-        lines.append(
-            f"| {name} | {c['frames']} | {c['people_per_frame_mean']:.2f} | {c['fps']:.1f} | "
-            f"{c['cpu_ms_per_frame']:.1f} | {c['wall_ms_per_frame']:.1f} |"
-        )
-    lines += [
+        c = m["cost"]
+        lines.append(f"| {name} | {c['frames']} | {c['people_per_frame_mean']:.2f} | {c['fps']:.1f} | "
+                     f"{c['cpu_ms_per_frame']:.1f} | {c['wall_ms_per_frame']:.1f} |")
+    return lines + [""]
+
+
+def render(result: dict) -> str:
+    from sensorveil.runtime.camera.scene import SCENE_HORIZON
+
+    lines = [
+        f"# The camera mechanisms on {result['clip']}",
         "",
-        "## People count per frame",
+        page_header(recorded(result)),
         "",
-        "Each counter (the same person rules on a background model: the pipeline's own detector and tracker, "
-        "its MOG2 detector alone, or OpenCV's KNN model) is run afresh on the raw video and on the privatized "
-        'video; "same" is the share of frames where both '
-        "count the same people, the diff is privatized minus raw per frame (mean, 95% interval), over the audit's "
-        "number of seeded runs of the pipeline (each draws other substitutes), the interval combining their "
-        "spread and the frames' binomial error (frames of a clip are not independent, so it is a lower bound on "
-        f"the spread). Beside them the floor: the same counter on {FLOOR_CHANGE}, a change nobody would call "
-        "privacy, against the raw clip. Last column: people each counter finds in the raw video with no "
-        "detection of the pipeline's over them (IoU < 0.3), per run, of all the people it finds there.",
+        f"The run took {result['seconds']:.0f} s on that machine.",
         "",
-        *count_lines(result),
+        "People are found by the bundle's learned person detector (COCO SSDLite-MobileNetV2) united with a "
+        "still-camera background model and followed by a tracker (`sensorveil/runtime/camera/`). Both "
+        f"mechanisms trained on the first 60% of the clip ({result['dataset']['train_rows']} crops); the "
+        f"attribute attackers are scored on the rest ({result['dataset']['test_rows']} crops; "
+        f"{test_people_text(result)}).",
         "",
-    ]
-    for name, m in result["mechanisms"].items():
-        draws = m["pipeline"].get("count_over_draws")
-        if draws:  # how much of each counter's shortfall the pipeline's detector explains
-            lines.append(
-                f"- {name}: "
-                + "; ".join(
-                    f"{COUNTER_NAMES[counter]} counts {abs(c['mean_diff']) * draws['frames']:,.0f} people "
-                    f"{'fewer' if c['mean_diff'] <= 0 else 'more'} in the release than in the raw video, "
-                    "where it finds "
-                    f"{c['undetected_people']:,.0f} people the pipeline's detector never found"
-                    for counter, c in draws["counts"].items()
-                )
-                + "."
-            )
-    for name, m in result["mechanisms"].items():
-        c = m["pipeline"]
-        if "unprivatized_people" in c:  # results written before this figure existed lack it
-            lines.append(outside_windows_line(name, c))
-    lines += ["", *recall_lines(result), *leak_lines(result)]
-    lines += [
+        *[f"- **{name}**: {how_it_pastes(m)}" for name, m in result["mechanisms"].items()],
         "",
+        *goal_lines(result),
+        *attribute_lines(result),
+        *cost_lines(result),
         f"![raw and privatized frames of the test part]({Path(result['contact_sheet']).name})",
         "",
         "What the released scene holds (seen on the contact sheet): PASS pastes its substitutes on the quiet "
         "scene (sensorveil/runtime/camera/scene.py), which shows the camera only in blocks where no motion, "
-        f"detection or track was seen for {SCENE_HORIZON} frames and is neutral grey until then, so the first "
-        "frames, slow walkers and people who stop are never learnt into it; quiet blocks are revealed together "
-        f"once every {SCENE_HORIZON} frames and only in regions a counter would not take for a person (wider than "
-        "tall, or taller than any person), so the grey giving way to the place is not counted as someone new "
-        "(docs/decisions/0010-scene-reveals.md). What it cannot tell from the scene "
-        "is a person neither detector ever found and who never moves (the leak meter above looks for them). "
-        "PR-GAN releases the camera's frame outside each person's window, so a person its detector "
-        "misses goes out raw: the leak meter above counts them.",
+        f"detection or track was seen for {SCENE_HORIZON} frames and is neutral grey until then (a device can "
+        "start from an operator's scene still instead: `sensorveil scene-still`). PR-GAN releases the camera's "
+        "frame outside each person's window, so a person its detectors miss goes out raw: the leak meter above "
+        "counts them.",
         "",
     ]
     return "\n".join(lines)
+
+
+def dataset_figures(clip: Path, made_crowd: bool) -> dict:
+    """The people crops' split as the walkway loader makes it: rows, the appearance classes' shares, and how many
+    test rows are of tracks the training part also holds."""
+    from sensorveil.sdk.datasets import load_dataset
+
+    data = load_dataset("walkway", str(clip))
+    split = data.attributes["trial_split"]
+    appearance, classes = data.attributes["appearance"], data.num_classes["appearance"]
+    shares = {part: (np.bincount(appearance[split == k], minlength=classes) / max((split == k).sum(), 1)).tolist()
+              for k, part in enumerate(("train", "test"))}
+    return {"rows": len(data), "train_rows": int((split == 0).sum()), "test_rows": int((split == 1).sum()),
+            # test crops whose track the training part also holds: the same person on both sides of the split
+            "test_rows_of_training_tracks": int(np.isin(data.attributes["track"][split == 1],
+                                                        data.attributes["track"][split == 0]).sum()),
+            "made_from_copies": bool(made_crowd), "clusters": classes, "description": data.description,
+            "appearance_shares": shares}
+
+
+def sheet_frames(clip: Path) -> list:
+    """Four frames of the clip's test part (after load_walkway's 60% cut)."""
+    import cv2
+
+    capture = cv2.VideoCapture(str(clip))
+    cut = int(round(0.6 * capture.get(cv2.CAP_PROP_FRAME_COUNT)))
+    capture.release()
+    return [cut + 40, cut + 120, cut + 200, cut + 280]
+
+
+def measure(args, clip: Path, docs: Path) -> dict:
+    """Every mechanism trained (or reused), audited part by part, timed; the contact sheet written."""
+    result = {"clip": clip.name, "seeds": args.seeds, "attacker_epochs": args.attacker_epochs,
+              "draw_seed": args.draw_seed, "dataset": dataset_figures(clip, args.made_crowd), "mechanisms": {}}
+    frames, sheets = sheet_frames(clip), {}
+    for name in args.mechanisms:
+        bundle = train_and_export(name, clip, Path(args.runs), Path(args.bundles), args.retrain, args.tag)
+        log(f"{name}: the attribute attackers on {bundle} ...")
+        audit = audit_bundle(bundle, args.seeds, args.attacker_epochs)
+        log(f"{name}: identity, leak meter, recall and count (camera-audit) ...")
+        entry = {"audit": audit, **camera_audits(bundle, clip, audit["privatized"], args.draw_seed)}
+        log(f"{name}: the whole pipeline timed over {clip.name} ...")
+        entry["cost"] = release_cost(bundle, clip, frames, args.draw_seed)
+        sheets[name] = entry["cost"].pop("_sheet")
+        result["mechanisms"][name] = entry
+    sheet_name = "camera_contact_sheet" + ("" if args.tag == "walkway" else f"-{args.tag}")
+    result["contact_sheet"] = str(contact_sheet(sheets, docs / f"{sheet_name}.png"))
+    return result
+
+
+def command_of(args) -> str:
+    return ("python scripts/camera_results.py"
+            + (f" --seeds {args.seeds}" if args.seeds != 3 else "")
+            + (f" --attacker-epochs {args.attacker_epochs}" if args.attacker_epochs != 20 else "")
+            + (f" --draw-seed {args.draw_seed}" if args.draw_seed != 0 else "")
+            + ("" if args.tag == "walkway" else f" --clip {Path(args.clip).name} --tag {args.tag}")
+            + (" --made-crowd" if args.made_crowd else ""))
 
 
 def main(argv=None) -> int:
@@ -571,8 +504,10 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", default=str(ROOT / "runs" / "camera"))
     parser.add_argument("--bundles", default=str(ROOT / "bundles" / "camera"))
     parser.add_argument("--docs", default=str(ROOT / "docs"))
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--attacker-epochs", type=int, default=20)
+    parser.add_argument("--seeds", type=int, default=3, help="the attribute attackers' seeds")
+    parser.add_argument("--attacker-epochs", type=int, default=20, help="the attribute attackers' epochs")
+    parser.add_argument("--draw-seed", type=int, default=0,
+                        help="the runtime's replayable seed for the substitutes' draws, and the identity audit's")
     parser.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS), choices=list(MECHANISMS))
     parser.add_argument("--retrain", action="store_true")
     parser.add_argument("--made-crowd", action="store_true",
@@ -582,18 +517,15 @@ def main(argv=None) -> int:
                         help="names the runs, bundles and page: walkway writes docs/camera_results.md, another "
                         "tag docs/camera_results-TAG.md (e.g. --clip crowd-walkway.avi --tag crowd, from "
                         "scripts/crowd_clip.py)")
-    parser.add_argument(
-        "--render-only",
-        action="store_true",
-        help="re-draw docs/camera_results[-TAG].md from its .json (no run)",
-    )
+    parser.add_argument("--render-only", action="store_true",
+                        help="re-draw docs/camera_results[-TAG].md from its .json (no run)")
     parser.add_argument("--allow-dirty", action="store_true", help="run from uncommitted code (the page says so)")
     args = parser.parse_args(argv)
     docs = Path(args.docs)
     page = "camera_results" + ("" if args.tag == "walkway" else f"-{args.tag}")
     if args.render_only:
         result = json.loads((docs / f"{page}.json").read_text())
-        (docs / f"{page}.md").write_text(render(result, result["command"]))
+        (docs / f"{page}.md").write_text(render(result))
         print((docs / f"{page}.md").read_text())
         return 0
     require_clean(args.allow_dirty)
@@ -602,70 +534,12 @@ def main(argv=None) -> int:
     if not clip.is_file():
         parser.error(f"clip not found: {clip} (set --clip or SENSORVEIL_SHARED)")
     started = time.time()
-    from sensorveil.sdk.datasets import load_dataset
-
-    data = load_dataset("walkway", str(clip))
-    split = data.attributes["trial_split"]
-    appearance, classes = data.attributes["appearance"], data.num_classes["appearance"]
-    shares = {
-        part: (np.bincount(appearance[split == k], minlength=classes) / max((split == k).sum(), 1)).tolist()
-        for k, part in enumerate(("train", "test"))
-    }
-    result = {
-        "clip": clip.name,
-        "seeds": args.seeds,
-        "attacker_epochs": args.attacker_epochs,
-        "dataset": {
-            "rows": len(data),
-            "train_rows": int((split == 0).sum()),
-            "test_rows": int((split == 1).sum()),
-            # test crops whose track the training part also holds: the same person on both sides of the split
-            "test_rows_of_training_tracks": int(np.isin(data.attributes["track"][split == 1],
-                                                        data.attributes["track"][split == 0]).sum()),
-            "made_from_copies": bool(args.made_crowd),
-            "clusters": classes,
-            "description": data.description,
-            "appearance_shares": shares,
-        },
-        "mechanisms": {},
-    }
-    import cv2
-
-    capture = cv2.VideoCapture(str(clip))
-    cut = int(round(0.6 * capture.get(cv2.CAP_PROP_FRAME_COUNT)))  # load_walkway's train_fraction
-    capture.release()
-    sheet_frames = [cut + 40, cut + 120, cut + 200, cut + 280]
-    sheets = {}
-    for name in args.mechanisms:
-        bundle = train_and_export(name, clip, Path(args.runs), Path(args.bundles), args.retrain, args.tag)
-        print(f"auditing {bundle} ...", flush=True)
-        audit_figures = audit_bundle(bundle, args.seeds, args.attacker_epochs)
-        print(f"running the camera pipeline of {bundle} over {clip.name} ...", flush=True)
-        pipeline = pipeline_on_clip(bundle, clip, sheet_frames)
-        sheets[name] = pipeline.pop("_sheet")
-        print(f"counting people on {args.seeds} seeded runs of {bundle} ...", flush=True)
-        pipeline["count_over_draws"] = count_over_draws(bundle, clip, args.seeds)
-        result["mechanisms"][name] = {"audit": audit_figures, "pipeline": pipeline}
-    if "pass" in args.mechanisms:
-        print(f"measuring each detector's recall on {clip.name} ...", flush=True)
-        result["detector_recall"] = recall_figures(Path(args.bundles) / f"pass-{args.tag}", clip)
-    print(f"counting people on {clip.name} re-encoded ({FLOOR_CHANGE}) ...", flush=True)
-    result["count_floor"] = count_floor(clip)
-    sheet_name = "camera_contact_sheet" + ("" if args.tag == "walkway" else f"-{args.tag}")
-    result["contact_sheet"] = str(contact_sheet(sheets, docs / f"{sheet_name}.png"))
-    result["seconds"] = time.time() - started
-    command = (
-        "PYTHONPATH=. python scripts/camera_results.py"
-        + (f" --seeds {args.seeds}" if args.seeds != 3 else "")
-        + (f" --attacker-epochs {args.attacker_epochs}" if args.attacker_epochs != 20 else "")
-        + ("" if args.tag == "walkway" else f" --clip {Path(args.clip).name} --tag {args.tag}")
-    )
-    result["command"] = command
-    result["provenance"] = record
+    result = measure(args, clip, docs)
+    result.update(seconds=time.time() - started, command=command_of(args), provenance=record)
     # a clip outside the checkout and the shared files (a made crowd) is named by its folder's role, not its path
     result = portable(result, shared=SHARED, folders={str(clip.resolve().parent): "<clip folder>"})
     (docs / f"{page}.json").write_text(json.dumps(result, indent=2, default=float))
-    (docs / f"{page}.md").write_text(render(result, command))
+    (docs / f"{page}.md").write_text(render(result))
     print((docs / f"{page}.md").read_text())
     return 0
 

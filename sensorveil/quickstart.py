@@ -153,8 +153,8 @@ CAMERA_SETTINGS = {"condition": "direction"}
 def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_detector: str = "ssdlite",
                       camera_speed: str = "recall", bank: str = "rendered", full_size: bool = False) -> dict:
     """Train PASS on ``clip`` (e.g. ../shared/media/walkway.avi), export its ONNX bundle, audit it
-    (scripts/camera_results.py adds PR-GAN, the count check and the pipeline's cost), and write the
-    headless preview: OUT/camera-preview.mp4 and its contact sheet. ``person_detector``: "ssdlite" puts the
+    (scripts/camera_results.py adds PR-GAN beside it, weighted attribute attackers and the pipeline's cost), and
+    write the headless preview: OUT/camera-preview.mp4 and its contact sheet. ``person_detector``: "ssdlite" puts the
     learned detector in the bundle (sensorveil.export.person_detector), "motion" the motion detector alone;
     ``camera_speed``: export's --camera-speed ("recall" or "fast"); ``bank``: who the substitutes are (the
     walkway loader's ``bank``: "rendered" walkers by default, "clip" for this camera's own bystanders);

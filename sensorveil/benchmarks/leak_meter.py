@@ -11,7 +11,7 @@ clip's median about 0, the raw frame 1. A box leaks when it keeps GHOST_SHARE or
 The meter states its power on every run: how many judged boxes a control ghost (CONTROL_GHOST of the raw
 frame blended into the release) is caught in. Pixels the pipeline pasted a substitute or a perturbed crop on
 (its windows) are left out of that judgment: they are the mechanism's output, which the audit measures, not
-the camera's frame. ``offline`` adds a second offline detector's boxes (scripts/camera_results.py passes the
+the camera's frame. ``offline`` adds a second offline detector's boxes (the clip audit, clip_audit.py, passes the
 bundle's learned detector run on the frame and on overlapping tiles at a low score, ``TiledPeople``), so people
 the pipeline's own detectors miss are looked for at a higher resolution than the pipeline runs. A person who
 stands through the whole clip is in the median too: their pixels do not differ from the empty scene, so such a

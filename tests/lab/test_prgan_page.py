@@ -104,14 +104,20 @@ def test_a_tiny_real_run_on_digits_writes_a_portable_json_and_its_page(tmp_path)
     assert "| 65.3 |" in page_text and "## digits (the paper's MNIST)" in page_text
 
 
-def test_the_results_camera_row_names_raws_strongest_where_the_release_has_its_own_attacker():
-    """The bank-index posterior exists only on a release; its row gives raw's strongest attacker, not n/a."""
+def test_the_results_camera_row_is_the_camera_goal_not_the_attribute_attackers_alone():
+    """A release whose attribute attackers sit at Random* but whose count fails reads "goal not met"."""
     functions = runpy.run_path(str(ROOT / "scripts" / "make_results.py"), run_name="make_results_page")
-    audit = {"privatized": {"strongest_attacker": "exact posterior", "private": {"exact posterior": figure(0.36)}},
-             "raw": {"strongest_attacker": "neural", "private": {"neural": figure(0.48), "trees": figure(0.4)}}}
-    assert functions["raw_power_text"](audit).startswith("raw's strongest, neural: 48.0")
-    audit["privatized"]["strongest_attacker"] = "trees"
-    assert functions["raw_power_text"](audit).startswith("40.0")
+    audit = {"privatized": {"strongest_attacker": "neural", "private": {"neural": figure(0.36)},
+                            "random_star": 0.36}}
+    clip = {"leak_meter": {"leaking_boxes": 0, "offline_boxes": 2005}, "recall": {"share": 0.92},
+            "count": {"pipeline": {"same_count": 0.60, "floor_same_count": 0.80}}}
+    entry = {"audit": audit, "clip": clip, "cost": {"fps": 50.0},
+             "identity": {"verdict": "no verdict"}, "goal": {"verdict": "goal not met", "why": "fails: count"}}
+    section = functions["camera_section"]
+    section.__globals__["script_results"] = lambda name: {"command": "c", "seeds": 3, "mechanisms": {"pass": entry}}
+    row = [line for line in section() if line.startswith("| pass |")][0]
+    assert row.startswith("| pass | goal not met (fails: count) | no verdict | 0 of 2,005 | 92.0 "
+                          "| pipeline 60.0 (80.0) | neural: 36.0")
 
 
 def test_the_goal_names_privacy_utility_and_power_and_is_met_only_when_all_hold(page):

