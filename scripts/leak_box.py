@@ -3,7 +3,7 @@ from, and a picture of raw beside released.
 
 The leak meter (sensorveil/benchmarks/leak_meter.py) reads how much of a raw person's detail the release keeps,
 fitted over the person's pixels. A flagged box is a finding to look at, not a verdict: this script runs the bundle
-as scripts/camera_results.py does (``stream_privatizer``: colour release, seeded draws) up to ``--frame``, and
+as `sensorveil run` does (``stream_privatizer``: colour release, seeded draws) up to ``--frame``, and
 for the box prints the meter's share, the judged pixels, and for each of them whether the released value is the
 neutral grey, the quiet scene's (what the pipeline shows of the place), or neither, with the raw and empty-scene
 values of those that are not grey. ``--png`` writes raw | released around the box, 4x. Used for the crowd page

@@ -4,7 +4,7 @@ counter's "person" outside every privatized window from a change of the scene it
 A cut-out release shows the camera only in blocks where nobody was seen for a horizon of frames
 (sensorveil/runtime/camera/scene.py); until then a block is neutral grey. When a block starts showing the
 camera, the grey gives way to the place at once, and a background-model counter reads that block as
-something new in the scene: a person, when the revealed blocks stand upright. scripts/camera_results.py
+something new in the scene: a person, when the revealed blocks stand upright. scripts/reveal_rules.py
 counts how many of the counter's people outside the windows lie over such a block.
 """
 import numpy as np

@@ -5,8 +5,8 @@ group came out of it as translucent people and trails. QuietScene takes a pixel 
 nothing was seen there for ``horizon`` frames in a row: no motion in the detector's foreground mask, no
 detected box and no tracked person (each grown by a block). Until then a region shows the neutral scene (flat
 grey, or a still the operator gives), never the first raw frames. A person nobody ever detects and who never
-moves is the case this cannot see: only a learned detector finds them; the leak meter in
-scripts/camera_results.py measures what gets through.
+moves is the case this cannot see: only a learned detector finds them; the camera audit's
+leak meter (sensorveil/benchmarks/leak_meter.py) measures what gets through.
 
 Once a block shows the camera it may only drift, never jump: it follows the new frame only while that block
 of the frame is close to what the scene holds (SCENE_CHANGE), and then by at most SCENE_STEP grey levels a
