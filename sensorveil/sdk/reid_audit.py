@@ -199,7 +199,9 @@ def bank_search(features, dataset, train_rows: np.ndarray, released: np.ndarray,
 def verdict(raw: dict, released: dict, chance: dict, bank: dict | None = None) -> tuple:
     """("protects" | "leaks" | "no power" | "no verdict", why): protects only when the attacker has power, the
     interval is tight enough, released rank-1 is within CHANCE_FACTOR x chance and no more substitutes are
-    found among the camera's people than strangers would be."""
+    found among the camera's people than strangers would be. Leaks when the bank shows bystanders, or when the
+    released rank-1's whole interval lies above CHANCE_FACTOR x chance: too few test people for a tight interval
+    withholds "protects", never a leak the interval already shows."""
     if bank is not None and bank["found"]["low"] > bank["false_match_rate"]:
         return "leaks", (f"{bank['found']['mean']:.1%} of the released substitutes are found among this camera's "
                          f"own people (strangers: {bank['false_match_rate']:.0%}): the bank shows bystanders")
@@ -207,10 +209,13 @@ def verdict(raw: dict, released: dict, chance: dict, bank: dict | None = None) -
     if raw_rank1["mean"] < RAW_RANK1_FLOOR or raw_rank1["low"] <= CHANCE_FACTOR * chance["rank1"]:
         return "no power", (f"the attacker re-identifies raw queries at rank-1 {raw_rank1['mean']:.1%} "
                             f"[{raw_rank1['low']:.1%}, {raw_rank1['high']:.1%}], needs >= {RAW_RANK1_FLOOR:.0%}")
+    bound = CHANCE_FACTOR * chance["rank1"]
+    if rank1["low"] > bound:     # the whole interval above the goal: a leak however few the test people
+        return "leaks", (f"released rank-1 {rank1['mean']:.1%} [{rank1['low']:.1%}, {rank1['high']:.1%}] is above "
+                         f"{CHANCE_FACTOR:g}x chance ({bound:.1%}) across its interval")
     half_width = (rank1["high"] - rank1["low"]) / 2
     if half_width > INTERVAL_POINTS:
         return "no verdict", f"too few test people: the released rank-1 interval is +-{half_width:.1%}"
-    bound = CHANCE_FACTOR * chance["rank1"]
     if rank1["mean"] <= bound:
         return "protects", f"released rank-1 {rank1['mean']:.1%} is within {CHANCE_FACTOR:g}x chance ({bound:.1%})"
     return "leaks", f"released rank-1 {rank1['mean']:.1%} is above {CHANCE_FACTOR:g}x chance ({bound:.1%})"

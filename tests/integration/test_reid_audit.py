@@ -42,6 +42,7 @@ def figures(mean, low, high):
     (figures(0.60, 0.50, 0.70), figures(0.10, 0.00, 0.20), None, "no verdict"),      # +-10 points
     (figures(0.60, 0.50, 0.70), figures(0.15, 0.12, 0.18), None, "protects"),
     (figures(0.60, 0.50, 0.70), figures(0.30, 0.27, 0.33), None, "leaks"),
+    (figures(0.48, 0.41, 0.60), figures(0.42, 0.29, 0.53), None, "leaks"),           # +-12 points, all above 2x
     (figures(0.60, 0.50, 0.70), figures(0.10, 0.08, 0.12),
      {"found": figures(0.80, 0.70, 0.90), "false_match_rate": 0.05}, "leaks"),     # bystanders in the bank
 ])
