@@ -65,8 +65,9 @@ def nag(acc: float, guessing: float, raw: float) -> float:
     return float(max(0.0, (acc - guessing) / span)) if span > 0 else 0.0
 
 
-def audit_bundle(bundle: Path, seeds: int, epochs: int) -> dict:
-    """`sensorveil evaluate BUNDLE`'s audit, plus the same attackers on the raw crops (the reference)."""
+def audit_bundle(bundle: Path, seeds: int, epochs: int, draw_seed: int = 0) -> dict:
+    """`sensorveil evaluate BUNDLE`'s audit, plus the same attackers on the raw crops (the reference). The release
+    is drawn from the runtime's replayable ``draw_seed``, so a second run of the page scores the same release."""
     from sensorveil.runtime import Privatizer
     from sensorveil.sdk import mechanisms
     from sensorveil.sdk.assess import bundle_run_dir
@@ -75,7 +76,7 @@ def audit_bundle(bundle: Path, seeds: int, epochs: int) -> dict:
     run_dir = bundle_run_dir(bundle)
     run = read_run(run_dir)
     mechanism = mechanisms.get(run["mechanism"])
-    privatizer = Privatizer.load(bundle, **mechanism.audit_load_options)
+    privatizer = Privatizer.load(bundle, seed=draw_seed, **mechanism.audit_load_options)
     release = mechanism.release(run_dir, run, privatizer)
     task = release.task
     # the clip's two parts hold the appearance classes in other shares: scored on the test part
@@ -477,7 +478,7 @@ def measure(args, clip: Path, docs: Path) -> dict:
     for name in args.mechanisms:
         bundle = train_and_export(name, clip, Path(args.runs), Path(args.bundles), args.retrain, args.tag)
         log(f"{name}: the attribute attackers on {bundle} ...")
-        audit = audit_bundle(bundle, args.seeds, args.attacker_epochs)
+        audit = audit_bundle(bundle, args.seeds, args.attacker_epochs, args.draw_seed)
         log(f"{name}: identity, leak meter, recall and count (camera-audit) ...")
         entry = {"audit": audit, **camera_audits(bundle, clip, audit["privatized"], args.draw_seed)}
         log(f"{name}: the whole pipeline timed over {clip.name} ...")
@@ -507,7 +508,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, default=3, help="the attribute attackers' seeds")
     parser.add_argument("--attacker-epochs", type=int, default=20, help="the attribute attackers' epochs")
     parser.add_argument("--draw-seed", type=int, default=0,
-                        help="the runtime's replayable seed for the substitutes' draws, and the identity audit's")
+                        help="the runtime's replayable seed for every release the page audits (attribute attackers, "
+                        "identity, clip audit, cost), and the identity attacker's")
     parser.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS), choices=list(MECHANISMS))
     parser.add_argument("--retrain", action="store_true")
     parser.add_argument("--made-crowd", action="store_true",
