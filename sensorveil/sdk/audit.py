@@ -66,6 +66,9 @@ class Release:
     # the task on the RAW rows where ``task.x`` holds something else (TAPPFL's representation r): the audit's
     # power attackers train on raw rows, never on the release's own space; None: ``task`` holds the raw rows
     raw_task: Task | None = None
+    # each released row was drawn among the bank's rows of its own useful label (PASS conditioned on it): the
+    # utility probe then reads that label back from the draw, which says the draw kept its condition, no more
+    useful_drawn_on_label: bool = False
 
     def raw(self) -> Task:
         """The task whose x is the raw data, with the same labels and splits as ``task``."""
@@ -211,6 +214,8 @@ def audit(release: Release, seeds: int = 3, attacker_epochs: int = 20, families=
            "goal": {"strongest_within_5_points_of_random_star": goal_met, "margin": GOAL_MARGIN},
            "power": audit_power(result, goal_met)}
     out["verdict"] = out["power"]["verdict"]
+    if release.useful_drawn_on_label:
+        out["useful_drawn_on_label"] = True
     if release.test_weights is not None:
         out["scoring"] = "test rows reweighted to the training part's P(private | useful) (label shift)"
         out["unweighted"] = scored(None)
@@ -306,7 +311,8 @@ def format_audit(result: dict, title: str) -> str:
         lines += [f"  {'plain test rows, strongest':34s} {cell(plain['private'][best])}  ({best})",
                   f"  {'plain test rows, Random*':34s} {plain['random_star']:6.1%}  (no floor there)"]
     lines += [f"  {'Random* (useful label + prior)':34s} {result['random_star']:6.1%}",
-              f"  {'utility probe (useful attribute)':34s} {cell(result['useful'])}",
+              f"  {'utility probe (useful attribute)':34s} {cell(result['useful'])}"
+              + ("  (read back: each row drawn on its label)" if result.get("useful_drawn_on_label") else ""),
               *([f"  {'the same probe on RAW data':34s} {cell(result['raw_useful'])}  (one seed)"]
                 if "raw_useful" in result else []),       # audits written before it have none
               f"  {result['seeds']} seeds x {result['attacker_epochs']} attacker epochs, "

@@ -110,6 +110,9 @@ def test_audit_scores_a_useful_label_only_release_at_random_star_under_the_weigh
     assert result["zero_weight_rows"] == 0
     # the raw-data utility row: the probe trained on raw rows, which here say the useful label and nothing else
     assert result["raw_useful"]["mean"] > 0.95 and "the same probe on RAW data" in format_audit(result, "t")
+    # a release drawn on its useful label says its utility probe reads the label back
+    assert "read back" not in format_audit(result, "t") and "useful_drawn_on_label" not in result
+    assert "read back: each row drawn on its label" in format_audit({**result, "useful_drawn_on_label": True}, "t")
 
 
 @pytest.mark.trains

@@ -229,5 +229,6 @@ def pass_release(data: PassData, train_probs: np.ndarray, train_positions: np.nd
     return Release(task=attack_task(data, private),
                    train=bank_x[torch.as_tensor(train_positions, dtype=torch.long)],
                    test=bank_x[torch.as_tensor(test_positions, dtype=torch.long)],
+                   useful_drawn_on_label=data.condition is not None and data.condition in data.useful,
                    extra_attackers={"exact posterior (bank index)":
                                     exact_posterior_attacker(data, private, train_probs, test_positions)})
