@@ -47,3 +47,23 @@ def test_the_page_puts_epsilon_beside_each_dp_row_and_the_cost_against_none(scri
     said = "\n".join(script.findings(results))
     assert "at most 1e-05" in said and "Goal met by: none of the runs" in said
     assert "epsilon 9.50" in said
+
+
+def test_a_pass_page_names_pass_and_counts_rows_drawn_otherwise(script):
+    import numpy as np
+    none_draws = np.arange(20, dtype=float).reshape(10, 2)
+    secagg_draws = none_draws.copy()
+    secagg_draws[3] += 1           # one row of ten drew another substitute
+    assert script.MECHANISMS["pass-federated"]["difference"](secagg_draws, none_draws) == 0.1
+    assert script.MECHANISMS["tappfl"]["difference"](secagg_draws, none_draws) == 1.0
+    points = [point("none", 0.9, 0.8), point("SecAgg+", 0.9, 0.8, secagg=True, moved=0.1)]
+    for p in points:
+        p["goal"] = script.goal(p, raw())
+    results = {"mechanism": "pass-federated", "raw": raw(), "points": points, "flower": "1.41.0",
+               "settings": {"clients": 10, "rounds": 8, "local_epochs": 5, "clipping_norm": 1.0, "seeds": 3,
+                            "attacker_epochs": 10},
+               "provenance": {"command": "c", "date": "d", "host": "h", "commit": "0123456789", "dirty": False}}
+    page = script.markdown(results)
+    assert page.startswith("# What Flower's protections cost a federated release: SecAgg+ and client-side DP on PASS")
+    assert "bank_source=server-split" in page and "pre-training" not in page
+    assert "10.0% of its test rows draw another substitute" in page
