@@ -41,7 +41,6 @@ MECHANISMS = {
     # four margins of PR-GAN's section 6.4 sweep, 20 epochs each: a few minutes on 2 cores
     "prgan": {"margin_fractions": "0.05,0.1,0.2,0.35", "epochs": "20"},
 }
-USEFUL = "direction"       # the camera dataset's useful attribute, the one PASS conditions its draw on
 REID_EPOCHS = 15          # the re-identification attacker's, as `sensorveil camera-audit` trains it
 
 
@@ -372,8 +371,9 @@ def attribute_lines(result: dict) -> list:
 
 
 def drawn_on_direction(a: dict) -> bool:
-    """Whether the audited release draws each substitute among the bank people of the row's labelled direction."""
-    return a.get("conditioned_on") == USEFUL
+    """Whether the audited release draws each substitute among the bank people of the row's labelled direction
+    (the audit records it: audit.Release.useful_drawn_on_label)."""
+    return bool(a["privatized"].get("useful_drawn_on_label"))
 
 
 def direction_cells(a: dict) -> str:

@@ -59,11 +59,11 @@ def test_a_release_drawn_on_the_labelled_direction_gives_no_direction_nag():
     page = load_script("camera_results")
     probe = {"mean": 1.0, "low": 1.0, "high": 1.0}
     raw = {"mean": 0.73, "low": 0.68, "high": 0.78}
-    drawn = {"conditioned_on": "direction", "privatized": {"useful": probe}, "raw": {"useful": raw},
+    drawn = {"privatized": {"useful": probe, "useful_drawn_on_label": True}, "raw": {"useful": raw},
              "direction_nag": 3.1, "direction_nag_low": 3.1}
     cells = page.direction_cells(drawn)
     assert "read back from the draw" in cells and "310" not in cells and cells.endswith("- (drawn on the label)")
-    free = {**drawn, "conditioned_on": None, "direction_nag": 1.16, "direction_nag_low": 0.74}
+    free = {**drawn, "privatized": {"useful": probe}, "direction_nag": 1.16, "direction_nag_low": 0.74}
     assert page.direction_cells(free).endswith("116.0% (low end 74.0%)")
     result = {"mechanisms": {"pass": {"audit": drawn}, "prgan": {"audit": free}}}
     assert "direction probe of pass measures no utility" in "\n".join(page.drawn_on_direction_lines(result))
