@@ -282,7 +282,10 @@ def identity_cell(identity: dict) -> str:
 
 
 def count_cell(count: dict) -> str:
-    return ", ".join(f"{name} {pct(c['same_count'])} ({pct(c['floor_same_count'])})" for name, c in count.items())
+    """The goal's counters (pipeline, independent: JPEG 90 in brackets); a counter beside the goal is left to the
+    mechanism's lines below the table."""
+    return ", ".join(f"{name} {pct(c['same_count'])} ({pct(c['floor_same_count'])})" for name, c in count.items()
+                     if c.get("in_goal", True))
 
 
 def goal_lines(result: dict) -> list:

@@ -111,7 +111,7 @@ def page(result: dict, record: dict) -> str:
         recall, leak, count = release["recall"], release["leak_meter"], release["count"]
         times = f"{deface / statistics.median(cpu[speed]):.1f}x" if deface else "not measured"
         agreement = ", ".join(f"{100 * c['same_count']:.1f}% ({100 * c['floor_same_count']:.1f}%)"
-                              for c in count.values())
+                              for c in count.values() if c.get("in_goal", True))
         lines.append(
             f"| {speed} | {s['graph_precision']} every {s['graph_every']} frames (score {s['graph_score']}) | "
             f"at {s['motion_scale']} | {spread(cpu[speed])} | {statistics.median(fps[speed]):.1f} | {times} | "

@@ -385,7 +385,7 @@ def camera_section() -> list[str]:
         rank1 = (f"{interval_text(identity['released']['rank1'])} ({pct(identity['raw']['rank1']['mean'])}; "
                  f"{pct(identity['chance']['rank1'])})" if "chance" in identity else identity["verdict"])
         count = ", ".join(f"{counter} {pct(c['same_count'])} ({pct(c['floor_same_count'])})"
-                          for counter, c in clip["count"].items())
+                          for counter, c in clip["count"].items() if c.get("in_goal", True))
         lines.append(
             f"| {name} | {goal['verdict']} ({goal['why']}) | {rank1} | {clip['leak_meter']['leaking_boxes']:,} of "
             f"{clip['leak_meter']['offline_boxes']:,} | {pct(clip['recall']['share'])} | {count} "

@@ -36,6 +36,15 @@ def test_the_camera_goal_is_met_only_when_every_part_holds(clip, identity, expec
     assert "verdict: " + expected in goal.format_goal(result)
 
 
+def test_a_counter_beside_the_goal_is_shown_and_not_judged():
+    clip = clip_figures()
+    clip["count"]["motion"] = {"same_count": 0.3, "floor_same_count": 0.85, "holds": False, "in_goal": False}
+    result = goal.camera_goal(clip, PROTECTS)
+    assert result["verdict"] == "goal met" and "motion 30.0% beside the goal" in result["parts"]["count"]["why"]
+    clip["count"]["motion"]["in_goal"] = True       # the same counter judged: the goal fails on it
+    assert goal.camera_goal(clip, PROTECTS)["verdict"] == "goal not met"
+
+
 def test_a_failed_attribute_audit_fails_the_goal():
     assert goal.camera_goal(clip_figures(), PROTECTS, {"verdict": "leaks"})["verdict"] == "goal not met"
     assert goal.camera_goal(clip_figures(), PROTECTS, {"verdict": "protects"})["verdict"] == "goal met"
