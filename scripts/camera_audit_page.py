@@ -44,7 +44,7 @@ def page(result: dict, record: dict, source: str) -> str:
              "(`sensorveil quickstart --camera` on this clip). What each part means: docs/guides/camera.md, "
              "\"The camera goal, part by part\".", "", draws_text(clip.get("draw_seed")), "",
              still_text(result.get("scene_still"), result.get("scene_still_note")), "", "```",
-             format_goal(result["goal"]), "```", ""]
+             format_goal(result["goal"]), *direction_lines(clip), "```", ""]
     if "chance" in result["identity"]:
         lines += ["```", format_identity(result["identity"]), "```", ""]
     lines += [f"Reference people for recall and the leak meter: {clip['recall']['reference']}.", ""]
@@ -57,6 +57,12 @@ def page(result: dict, record: dict, source: str) -> str:
                      f"frames read, {count['released_people']:,} in the release, {count['floor_people']:,} in "
                      f"JPEG 90{at_place_text(count)}{off_text(count)}.")
     return "\n".join(lines) + "\n"
+
+
+def direction_lines(clip) -> list:
+    """The direction a conditioned release delivers on the device (beside the goal), where the audit measured it."""
+    from sensorveil.benchmarks.direction_check import format_direction
+    return [format_direction(clip["direction"])] if "direction" in clip else []
 
 
 def off_text(count) -> str:

@@ -291,6 +291,7 @@ def count_cell(count: dict) -> str:
 def goal_lines(result: dict) -> list:
     """The camera goal table, then each mechanism's parts and identity audit as `camera-audit` prints them."""
     from sensorveil.benchmarks.camera_goal import format_goal
+    from sensorveil.benchmarks.direction_check import format_direction
     from sensorveil.sdk.reid_audit import format_identity
 
     lines = [
@@ -317,6 +318,8 @@ def goal_lines(result: dict) -> list:
             f"[{pct(recall['interval'][0])}, {pct(recall['interval'][1])}] | {count_cell(clip['count'])} |")
     for name, m in result["mechanisms"].items():
         lines += ["", f"{name}:", "", "```", format_goal(m["goal"])]
+        if "direction" in m["clip"]:       # beside the goal: the direction the device's draws walk
+            lines += [format_direction(m["clip"]["direction"])]
         if "chance" in m["identity"]:
             lines += [format_identity(m["identity"])]
         lines += ["```"]

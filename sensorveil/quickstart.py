@@ -286,6 +286,7 @@ def clip_slug(clip: Path) -> str:
 
 def print_camera_summary(summary: dict) -> None:
     from sensorveil.benchmarks.camera_goal import format_goal
+    from sensorveil.benchmarks.direction_check import format_direction
     from sensorveil.sdk.reid_audit import format_identity
     row = summary["mechanisms"]["pass"]
     print("\n== sensorveil quickstart --camera: people made substitutes, walking direction kept ==")
@@ -293,10 +294,14 @@ def print_camera_summary(summary: dict) -> None:
         f"  best attacker on appearance  {figure(row['attacker_accuracy'])} ({row['strongest_attacker']}); "
         f"Random* {row['random_star']:.1%}, on raw crops {row['raw_accuracy']:.1%}: {row['verdict']}"
     )
-    print(f"  direction kept               {figure(row['utility'])}")
+    # the attribute audit's probe reads back the label each row was drawn on; the clip audit says what a device
+    # delivers, drawn on the tracker's direction from past frames
+    print(f"  direction kept               {figure(row['utility'])} (read back: each row drawn on its label)")
     print(f"  whole pipeline               {row['fps']:.1f} FPS (decode, detect, privatize, paste back)")
     print(format_identity(summary["identity"]))
     print(format_goal(summary["goal"]))
+    if summary.get("clip_audit"):
+        print(format_direction(summary["clip_audit"]["direction"]))
     print(f"  {summary['substitutes']}")
     if summary.get("scene_still"):
         print(f"  next      {summary['scene_still']}")

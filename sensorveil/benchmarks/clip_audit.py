@@ -1,6 +1,7 @@
 """A camera bundle's release over a clip, measured as its user would: is anyone shown raw (the leak meter), are
 the people found (recall against offline reference detectors) and are they still counted (the release's count
-against the raw clip's, beside what JPEG quality 90 alone changes).
+against the raw clip's, beside what JPEG quality 90 alone changes); and, beside the goal, whether a conditioned
+release's substitutes walk the way their people walk (direction_check).
 
 The bundle runs as `sensorveil run` runs it (``load_for_stream``: torch-free runtime, colour release), over
 every frame (its detectors learn as on the device), without retraining and writing nothing. The figures are read
@@ -35,6 +36,7 @@ import time
 import numpy as np
 
 from sensorveil.benchmarks.detector_recall import FOUND_IOU, wilson
+from sensorveil.benchmarks.direction_check import DirectionCheck
 from sensorveil.benchmarks.leak_meter import LeakMeter, TiledPeople, empty_scene, merge_boxes, offline_boxes
 from sensorveil.benchmarks.reference_people import MEDIAN_EVERY, Announced
 
@@ -255,6 +257,7 @@ def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None, scene
     empty = empty_scene(raw_frames, people)
     meter, recall = LeakMeter(empty, offline=tiles), RecallCheck(empty, tiles)
     counts = CountCheck(counter_factories(privatizer), stateless=("independent",) if learned else ())
+    directions = DirectionCheck()
     stream = Stream(privatizer, open_source(str(clip), reconnect=False, prefetch=False))
     last = started = time.monotonic()
     for result in stream:
@@ -265,10 +268,12 @@ def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None, scene
             meter.add(index, raw, result.output, boxes, stream.preprocessor.last_windows)
         recall.add(index, raw, boxes)
         counts.add(raw, result.output, judged(index), index)
+        directions.add(index, stream.preprocessor.last_tracks, boxes, stream.preprocessor.last_directions)
         if log is not None and time.monotonic() - last >= PROGRESS_SECONDS:
             last = time.monotonic()
             log(f"clip audit: frame {result.frame.index + 1} of {len(raw_frames)}, {last - started:.0f} s")
     return {"clip": str(clip), "frames": len(raw_frames), "frame_size": list(raw_frames[0].shape[1::-1]),
             "scene_still": scene_still is not None, "draw_seed": seed,
             "leak_meter": meter.figures(), "recall": recall.figures(), "count": counts.figures(recall.people),
+            "direction": directions.figures(privatizer.conditioned_on, seed or 0),
             "bad_frames": stream.report()["bad"]}

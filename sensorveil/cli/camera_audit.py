@@ -40,6 +40,7 @@ def identity_audit(args) -> dict:
 def cmd_camera_audit(args) -> int:
     from sensorveil.benchmarks.camera_goal import camera_goal, format_goal
     from sensorveil.benchmarks.clip_audit import audit_clip
+    from sensorveil.benchmarks.direction_check import format_direction
     identity = identity_audit(args)
     clip = args.clip or training_clip(args.bundle)
     clip_result = None
@@ -49,6 +50,8 @@ def cmd_camera_audit(args) -> int:
                                  scene_still=scene_still_from(args), seed=args.seed)
     goal = camera_goal(clip_result, identity)
     print(format_goal(goal))
+    if clip_result is not None:
+        print(format_direction(clip_result["direction"]))
     write_json({"bundle": str(args.bundle), "goal": goal, "identity": identity, "clip": clip_result}, args.json)
     return 0
 

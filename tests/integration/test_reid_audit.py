@@ -94,6 +94,9 @@ def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip
     written = json.loads((tmp_path / "goal.json").read_text())
     assert set(written["goal"]["parts"]) == {"identity", "leak_meter", "recall", "count"}
     assert written["clip"]["frames"] == 100 and written["clip"]["leak_meter"]["measured_boxes"] > 0
+    # beside the goal, the direction the device's draws walk: this bundle is conditioned on it
+    direction = written["clip"]["direction"]
+    assert direction["conditioned_on"] == "direction" and direction["boxes"] > 0 and direction["people"] > 0
     # a motion-only bundle is counted by its own stack and KNN, both in the goal (no motion counter beside it)
     assert {name: c["in_goal"] for name, c in written["clip"]["count"].items()} == {"pipeline": True,
                                                                                    "independent": True}

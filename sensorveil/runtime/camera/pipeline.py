@@ -92,6 +92,7 @@ class PersonCrops(Preprocessor):
         self.last_boxes = np.zeros((0, 4), dtype=np.int64)  # the people found in the latest frame
         self.last_windows = np.zeros((0, 4), dtype=np.int64)  # their windows
         self.last_directions = np.zeros(0, dtype=np.int64)  # and their walking directions
+        self.last_tracks = np.zeros(0, dtype=np.int64)  # and their track ids (what a held draw is keyed on)
         self.scene_still, self.scene_horizon = scene_still, int(scene_horizon)
         self.scene = None   # QuietScene, made at the first frame (its shape): what cut-out pasting releases
 
@@ -112,6 +113,7 @@ class PersonCrops(Preprocessor):
         directions = self.direction.update(tracks, boxes)
         windows = crop_windows(boxes, image.shape, self.crop_shape, self.margin)
         self.last_boxes, self.last_windows, self.last_directions = boxes, windows, directions
+        self.last_tracks = tracks
         # both paste modes release the quiet scene around the people, never the camera's frame: until the
         # detectors are warm (and after a reset) the scene is neutral, so nothing raw goes out meanwhile
         scene = self.update_scene(image, boxes)
