@@ -2,12 +2,12 @@
 
 A PASS bundle conditioned on direction draws each person's substitute among bank people walking the way the
 tracker measured (runtime.camera.track.WalkingDirection: the slope of the box centre over the last frames only)
-and holds that draw for the person (runtime.stages.held_draws.HeldDraws: drawn again once, when a direction first
-becomes known). The attribute audit's probe of the release reads back the label each row was drawn on, so it says
-nothing of this. Here, on every frame of the clip:
+and holds that draw for the person (runtime.stages.held_draws.HeldDraws: drawn again when a direction first
+becomes known, and when the person turns for a few frames). The attribute audit's probe of the release reads
+back the label each row was drawn on, so it says nothing of this. Here, on every frame of the clip:
 
-* delivered: the direction the release's substitute walks for each box: the track's first known direction from
-  the tracker (HeldDraws' rule), or unknown before it (a draw from the whole bank: either way);
+* delivered: the direction the release's substitute walks for each box: the value the runtime's HeldDraws, fed
+  the tracker's directions frame by frame, last drew it on, or unknown (a draw from the whole bank: either way);
 * walked: the direction the person walks around that frame, by the training labels' rule
   (sdk.datasets.walkway): the slope of the same track's box centre over its boxes within +-WINDOW frames,
   left out where slower than MIN_SPEED px/frame.
@@ -35,24 +35,31 @@ class DirectionCheck(object):
         for track, box, direction in zip(tracks, boxes, directions):
             self.rows.append((int(index), int(track), box[0] + box[2] / 2.0, int(direction)))
 
+    def delivered(self, rows) -> np.ndarray:
+        """The known value each row's substitute was drawn on: the runtime's own HeldDraws fed the frames in order,
+        keyed by track with the tracker's direction, as the substitution stage feeds it (-1: drawn unknown)."""
+        from sensorveil.runtime.stages.held_draws import HeldDraws
+        held, out = HeldDraws(), np.full(len(rows), -1, dtype=np.int64)
+        for frame in np.unique(rows[:, 0]):
+            here = np.flatnonzero(rows[:, 0] == frame)
+            keys = rows[here, 1].astype(np.int64).tolist()
+            held(np.arange(len(here)), keys, known=rows[here, 3].astype(np.int64))
+            out[here] = [held.entries[key][1] for key in keys]
+        return out
+
     def labelled(self):
         """(track, walked, delivered) per box with a walked direction: arrays of ints (delivered -1: unknown)."""
         rows = np.asarray(self.rows, dtype=np.float64).reshape(-1, 4)
-        out = []
+        delivered, out = self.delivered(rows), []
         for track in np.unique(rows[:, 1]):
-            mine = rows[rows[:, 1] == track]
-            mine = mine[np.argsort(mine[:, 0], kind="stable")]
-            known = np.flatnonzero(mine[:, 3] >= 0)
-            held = np.full(len(mine), -1.0)
-            if len(known):      # HeldDraws: the first known direction is held from that frame on
-                held[known[0]:] = mine[known[0], 3]
-            for k, (frame, _, _, _) in enumerate(mine):
-                near = mine[np.abs(mine[:, 0] - frame) <= self.window]
-                if len(near) < 2 or np.ptp(near[:, 0]) == 0:
+            mine = np.flatnonzero(rows[:, 1] == track)
+            for k in mine:
+                near = mine[np.abs(rows[mine, 0] - rows[k, 0]) <= self.window]
+                if len(near) < 2 or np.ptp(rows[near, 0]) == 0:
                     continue
-                speed = np.polyfit(near[:, 0], near[:, 2], 1)[0]
+                speed = np.polyfit(rows[near, 0], rows[near, 2], 1)[0]
                 if abs(speed) >= self.min_speed:
-                    out.append((int(track), int(speed > 0), int(held[k])))
+                    out.append((int(track), int(speed > 0), int(delivered[k])))
         return np.asarray(out, dtype=np.int64).reshape(-1, 3)
 
     def figures(self, conditioned_on=None, seed=0) -> dict:

@@ -386,7 +386,12 @@ def test_held_draws_keep_one_substitute_per_key_and_walk_its_sequence():
     assert held(np.array([4, 4]), ["a", "b"], known=[1, -1]).tolist() == [1, 4]   # every 2nd call: the next crop
     # "b"'s direction becomes known: drawn once more, among the people who walk that way
     assert held(np.array([2, 2]), ["a", "b"], known=[1, 0]).tolist() == [1, 2]
-    assert held(np.array([3, 3]), ["a", "b"], known=[1, 1]).tolist() == [2, 2]    # a flip later does not redraw
+    assert held(np.array([3, 3]), ["a", "b"], known=[1, 1]).tolist() == [2, 2]    # one frame's flip does not redraw
+    assert held.needs_draw(["a", "b"], known=[1, 1]).tolist() == [False, False]
+    assert held(np.array([3, 3]), ["a", "b"], known=[1, 1]).tolist() == [2, 0]    # "b" turned for 2 calls: held
+    assert held.needs_draw(["a", "b"], known=[1, 1]).tolist() == [False, True]    # the 3rd turned call redraws
+    assert held(np.array([3, 3]), ["a", "b"], known=[1, 1]).tolist() == [0, 3]    # drawn on the way "b" walks now
+    assert held(np.array([4, 4]), ["a", "b"], known=[1, -1]).tolist() == [0, 3]   # unknown again: held as drawn
     still = HeldDraws(None, forget_after=2)
     assert still(np.array([3]), ["a"]).tolist() == [3]
     assert [still(np.array([1]), ["a"]).tolist() for _ in range(3)] == [[3]] * 3  # no sequence: it stays

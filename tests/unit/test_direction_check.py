@@ -3,6 +3,7 @@ known direction held for the person, against the way they walk around each frame
 import numpy as np
 
 from sensorveil.benchmarks.direction_check import DirectionCheck, format_direction
+from sensorveil.runtime.stages.held_draws import TURN_CONFIRM
 
 
 def walk(check, track, frames, speed, directions, start_x=100.0):
@@ -10,18 +11,19 @@ def walk(check, track, frames, speed, directions, start_x=100.0):
         check.add(index, [track], [[start_x + speed * k, 50, 20, 60]], [direction])
 
 
-def test_a_draw_held_on_the_first_known_direction_is_scored_against_the_way_the_person_walks():
+def test_the_draw_the_runtime_holds_is_scored_against_the_way_the_person_walks():
     check = DirectionCheck()
     walk(check, 1, range(30), 2.0, [-1, -1, -1] + [1] * 27)         # right, known from the 4th frame
-    walk(check, 2, range(30), -2.0, [-1, -1] + [1] + [0] * 27)     # left, but first measured right: held wrong
+    walk(check, 2, range(30), -2.0, [-1, -1] + [1] + [0] * 27)     # left, first measured right: redrawn at frame 5
     walk(check, 3, range(30), 0.0, [-1] * 30)                       # standing: no walked direction
     figures = check.figures("direction")
     assert figures["boxes"] == 60 and figures["people"] == 2
-    assert figures["drawn_on_walked"] == 27 / 60
+    # track 2 walks wrong on frames 2-4: its turn to "left" is drawn on once it held for TURN_CONFIRM calls
+    assert TURN_CONFIRM == 3 and figures["drawn_on_walked"] == (27 + 25) / 60
     assert figures["drawn_unknown"] == 5 / 60
     low, high = figures["interval"]
-    assert low <= 27 / 60 <= high
-    assert "45.0%" in format_direction(figures) and "of 60 boxes of 2 walking people" in format_direction(figures)
+    assert low <= 52 / 60 <= high
+    assert "86.7%" in format_direction(figures) and "of 60 boxes of 2 walking people" in format_direction(figures)
 
 
 def test_a_release_not_conditioned_on_direction_is_not_scored():
