@@ -300,7 +300,7 @@ def print_camera_summary(summary: dict) -> None:
     print(f"  whole pipeline               {row['fps']:.1f} FPS (decode, detect, privatize, paste back)")
     print(format_identity(summary["identity"]))
     print(format_goal(summary["goal"]))
-    if summary.get("clip_audit"):
+    if "direction" in (summary.get("clip_audit") or {}):
         print(format_direction(summary["clip_audit"]["direction"]))
     print(f"  {summary['substitutes']}")
     if summary.get("scene_still"):

@@ -130,3 +130,23 @@ def test_the_camera_quickstart_is_met_only_when_every_audit_holds(attributes, id
                              {"video": "v", "contact_sheet": "c"}, clip_figures())
     assert summary["verdict"] == expected
     assert set(summary["goal"]["parts"]) == {"identity", "attributes", "leak_meter", "recall", "count"}
+
+
+def test_the_camera_quickstart_prints_the_direction_the_device_delivers_beside_the_read_back_one(capsys,
+                                                                                                 monkeypatch):
+    from sensorveil.quickstart import camera_summary, print_camera_summary
+    monkeypatch.setattr(reid_audit, "format_identity", lambda result: "identity: (its own test above)")
+    from tests.integration.test_camera_goal import clip_figures
+    interval = {"mean": 0.99, "low": 0.98, "high": 1.0}
+    audit = {"strongest_attacker": "trees", "private": {"trees": interval}, "random_star": 0.3, "useful": interval,
+             "goal": {"strongest_within_5_points_of_random_star": True}, "verdict": "protects",
+             "power": {"raw_strongest_accuracy": 0.5}}
+    identity = {"verdict": "no verdict", "why": "-"}
+    clip = dict(clip_figures(), direction={"conditioned_on": "direction", "boxes": 100, "people": 9,
+                                           "drawn_on_walked": 0.82, "interval": [0.79, 0.85], "drawn_unknown": 0.07})
+    summary = camera_summary(1.0, "b", "r", audit, identity, {"video": "v", "contact_sheet": "c"}, clip)
+    summary["substitutes"] = "walkers"
+    print_camera_summary(summary)
+    out = capsys.readouterr().out
+    assert "(read back: each row drawn on its label)" in out
+    assert "on the device, 82.0% [79.0%, 85.0%] of 100 boxes of 9 walking people" in out
