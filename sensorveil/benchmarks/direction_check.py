@@ -35,22 +35,24 @@ class DirectionCheck(object):
         for track, box, direction in zip(tracks, boxes, directions):
             self.rows.append((int(index), int(track), box[0] + box[2] / 2.0, int(direction)))
 
-    def delivered(self, rows) -> np.ndarray:
-        """The known value each row's substitute was drawn on: the runtime's own HeldDraws fed the frames in order,
-        keyed by track with the tracker's direction, as the substitution stage feeds it (-1: drawn unknown)."""
+    def delivered(self, rows) -> tuple:
+        """(the known value each row's substitute was drawn on, the fresh draws made): the runtime's own HeldDraws
+        fed the frames in order, keyed by track with the tracker's direction, as the substitution stage feeds it
+        (-1: drawn unknown). Each fresh draw is one more sample of P(X'|X) an observer sees."""
         from sensorveil.runtime.stages.held_draws import HeldDraws
-        held, out = HeldDraws(), np.full(len(rows), -1, dtype=np.int64)
+        held, out, draws = HeldDraws(), np.full(len(rows), -1, dtype=np.int64), 0
         for frame in np.unique(rows[:, 0]):
             here = np.flatnonzero(rows[:, 0] == frame)
-            keys = rows[here, 1].astype(np.int64).tolist()
-            held(np.arange(len(here)), keys, known=rows[here, 3].astype(np.int64))
+            keys, known = rows[here, 1].astype(np.int64).tolist(), rows[here, 3].astype(np.int64)
+            draws += int(held.needs_draw(keys, known).sum())
+            held(np.arange(len(here)), keys, known=known)
             out[here] = [held.entries[key][1] for key in keys]
-        return out
+        return out, draws
 
     def labelled(self):
         """(track, walked, delivered) per box with a walked direction: arrays of ints (delivered -1: unknown)."""
         rows = np.asarray(self.rows, dtype=np.float64).reshape(-1, 4)
-        delivered, out = self.delivered(rows), []
+        (delivered, self.draws), out = self.delivered(rows), []
         for track in np.unique(rows[:, 1]):
             mine = np.flatnonzero(rows[:, 1] == track)
             for k in mine:
@@ -74,8 +76,10 @@ class DirectionCheck(object):
             picked = [by_person[k] for k in rng.integers(0, len(people), len(people))]
             means.append(np.concatenate(picked).mean())
         interval = [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))] if means else [0.0, 1.0]
+        tracked = len(np.unique(np.asarray(self.rows, dtype=np.int64).reshape(-1, 4)[:, 1]))
         return {"conditioned_on": conditioned_on, "boxes": int(len(rows)), "people": int(len(people)),
                 "drawn_on_walked": share, "interval": interval,
+                "draws_per_tracked_person": self.draws / tracked if tracked else None,
                 "drawn_unknown": float((delivered < 0).mean()) if len(rows) else None,
                 "rule": f"walked: the track's centre slope over +-{self.window} frames, from {self.min_speed} px/frame"}
 
@@ -89,4 +93,10 @@ def format_direction(figures: dict) -> str:
     low, high = figures["interval"]
     return (f"  direction  on the device, {figures['drawn_on_walked']:.1%} [{low:.1%}, {high:.1%}] of "
             f"{figures['boxes']:,} boxes of {figures['people']} walking people get a substitute drawn on the way "
-            f"they walk; {figures['drawn_unknown']:.1%} were drawn before the tracker knew (either way)")
+            f"they walk; {figures['drawn_unknown']:.1%} were drawn before the tracker knew (either way)"
+            + draws_text(figures.get("draws_per_tracked_person")))
+
+
+def draws_text(draws) -> str:
+    """The fresh draws per tracked person, where the audit recorded them (pages from before it did not)."""
+    return "" if draws is None else f"; {draws:.2f} draws per tracked person"

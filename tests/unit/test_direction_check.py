@@ -21,6 +21,9 @@ def test_the_draw_the_runtime_holds_is_scored_against_the_way_the_person_walks()
     # track 2 walks wrong on frames 2-4: its turn to "left" is drawn on once it held for TURN_CONFIRM calls
     assert TURN_CONFIRM == 3 and figures["drawn_on_walked"] == (27 + 25) / 60
     assert figures["drawn_unknown"] == 5 / 60
+    # draws an observer sees: track 1 twice (unknown, then right), track 2 three times (unknown, right, its turn),
+    # track 3 once (never known)
+    assert figures["draws_per_tracked_person"] == 6 / 3 and "2.00 draws per tracked person" in format_direction(figures)
     low, high = figures["interval"]
     assert low <= 52 / 60 <= high
     assert "86.7%" in format_direction(figures) and "of 60 boxes of 2 walking people" in format_direction(figures)
