@@ -51,6 +51,31 @@ def test_a_verdict_holds_only_when_every_part_of_the_goal_holds(raw, released, b
     assert reid_audit.verdict({"rank1": raw}, {"rank1": released}, chance, bank)[0] == expected
 
 
+def test_multi_shot_pools_each_persons_crops_into_one_query():
+    # one person's single crops are each closer to the wrong person; their mean is nearest their own
+    gallery = np.array([[1.0, 0.0], [0.0, 1.0]])
+    queries = np.array([[0.6, 0.8], [0.6, 0.8], [1.0, 0.0], [0.0, 1.0]])
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    ids = np.array([0, 0, 0, 1])
+    single = reid_audit.ranking_scores(queries @ gallery.T, ids, np.array([0, 1]))[0]
+    assert single.tolist() == [False, False, True, True]
+    people, pool = reid_audit.pooled(queries, ids)
+    assert people.tolist() == [0, 1] and np.allclose(np.linalg.norm(pool, axis=1), 1)
+    shots = reid_audit.multi_shot(gallery, np.array([0, 1]), queries, queries, ids, seed=0)
+    assert shots["released"]["queries"] == 2 and shots["released"]["rank1"]["mean"] == 1.0
+    assert shots["chance"]["people"] == 2
+
+
+def test_pooled_release_above_chance_across_its_interval_is_a_leak_single_shots_hide():
+    chance = {"rank1": 0.1, "mAP": 0.1, "people": 10}
+    raw, released = figures(0.60, 0.50, 0.70), figures(0.15, 0.12, 0.18)     # single shots: protects
+    pooled = {"raw": {"rank1": figures(0.9, 0.7, 1.0)}, "chance": {"rank1": 0.1},
+              "released": {"rank1": figures(0.6, 0.4, 0.8)}}
+    assert reid_audit.verdict({"rank1": raw}, {"rank1": released}, chance, None, pooled)[0] == "leaks"
+    pooled["released"]["rank1"] = figures(0.3, 0.1, 0.5)                      # interval reaches 2x chance
+    assert reid_audit.verdict({"rank1": raw}, {"rank1": released}, chance, None, pooled)[0] == "protects"
+
+
 @pytest.mark.exports
 @pytest.mark.trains
 def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip_bank_would_be_found(tmp_path,
@@ -87,6 +112,10 @@ def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip
     assert result["draw_seed"] == 0 and loaded_with and set(loaded_with) == {3}
     monkeypatch.undo()
     assert "identity: re-identification" in reid_audit.format_identity(result)
+    shots = result["multi_shot"]        # one pooled query per test person
+    assert shots["released"]["queries"] == shots["raw"]["queries"] == result["test_people"]
+    assert shots["raw"]["rank1"]["mean"] > 2 * shots["chance"]["rank1"]           # pooled raw: power
+    assert "multi-shot" in reid_audit.format_identity(result)
     # the verb a user runs on their own bundle and clip: the goal part by part, nothing retrained
     from sensorveil.cli import main
     assert main(["camera-audit", str(bundle), "--clip", walkway(), "--frames", "100", "--no-identity",
