@@ -2,7 +2,7 @@
 crops of the first 60% of the clip, exported as ONNX bundles and audited as the device runs them.
 
 * The camera goal, part by part, as `sensorveil camera-audit` judges it (sensorveil/benchmarks/camera_goal.py):
-  re-identification of test people disjoint from the attacker's, with its power (sdk/reid_audit.py); the leak
+  re-identification of test tracks disjoint from the attacker's, with its power (sdk/reid_audit.py); the leak
   meter, recall and the people count against the JPEG-90 floor (benchmarks/clip_audit.py); and the attribute
   attackers. "goal met" only when every part holds.
 * The attribute attackers (sdk/audit.py) as the second table: appearance clusters against walking direction,
@@ -262,7 +262,9 @@ def identity_people_text(result: dict) -> str:
         return ("the made crowd repeats walkway's people in time-shifted copies, so its test people (tracks of the "
                 "test part only) are the attacker's training people again: re-identification here is of people "
                 "it trained on, not strangers")
-    return "test people are tracks seen only in the test part, none of them the attacker's training people"
+    return ("test people are tracks seen only in the test part, none of them a training track; a track is not a "
+            "person (one who comes back, or whose track breaks, is a new track), so some can be people the "
+            "attacker trained on: docs/identity_ground_truth.md counts them on walkway against its ground truth")
 
 
 def goal_cells(goal: dict) -> str:

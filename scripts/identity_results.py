@@ -42,7 +42,9 @@ def page(results: dict, record: dict) -> str:
     lines = ["# Identity in the camera release: re-identification and the substitute bank", "",
              page_header(record), "",
              f"Clip `{record['clip']}`: {first['test_people']} test people (tracks seen only in the clip's last 40%), "
-             f"disjoint from the attacker's {first['training_people']} training people; {first['raw']['queries']} "
+             f"disjoint from the attacker's {first['training_people']} training tracks (a track is not a person: "
+             "one who comes back is a new track; docs/identity_ground_truth.md counts them against the clip's "
+             f"ground truth); {first['raw']['queries']} "
              "queries, each a crop the bundle released at a test person's place and time, ranked against a raw "
              "gallery of that person's other crops. Attacker: " + first["attacker"] + ". Intervals: 95%, "
              "bootstrap over people. Goal: released rank-1 within 2x chance while raw rank-1 >= 40% (power), "
@@ -75,7 +77,14 @@ def main(argv=None) -> int:
     parser.add_argument("--epochs", type=int, default=None, help="PASS epochs (default: the dataset's)")
     parser.add_argument("--attacker-epochs", type=int, default=15, help="the re-id attacker's epochs")
     parser.add_argument("--allow-dirty", action="store_true", help="write from uncommitted code (the page says so)")
+    parser.add_argument("--render-only", action="store_true", help="only rewrite the page from its .json")
     args = parser.parse_args(argv)
+    out = Path(args.out)
+    if args.render_only:
+        saved = json.loads(out.with_suffix(".json").read_text())
+        out.write_text(page(saved["banks"], saved["provenance"]))
+        print(f"wrote {out} from {out.with_suffix('.json')}")
+        return 0
     require_clean(args.allow_dirty)
     record = {**provenance(allow_dirty=args.allow_dirty), "clip": Path(args.clip).name}
     from sensorveil.sdk.reid_audit import audit_bundle
@@ -84,7 +93,6 @@ def main(argv=None) -> int:
         print(f"{bank} bank: training and exporting", flush=True)
         bundle = bundle_for(bank, Path(args.clip), Path(args.work), args.epochs)
         results[bank] = audit_bundle(bundle, epochs=args.attacker_epochs, log=lambda line: print(line, flush=True))
-    out = Path(args.out)
     out.write_text(page(results, record))
     out.with_suffix(".json").write_text(json.dumps(portable({"provenance": record, "banks": results}), indent=2,
                                                    default=str) + "\n")

@@ -371,7 +371,7 @@ def camera_section() -> list[str]:
         "",
         f"From `{results['command']}` (docs/camera_results.md has each part's figures, every attacker, the "
         "pipeline's cost and the contact sheet). The camera goal as `sensorveil camera-audit` judges it: identity "
-        "(re-identification of test people disjoint from the attacker's, with power), the leak meter, recall, the "
+        "(re-identification of test tracks disjoint from the attacker's, with power), the leak meter, recall, the "
         "people count against the JPEG-90 floor, and the attribute attackers (appearance clusters against walking "
         f"direction, {results['seeds']} seeds, label-shift weighted); met only when every part holds.",
         "",
