@@ -107,7 +107,7 @@ def page(result: dict, record: dict) -> str:
     from sensorveil.sdk.reid_audit import format_identity
     t = result["tracks"]
     rows = [("training part", t["training_tracks"], t["training_people"], "-"),
-            ("test part (the audit's test people)", t["test_tracks"], t["test_people"],
+            ("test part (the audit's test tracks)", t["test_tracks"], t["test_people"],
              f"{t['test_tracks_of_training_people']} tracks, {t['test_people_also_in_training']} people")]
     lines = ["# The identity audit's people, checked against the clip's ground truth", "", page_header(record), "",
              f"Clip `{Path(result['clip']).name}`; ground truth: {result['source']}. Bundle "
