@@ -361,8 +361,8 @@ def format_identity(result: dict) -> str:
                          f"{_figure(bank['rank1_of_clip_people']['rank1']).strip()}")
     shots = result.get("multi_shot")
     if shots:
-        lines.append(f"  multi-shot: each person's queries pooled, {shots['raw']['queries']} people, chance "
-                     f"{shots['chance']['rank1']:.1%}")
+        lines.append(f"  multi-shot: the queries of each of the {shots['raw']['queries']} test {kind} pooled into one, "
+                     f"chance {shots['chance']['rank1']:.1%}")
         lines.append(f"        rank-1 raw {_figure(shots['raw']['rank1']).strip()}, released "
                      f"{_figure(shots['released']['rank1']).strip()}")
     if "trajectory_linkage" in result:
