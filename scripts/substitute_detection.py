@@ -25,14 +25,14 @@ from pathlib import Path
 import numpy as np
 
 from sensorveil.benchmarks.detector_recall import wilson
+from sensorveil.sdk.datasets.bank_screen import HEIGHT_RATIO, MATCH_IOU, matched, paste
 from sensorveil_lab.provenance import page_header, provenance, require_clean
 
 ROOT = Path(__file__).resolve().parents[1]
 
+TRAIN_FRACTION = 0.6      # the walkway loader's default: its screen and PASS see the first 60% of the frames
 PLACES = {"learned": "the learned detector's person boxes on the raw frame, where a learned bundle pastes",
           "motion": "the motion detector's boxes"}
-MATCH_IOU = 0.5
-HEIGHT_RATIO = 1.5
 KINDS = ("walkers", "real")
 HEIGHT_BINS = (0, 60, 90, 1000)      # box heights (frame pixels) the page splits the figures by
 
@@ -77,42 +77,6 @@ def clip_places(clip, every=5, start=40, frames=None, find=None):
     return places
 
 
-def paste(frame, background, cut_outs, boxes):
-    """``frame`` with each box's window cleared to the scene and its cut-out scaled to the box, as the runtime
-    pastes on a picture of the place: the least gap from the scene its CAMERA_CONTRAST (none, since decision
-    0016: the substitute's own colours)."""
-    from sensorveil.runtime.camera import CROP_SHAPE, crop_windows
-    from sensorveil.runtime.camera.composite import paste_people
-    from sensorveil.runtime.camera.scene import CAMERA_CONTRAST
-    windows = crop_windows(boxes, frame.shape, CROP_SHAPE)
-    contrast = np.full(frame.shape[:2], CAMERA_CONTRAST, np.int16)
-    return paste_people(frame, cut_outs, windows, background=background, boxes=boxes, contrast=contrast)
-
-
-def matched(pasted, detections):
-    """Per pasted box, whether a detection is that person: IoU >= MATCH_IOU, or one box mostly inside the other
-    (learned.COVERED of its area) with heights within a factor HEIGHT_RATIO (not a head, not a whole group);
-    greedily, best IoU first, each detection for one pasted box at most."""
-    from sensorveil.runtime.camera import iou
-    from sensorveil.runtime.camera.learned import inside_pairs
-    pasted = np.asarray(pasted, np.int64).reshape(-1, 4)
-    detections = np.asarray(detections, np.int64).reshape(-1, 4)
-    found = np.zeros(len(pasted), bool)
-    if not len(pasted) or not len(detections):
-        return found
-    overlap = iou(pasted, detections)
-    ratio = detections[None, :, 3] / np.maximum(pasted[:, None, 3], 1)
-    inside = inside_pairs(pasted, detections) | inside_pairs(detections, pasted).T
-    good = (overlap >= MATCH_IOU) | (inside & (ratio >= 1 / HEIGHT_RATIO) & (ratio <= HEIGHT_RATIO))
-    used = np.zeros(len(detections), bool)
-    for k in np.argsort(-overlap.max(1), kind="stable"):
-        free = np.flatnonzero(good[k] & ~used)
-        if len(free):
-            used[free[np.argmax(overlap[k, free])]] = True
-            found[k] = True
-    return found
-
-
 def walker_bank(walkers, phases, seed):
     """Colour cut-outs of rendered walkers, as the default bank holds them."""
     from sensorveil.runtime.camera import CROP_SHAPE
@@ -120,15 +84,20 @@ def walker_bank(walkers, phases, seed):
     return render_walkers(walkers, phases, CROP_SHAPE, seed=seed)["colour"]
 
 
-def measure(find, places, bank, seed=0):
+def measure(find, places, bank, seed=0, screened=None):
     """Per kind, per pasted person (the runtime's paste, "released"): its box height and whether ``find(frame)``
-    (boxes) found it. Walkers are drawn from ``bank`` at random for each place."""
+    (boxes) found it. Walkers are drawn from ``bank`` at random for each place (and from ``screened``, the
+    walkers the bank screen keeps, where given)."""
     from sensorveil.runtime.camera import person_shaped
     rng = np.random.default_rng([seed, 50])
-    out = {"released": {k: {"height": [], "found": []} for k in KINDS}}
+    kinds = KINDS + (("walkers, screened",) if screened is not None else ())
+    out = {"released": {k: {"height": [], "found": []} for k in kinds}}
     for frame, background, boxes, real in places:
         walkers = bank[rng.integers(len(bank), size=len(boxes))]
-        for kind, cut_outs in (("walkers", walkers), ("real", real)):
+        pastes = [("walkers", walkers), ("real", real)]
+        if screened is not None:
+            pastes.append(("walkers, screened", screened[rng.integers(len(screened), size=len(boxes))]))
+        for kind, cut_outs in pastes:
             pasted = paste(frame, background, cut_outs, boxes)
             record = out["released"][kind]
             record["height"] += boxes[:, 3].tolist()
@@ -218,25 +187,53 @@ def page(result, record):
               "own proportions, in their own colours, thickened by a pixel). walkers where real found: the walkers "
               "pasted at the places where the real person pasted the same way was found (the detector's limits at "
               "this clip's sizes taken out).", ""]
+    screen = result.get("screen")
+    if screen:
+        lines += [f"walkers, screened: the bank screen a camera bundle's training runs (sdk/datasets/bank_screen.py) "
+                  f"kept {screen['kept']} of {screen['candidates']} walkers, those the detector found at >= "
+                  f"{screen['share']:.0%} of {screen['places']:,} places on frames before {screen['frames_until']}; "
+                  "every place above is after those frames, so the screen never saw them.", ""]
     return "\n".join(lines)
 
 
 FINDERS = {"whole frame": graph_finder, "2x2 tiles": tiled_finder}
 
 
-def run(clip, every, start, frames, walkers, phases, seed, places_by="learned"):
+def screened_bank(clip, phases, seed):
+    """(cut-outs of the walkers the product's bank screen keeps, the screen's record): the walkway loader's
+    screen (sdk.datasets.bank_screen) on the clip's training part, the first TRAIN_FRACTION of its frames."""
+    import cv2
+
+    from sensorveil.export.person_detector import detector_onnx
+    from sensorveil.runtime.camera import CROP_SHAPE
+    from sensorveil.sdk.datasets.bank_screen import screen_walkers
+    from sensorveil.sdk.datasets.rendered_people import render_walkers
+    from sensorveil.sdk.datasets.walkway import SCREEN_CANDIDATES
+    capture = cv2.VideoCapture(str(clip))
+    until = int(round(TRAIN_FRACTION * capture.get(cv2.CAP_PROP_FRAME_COUNT)))
+    capture.release()
+    drawn = render_walkers(SCREEN_CANDIDATES, phases, CROP_SHAPE, seed=seed)
+    kept, record = screen_walkers(clip, until, drawn["colour"], drawn["sequence"] // 2, detector_onnx(), seed)
+    return drawn["colour"][np.isin(drawn["sequence"] // 2, kept)], record
+
+
+def run(clip, every, start, frames, walkers, phases, seed, places_by="learned", screen=False):
     """Per detector and paste, the found figures. Places are the learned detector's person boxes (where a
-    learned bundle pastes) or the motion detector's (``places_by``)."""
+    learned bundle pastes) or the motion detector's (``places_by``). ``screen``: the screened walkers too, and
+    places from the test part only (after the frames the screen saw)."""
     run_graph = graph_runner()
+    screened, record = screened_bank(clip, phases, seed) if screen else (None, None)
+    if screen:
+        start = max(start, record["frames_until"])
     places = clip_places(clip, every, start, frames, graph_finder(run_graph) if places_by == "learned" else None)
     bank, found = walker_bank(walkers, phases, seed), {}
     for name, finder in FINDERS.items():
-        for paste_kind, kinds in summary(measure(finder(run_graph), places, bank, seed)).items():
+        for paste_kind, kinds in summary(measure(finder(run_graph), places, bank, seed, screened)).items():
             found[f"{name}, {paste_kind}"] = kinds
     bins = [f"{lo}-{hi}" for lo, hi in zip(HEIGHT_BINS[:-1], HEIGHT_BINS[1:])]
     return {"clip": str(clip), "every": every, "start": start, "frames": frames, "walkers": walkers,
             "phases": phases, "seed": seed, "places_by": places_by, "bins": bins,
-            "places": int(sum(len(p[2]) for p in places)), "found": found}
+            "places": int(sum(len(p[2]) for p in places)), "found": found, "screen": record}
 
 
 def main():
@@ -251,6 +248,9 @@ def main():
     parser.add_argument("--places", choices=("learned", "motion"), default="learned",
                         help="where substitutes go: the learned detector's person boxes (a learned bundle's "
                              "places) or the motion detector's")
+    parser.add_argument("--screen", action="store_true",
+                        help="add the walkers the bank screen keeps (screened on the clip's first 60%%), and "
+                             "measure on the places after those frames only")
     parser.add_argument("--out", help="write the page here (markdown; the figures go beside it as .json)")
     parser.add_argument("--allow-dirty", action="store_true")
     args = parser.parse_args()
@@ -258,7 +258,7 @@ def main():
         require_clean(args.allow_dirty)
     record = provenance(allow_dirty=args.allow_dirty)
     result = run(Path(args.clip), args.every, args.start, args.frames, args.walkers, args.phases, args.seed,
-                 args.places)
+                 args.places, args.screen)
     result["clip"] = Path(args.clip).name
     text = page(result, record)
     print(text)

@@ -150,6 +150,17 @@ def print_summary(summary: dict, out: Path) -> None:
 CAMERA_SETTINGS = {"condition": "direction"}
 
 
+def bank_options(person_detector: str, bank: str) -> dict:
+    """The walkway loader's bank options. With the learned detector, a rendered bank keeps the walkers the
+    bundle's own detector finds on this camera's scene (its ``bank_screen``); converted here, before training: a
+    missing converter should cost seconds, not minutes."""
+    if person_detector != "ssdlite":
+        return {"bank": bank}
+    from sensorveil.export.person_detector import detector_onnx
+    graph = detector_onnx()
+    return {"bank": bank, **({"bank_screen": str(graph)} if bank == "rendered" else {})}
+
+
 def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_detector: str = "ssdlite",
                       camera_speed: str = "recall", bank: str = "rendered", full_size: bool = False) -> dict:
     """Train PASS on ``clip`` (e.g. ../shared/media/walkway.avi), export its ONNX bundle, audit it
@@ -177,9 +188,7 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
             f"camera clip not found: {clip}; expected a still camera filming people walking, "
             "e.g. ../shared/media/walkway.avi"
         )
-    if person_detector == "ssdlite":   # before training: a missing converter should cost seconds, not minutes
-        from sensorveil.export.person_detector import detector_onnx
-        detector_onnx()
+    options = bank_options(person_detector, bank)
     started = time.time()
     clip = working_clip(clip, out / "clips", full_size)
     # named for the clip, so runs on two cameras in one OUT neither overwrite nor mislabel each other
@@ -189,7 +198,7 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
     with Heartbeat("camera quickstart"):
         print(f"[1/5] training pass on people crops of {clip.name} (private: appearance, useful: walking direction)")
         run_dir = train_run("pass", "walkway", data_path=str(clip), out=out / "runs" / name,
-                            settings=dict(CAMERA_SETTINGS), dataset_options={"bank": bank})
+                            settings=dict(CAMERA_SETTINGS), dataset_options=options)
         bundle = export_run(run_dir, "onnx", out / "bundles" / name, person_detector=person_detector,
                             camera_speed=camera_speed)
         print(f"[2/5] auditing the bundle through the torch-free runtime ({seeds} seeds per attacker)")

@@ -111,11 +111,12 @@ SPLIT_BY_TIME = frozenset({"walkway"})
 
 BANK_SOURCES = ("rendered", "consented", "clip")
 RENDERED_WALKERS, RENDERED_PHASES = 48, 12     # 1,152 bank crops; 12 phases of a cycle at 2 frames a step: ~1 s
+SCREEN_CANDIDATES = 64     # walkers drawn for the bank screen, of which those the detector finds are kept
 
 
 def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: float = 0.6, stride: int = 2,
                  min_track: int = 10, min_speed: float = 0.3, seed: int = 0, bank: str = "rendered",
-                 bank_clip: str | None = None) -> SensorDataset:
+                 bank_clip: str | None = None, bank_screen: str | None = None) -> SensorDataset:
     """People crops from a still camera clip (``path``: e.g. ``shared/media/walkway.avi``), labelled from
     the clip itself. The camera pipeline's own detector and tracker (sensorveil.runtime.camera) find
     and follow everyone; every ``stride``-th frame gives one 128x64 grey crop per person.
@@ -132,31 +133,26 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
     bundle): "rendered" (the default) appends walkers the SDK draws itself (sdk.datasets.rendered_people),
     no person of any camera; "consented" appends the people of ``bank_clip``, footage of people who agreed
     to be shown, recorded with the file's sha256; "clip" appends none, so PASS draws its bank from this
-    clip's own training rows: real bystanders of the deployment camera, shown elsewhere in its release."""
-    _check_options(path, train_fraction, bank, bank_clip)
+    clip's own training rows: real bystanders of the deployment camera, shown elsewhere in its release.
+
+    ``bank_screen``: a person detector's ONNX file; a rendered bank then keeps the walkers it finds pasted into
+    this clip's training part (sdk.datasets.bank_screen): every substitute a person on this camera's scene."""
+    _check_options(path, train_fraction, bank, bank_clip, bank_screen)
     from sensorveil.runtime.camera import CROP_MARGIN, CROP_SHAPE
     clip = _moving_people(path, stride, min_track, min_speed)
     kept_tracks, (h, w) = np.unique(clip["track"]), CROP_SHAPE
     appearance, centres = _walkway_appearance(clip["x"], clip["track"], kept_tracks, CROP_SHAPE, clusters, seed)
     direction = (clip["speed"] > 0).astype(np.int64)
-    split = (clip["frame"] >= int(round(train_fraction * clip["n_frames"]))).astype(np.int64)
+    cut = int(round(train_fraction * clip["n_frames"]))        # the first frame of the test part
+    split = (clip["frame"] >= cut).astype(np.int64)
     people = {"x": clip["x"], "foreground": clip["foreground"], "colour": clip["colour"], "track": clip["track"],
               "appearance": appearance, "direction": direction, "split": split,
               "timeline": np.stack([clip["frame"].astype(np.float64), clip["cx"]], axis=1)}
-    people, provenance = _with_bank(people, path, bank, bank_clip, centres, (stride, min_track, min_speed, seed))
+    people, provenance = _with_bank(people, path, bank, bank_clip, centres, (stride, min_track, min_speed, seed),
+                                    None if bank_screen is None else (bank_screen, cut))
     x, track, split, direction, appearance = (people[k] for k in ("x", "track", "split", "direction", "appearance"))
     track_ids, track_index = np.unique(track, return_inverse=True)
-    train = split == 0
-    counts = np.zeros((2, int(clusters)))
-    np.add.at(counts, (direction[train], appearance[train]), 1.0)
-
-    def prior(useful: str, private: str) -> np.ndarray | None:
-        # What the public may know: how often each appearance class walks each way, from the training
-        # part of the clip only (the test part is the future).
-        if (useful, private) == ("direction", "appearance"):
-            return counts / np.maximum(counts.sum(1, keepdims=True), 1.0)
-        return None
-
+    prior = _appearance_prior(direction, appearance, split == 0, clusters)
     names = _class_names(clusters, track_ids, train_fraction, None if bank == "clip" else provenance)
     return SensorDataset(
         name="walkway", x=np.ascontiguousarray(x),
@@ -174,6 +170,19 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
                 "crop_every": int(stride), "bank": provenance})
 
 
+def _appearance_prior(direction: np.ndarray, appearance: np.ndarray, train: np.ndarray, clusters: int):
+    """prior_fn(useful, private): what the public may know, how often each appearance class walks each way,
+    from the training part of the clip only (the test part is the future)."""
+    counts = np.zeros((2, int(clusters)))
+    np.add.at(counts, (direction[train], appearance[train]), 1.0)
+
+    def prior(useful: str, private: str) -> np.ndarray | None:
+        if (useful, private) == ("direction", "appearance"):
+            return counts / np.maximum(counts.sum(1, keepdims=True), 1.0)
+        return None
+    return prior
+
+
 def _class_names(clusters: int, track_ids: np.ndarray, train_fraction: float, bank: dict | None) -> dict:
     split_names = [f"train (first {train_fraction:.0%} of the clip)", "test (the rest)"]
     if bank is not None:       # the bank's people: rows of split 2
@@ -182,14 +191,17 @@ def _class_names(clusters: int, track_ids: np.ndarray, train_fraction: float, ba
             "track": [f"track {t}" for t in track_ids], "trial_split": split_names}
 
 
-def _with_bank(people: dict, path, bank: str, bank_clip, centres: np.ndarray, settings: tuple) -> tuple:
+def _with_bank(people: dict, path, bank: str, bank_clip, centres: np.ndarray, settings: tuple,
+               screen: tuple | None = None) -> tuple:
     """The clip's rows with the bank's people appended as rows of split 2 (none for a "clip" bank, whose
     substitutes PASS draws from the clip's training rows), and the bank's provenance."""
     if bank == "clip":
         return people, {"source": "clip", "real_people": True, "bystanders": True,
                          "people": f"this camera's own people ({Path(path).name}, training part)"}
     from sensorveil.runtime.camera import CROP_SHAPE
-    extra, provenance = _bank_people(bank, bank_clip, *settings)
+    extra, provenance = _bank_people(bank, bank_clip, *settings, screen=screen is not None)
+    if screen is not None:
+        extra, provenance = _screened(extra, provenance, path, *screen, seed=settings[-1])
     extra["appearance"] = _nearest_look(extra, centres, CROP_SHAPE)
     extra["track"] = extra["track"] + int(people["track"].max()) + 1
     extra["split"] = np.full(len(extra["x"]), 2, np.int64)
@@ -197,7 +209,25 @@ def _with_bank(people: dict, path, bank: str, bank_clip, centres: np.ndarray, se
     return {k: _joined(people[k], extra.get(k)) for k in people}, provenance
 
 
-def _check_options(path, train_fraction: float, bank: str, bank_clip) -> None:
+def _screened(rows: dict, provenance: dict, path, graph: str, until: int, seed: int) -> tuple:
+    """The rendered bank's rows of the walkers the screen keeps, and its provenance with the screen's."""
+    from sensorveil.sdk.datasets.bank_screen import screen_walkers
+    walker_of = rows["track"] // 2          # a walker's two sequences: facing right, then left
+    kept, screen = screen_walkers(path, until, rows["cut_out"], walker_of, graph, seed,
+                                  progress=_screen_progress)
+    keep = np.isin(walker_of, kept)
+    rows = {k: v[keep] for k, v in rows.items() if k != "cut_out"}
+    people = (f"{screen['kept']} walkers the SDK draws itself (of {screen['candidates']}, those a person detector "
+              "finds pasted into this camera's training part), no real person")
+    return rows, {**provenance, "walkers": screen["kept"], "screen": screen, "people": people}
+
+
+def _screen_progress(done: int, total: int) -> None:
+    if done == total or done % 10 == 0:
+        print(f"bank screen: {done} of {total} frames of places pasted and searched", flush=True)
+
+
+def _check_options(path, train_fraction: float, bank: str, bank_clip, bank_screen=None) -> None:
     if path is None:
         raise ValueError("walkway needs path=: a still camera clip of people walking, e.g. ../shared/media/walkway.avi")
     if not Path(path).is_file():
@@ -207,6 +237,9 @@ def _check_options(path, train_fraction: float, bank: str, bank_clip) -> None:
     if bank not in BANK_SOURCES:
         raise ValueError(f"bank {bank!r}; expected one of {list(BANK_SOURCES)} (rendered: walkers the SDK draws, "
                          "consented: bank_clip=PATH of people who agreed, clip: this camera's own bystanders)")
+    if bank_screen is not None and (bank != "rendered" or not Path(bank_screen).is_file()):
+        raise ValueError(f"bank_screen names the person detector's ONNX file that screens a rendered bank; got "
+                         f"bank={bank!r}, bank_screen={bank_screen!r}")
     if (bank == "consented") != (bank_clip is not None):
         raise ValueError("bank_clip names the consented footage and goes with bank=consented only; got "
                          f"bank={bank!r}, bank_clip={bank_clip!r}")
@@ -227,18 +260,21 @@ def _moving_people(path: str, stride: int, min_track: int, min_speed: float) -> 
 
 
 def _bank_people(bank: str, bank_clip: str | None, stride: int, min_track: int, min_speed: float,
-                 seed: int) -> tuple:
+                 seed: int, screen: bool = False) -> tuple:
     """The substitute bank's people as dataset rows (x, foreground, colour, track, direction) and their
     provenance: who they are, recorded in the bundle."""
     from sensorveil.runtime.camera import CROP_SHAPE
     if bank == "rendered":
         from sensorveil.sdk.datasets.rendered_people import GENERATOR, render_walkers
-        drawn = render_walkers(RENDERED_WALKERS, RENDERED_PHASES, CROP_SHAPE, seed=seed)
+        walkers = SCREEN_CANDIDATES if screen else RENDERED_WALKERS
+        drawn = render_walkers(walkers, RENDERED_PHASES, CROP_SHAPE, seed=seed)
         rows = {"x": drawn["x"], "foreground": drawn["foreground"], "colour": drawn["colour_on_ground"],
                 "track": drawn["sequence"], "direction": drawn["direction"]}
+        if screen:       # the screen pastes the cut-outs, as the runtime does
+            rows["cut_out"] = drawn["colour"]
         return rows, {"source": "rendered", "real_people": False, "bystanders": False, "generator": GENERATOR,
-                      "walkers": RENDERED_WALKERS, "phases": RENDERED_PHASES, "seed": int(seed),
-                      "people": f"{RENDERED_WALKERS} walkers the SDK draws itself, no real person"}
+                      "walkers": walkers, "phases": RENDERED_PHASES, "seed": int(seed),
+                      "people": f"{walkers} walkers the SDK draws itself, no real person"}
     if not Path(bank_clip).is_file():
         raise FileNotFoundError(f"bank_clip not found: {bank_clip}; expected footage of people who agreed to be shown")
     people = _moving_people(bank_clip, stride, min_track, min_speed)

@@ -1,0 +1,41 @@
+"""The bank screen (sdk.datasets.bank_screen): a walker is kept by how often a detector finds it pasted, and the
+walkway loader takes a screen only for a rendered bank and an existing detector file."""
+import numpy as np
+import pytest
+
+from sensorveil.sdk.datasets import bank_screen
+from sensorveil.sdk.datasets.walkway import _check_options
+
+
+def test_each_walker_is_scored_by_the_places_where_the_detector_finds_it_pasted():
+    frame = np.full((120, 160, 3), 90, np.uint8)
+    boxes = np.array([[20, 20, 20, 60], [100, 30, 20, 60]])
+    colour = np.zeros((4, 128, 64, 3), np.uint8)
+    colour[:, 20:110, 20:44] = 1
+    colour[:2, 20:110, 20:44, 2] = 250          # walker 0 wears red (BGR), walker 1 blue
+    colour[2:, 20:110, 20:44, 0] = 250
+    walker_of = np.array([0, 0, 1, 1])
+
+    def find(pasted):                           # a detector that sees red people only
+        red = (pasted[..., 2] > 200) & (pasted[..., 0] < 50)
+        return [b for b in boxes if red[b[1]:b[1] + b[3], b[0]:b[0] + b[2]].any()]
+
+    shares = bank_screen.found_shares([(frame, frame.copy(), boxes)] * 3, colour, walker_of, find)
+    assert shares.tolist() == [1.0, 0.0]
+
+
+def test_a_pasted_box_is_found_by_overlap_or_by_a_box_of_its_height_around_it():
+    pasted = np.array([[10, 10, 20, 60], [100, 10, 20, 60]])
+    assert bank_screen.matched(pasted, [[11, 12, 20, 58]]).tolist() == [True, False]
+    assert bank_screen.matched(pasted, [[100, 10, 20, 10]]).tolist() == [False, False]      # a head, not them
+
+
+def test_the_screen_goes_with_a_rendered_bank_and_an_existing_detector(tmp_path):
+    clip, graph = tmp_path / "clip.avi", tmp_path / "detector.onnx"
+    clip.write_bytes(b"x")
+    with pytest.raises(ValueError, match="bank_screen"):
+        _check_options(str(clip), 0.6, "rendered", None, str(graph))          # no such file
+    graph.write_bytes(b"x")
+    with pytest.raises(ValueError, match="bank_screen"):
+        _check_options(str(clip), 0.6, "clip", None, str(graph))              # a clip bank is not screened
+    _check_options(str(clip), 0.6, "rendered", None, str(graph))
