@@ -35,8 +35,8 @@ SHARED = Path(os.environ.get("SENSORVEIL_SHARED", ROOT.parent / "shared"))
 CLIP = SHARED / "media" / "walkway.avi"
 MECHANISMS = {
     # the tracker measures each person's walking direction on the device: PASS draws its substitute
-    # among bank people walking the same way (PASSConfig.condition); its bank is the loader's default,
-    # walkers sensorveil renders itself (no bystander of this camera)
+    # among bank people walking the same way (PASSConfig.condition); its bank is the camera quickstart's,
+    # walkers sensorveil renders itself (no bystander of this camera), screened by the bundle's detector
     "pass": {"condition": "direction"},
     # four margins of PR-GAN's section 6.4 sweep, 20 epochs each: a few minutes on 2 cores
     "prgan": {"margin_fractions": "0.05,0.1,0.2,0.35", "epochs": "20"},
@@ -50,11 +50,15 @@ def log(line: str) -> None:
 
 def train_and_export(name: str, clip: Path, runs: Path, bundles: Path, retrain: bool, tag: str = "walkway") -> Path:
     from sensorveil.export import export_run
+    from sensorveil.quickstart import bank_options
     from sensorveil.sdk.runs import train_run
     run_dir, bundle_dir = runs / f"{name}-{tag}", bundles / f"{name}-{tag}"
     if retrain or not (run_dir / "run.json").is_file():
         print(f"training {name} on {clip.name} ...", flush=True)
-        train_run(name, "walkway", data_path=str(clip), out=run_dir, settings=dict(MECHANISMS[name]))
+        # PASS's bank as the camera quickstart makes it: walkers screened by the bundle's own detector
+        options = bank_options("ssdlite", "rendered") if name == "pass" else None
+        train_run(name, "walkway", data_path=str(clip), out=run_dir, settings=dict(MECHANISMS[name]),
+                  dataset_options=options)
     if retrain or not (bundle_dir / "manifest.json").is_file():
         export_run(run_dir, "onnx", bundle_dir)
     return bundle_dir
