@@ -133,11 +133,9 @@ def summary(records):
 
 def graph_runner():
     """run_graph(graph, batch) of the bundles' COCO SSDLite graph (onnxruntime), as a bundle's pipeline runs it."""
-    import onnxruntime as ort
-
     from sensorveil.export.person_detector import detector_onnx
-    session = ort.InferenceSession(str(detector_onnx()), providers=["CPUExecutionProvider"])
-    return lambda graph, batch: session.run(None, {"image": batch.astype(np.float32)})[0]
+    from sensorveil.sdk.datasets.bank_screen import graph_runner as onnx_runner
+    return onnx_runner(detector_onnx())
 
 
 def graph_finder(run_graph=None):

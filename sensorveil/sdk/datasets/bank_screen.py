@@ -25,14 +25,18 @@ MATCH_IOU = 0.5
 HEIGHT_RATIO = 1.5
 
 
+def graph_runner(graph: str | Path):
+    """run_graph(graph, batch) of the ONNX person detector at ``graph`` (onnxruntime), as a bundle's pipeline
+    runs it."""
+    import onnxruntime as ort
+    session = ort.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
+    return lambda _graph, batch: session.run(None, {"image": batch.astype(np.float32)})[0]
+
+
 def graph_finder(graph: str | Path):
     """find(frame) -> person boxes of the ONNX person detector at ``graph``, at the bundles' threshold."""
-    import onnxruntime as ort
-
     from sensorveil.runtime.camera import learned
-    session = ort.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
-    run_graph = lambda _graph, batch: session.run(None, {"image": batch.astype(np.float32)})[0]  # noqa: E731
-    return learned.LearnedPeopleDetector(run_graph, score=learned.DEFAULT_SCORE).find
+    return learned.LearnedPeopleDetector(graph_runner(graph), score=learned.DEFAULT_SCORE).find
 
 
 def training_places(clip: str | Path, until: int, find, every: int = SCREEN_EVERY,
