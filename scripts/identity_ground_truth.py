@@ -99,8 +99,9 @@ def audit_by_people(bundle: Path, dataset, person: np.ndarray, epochs: int, seed
     condition = (read_run(bundle_run_dir(bundle)).sections.get(SUBSTITUTION) or {}).get("condition")
     known = None if condition is None else dataset.attributes[condition][query]
     released, released_from = released_crops(bundle, "auto", dataset, query, known, draw_seed=seed)
-    result = identity_audit(people, released, released_from, query, gallery, train, epochs, seed)
-    return {"test_people": result["chance"]["people"], **result, "identities": "people of the ground truth"}
+    result = identity_audit(people, released, released_from, query, gallery, train, epochs, seed,
+                            identities="people of the ground truth")
+    return {"test_people": result["chance"]["people"], **result}
 
 
 def page(result: dict, record: dict) -> str:

@@ -228,14 +228,15 @@ def bank_search(features, dataset, train_rows: np.ndarray, released: np.ndarray,
 
 
 def verdict(raw: dict, released: dict, chance: dict, bank: dict | None = None,
-            pooled_shots: dict | None = None) -> tuple:
+            pooled_shots: dict | None = None, identities: str = "tracks") -> tuple:
     """("protects" | "leaks" | "no power" | "no verdict", why): protects only when the attacker has power, the
     interval is tight enough, released rank-1 is within CHANCE_FACTOR x chance and no more substitutes are
     found among the camera's people than strangers would be. Leaks when the bank shows bystanders, or when the
     released rank-1's whole interval lies above CHANCE_FACTOR x chance: too few test people for a tight interval
     withholds "protects", never a leak the interval already shows. ``pooled_shots`` (multi_shot's figures): a
     leak too when its released rank-1's whole interval lies above CHANCE_FACTOR x its chance, once the pooled
-    raw queries re-identify above that bound (its own power)."""
+    raw queries re-identify above that bound (its own power). ``identities``: what the test identities are
+    ("tracks", or a ground truth's people), named where too few of them withhold a verdict."""
     if bank is not None and bank["found"]["low"] > bank["false_match_rate"]:
         return "leaks", (f"{bank['found']['mean']:.1%} of the released substitutes are found among this camera's "
                          f"own people (strangers: {bank['false_match_rate']:.0%}): the bank shows bystanders")
@@ -254,7 +255,7 @@ def verdict(raw: dict, released: dict, chance: dict, bank: dict | None = None,
                          f"above {CHANCE_FACTOR:g}x its chance ({pooled_bound:.1%}) across its interval")
     half_width = (rank1["high"] - rank1["low"]) / 2
     if half_width > INTERVAL_POINTS:
-        return "no verdict", f"too few test people: the released rank-1 interval is +-{half_width:.1%}"
+        return "no verdict", f"too few test {identities}: the released rank-1 interval is +-{half_width:.1%}"
     if rank1["mean"] <= bound:
         return "protects", f"released rank-1 {rank1['mean']:.1%} is within {CHANCE_FACTOR:g}x chance ({bound:.1%})"
     return "leaks", f"released rank-1 {rank1['mean']:.1%} is above {CHANCE_FACTOR:g}x chance ({bound:.1%})"
@@ -266,9 +267,11 @@ def _pooled_leak(pooled_shots: dict) -> bool:
 
 
 def identity_audit(dataset, released_query: np.ndarray, released_from: np.ndarray | None, query_rows: np.ndarray,
-                   gallery_rows: np.ndarray, train_rows: np.ndarray, epochs: int = 15, seed: int = 0, log=None) -> dict:
+                   gallery_rows: np.ndarray, train_rows: np.ndarray, epochs: int = 15, seed: int = 0, log=None,
+                   identities: str = "tracks") -> dict:
     """The whole identity audit. ``released_query``: the crops released at ``query_rows`` (uint8, cut out);
-    ``released_from``: the dataset row each was cut from (substitution bundles), or None (a generated crop)."""
+    ``released_from``: the dataset row each was cut from (substitution bundles), or None (a generated crop);
+    ``identities``: what the dataset's "track" attribute holds ("tracks", or a ground truth's people)."""
     track, masks, x = dataset.attributes["track"], dataset.foreground, dataset.x
     features = train_attacker(cut_out(x[train_rows], masks[train_rows]), track[train_rows], epochs, seed, log)
     gallery = embed(features, cut_out(x[gallery_rows], masks[gallery_rows]))
@@ -278,7 +281,7 @@ def identity_audit(dataset, released_query: np.ndarray, released_from: np.ndarra
     raw = reid_figures(gallery, gallery_ids, raw_queries, query_ids, seed)
     released = reid_figures(gallery, gallery_ids, released_queries, query_ids, seed)
     chance = chance_scores(query_ids, gallery_ids, seed)
-    result = {"identities": "tracks", "raw": raw, "released": released, "chance": chance,
+    result = {"identities": identities, "raw": raw, "released": released, "chance": chance,
               "training_people": int(len(np.unique(track[train_rows]))),
               "attacker": f"omni-scale re-id network, cross-entropy + batch-hard triplet, "
               f"{epochs} epochs on raw cut-out crops of the training people"}
@@ -287,7 +290,8 @@ def identity_audit(dataset, released_query: np.ndarray, released_from: np.ndarra
         result["trajectory_linkage"] = trajectory_linkage(dataset.timeline, gallery_rows, query_rows, track, seed)
     if released_from is not None:
         result["bank"] = bank_search(features, dataset, train_rows, released_query, released_from, query_rows, seed)
-    result["verdict"], result["why"] = verdict(raw, released, chance, result.get("bank"), result["multi_shot"])
+    result["verdict"], result["why"] = verdict(raw, released, chance, result.get("bank"), result["multi_shot"],
+                                                 identities)
     return result
 
 

@@ -51,6 +51,15 @@ def test_a_verdict_holds_only_when_every_part_of_the_goal_holds(raw, released, b
     assert reid_audit.verdict({"rank1": raw}, {"rank1": released}, chance, bank)[0] == expected
 
 
+def test_no_verdict_names_what_its_test_identities_are():
+    chance = {"rank1": 0.1, "mAP": 0.1, "people": 10}
+    raw, released = figures(0.60, 0.50, 0.70), figures(0.10, 0.00, 0.20)
+    assert "too few test tracks" in reid_audit.verdict({"rank1": raw}, {"rank1": released}, chance)[1]
+    kind = "people of the ground truth"
+    assert f"too few test {kind}" in reid_audit.verdict({"rank1": raw}, {"rank1": released}, chance,
+                                                        identities=kind)[1]
+
+
 def test_multi_shot_pools_each_persons_crops_into_one_query():
     # one person's single crops are each closer to the wrong person; their mean is nearest their own
     gallery = np.array([[1.0, 0.0], [0.0, 1.0]])

@@ -39,3 +39,25 @@ def test_the_screen_goes_with_a_rendered_bank_and_an_existing_detector(tmp_path)
     with pytest.raises(ValueError, match="bank_screen"):
         _check_options(str(clip), 0.6, "clip", None, str(graph))              # a clip bank is not screened
     _check_options(str(clip), 0.6, "rendered", None, str(graph))
+
+
+def test_a_screen_is_reused_for_the_same_bytes_and_run_again_when_the_detector_changes(tmp_path, monkeypatch):
+    clip, graph = tmp_path / "clip.avi", tmp_path / "detector.onnx"
+    clip.write_bytes(b"clip")
+    graph.write_bytes(b"graph one")
+    runs = []
+
+    def screen(*args):
+        runs.append(args[4])
+        return np.arange(3), {"kept": 3}
+    monkeypatch.setattr(bank_screen, "_screen", screen)
+    monkeypatch.setattr(bank_screen, "_SCREENED", {})
+    colour, walker_of = np.zeros((2, 4, 4, 3), np.uint8), np.array([0, 1])
+    kept, _ = bank_screen.screen_walkers(clip, 10, colour, walker_of, graph)
+    kept[:] = 9                                        # a caller's copy: the memo keeps its own
+    again, _ = bank_screen.screen_walkers(clip, 10, colour, walker_of, graph)
+    assert len(runs) == 1 and again.tolist() == [0, 1, 2]
+    graph.write_bytes(b"graph two")
+    bank_screen.screen_walkers(clip, 10, colour, walker_of, graph)
+    bank_screen.screen_walkers(clip, 10, colour, walker_of, graph, seed=1)
+    assert len(runs) == 3

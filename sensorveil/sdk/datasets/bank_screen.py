@@ -118,7 +118,31 @@ def found_shares(places: list, colour: np.ndarray, walker_of: np.ndarray, find, 
 
 def screen_walkers(clip: str | Path, until: int, colour: np.ndarray, walker_of: np.ndarray, graph: str | Path,
                    seed: int = 0, progress=None) -> tuple:
-    """(kept walkers' ids, provenance) of the screen on the clip's frames before ``until``."""
+    """(kept walkers' ids, provenance) of the screen on the clip's frames before ``until``. A screen of the same
+    clip, detector, walkers and seed ran before in this process is reused: an audit reloads the dataset the run
+    trained on (a minute of pasting on walkway), and the same inputs screen to the same walkers."""
+    key = _screen_key(clip, until, colour, walker_of, graph, seed)
+    if key not in _SCREENED:
+        _SCREENED[key] = _screen(clip, until, colour, walker_of, graph, seed, progress)
+    kept, provenance = _SCREENED[key]
+    return kept.copy(), dict(provenance)
+
+
+_SCREENED: dict = {}      # screen_walkers' results in this process, by _screen_key
+
+
+def _screen_key(clip, until: int, colour: np.ndarray, walker_of: np.ndarray, graph, seed: int) -> tuple:
+    """What a screen's result depends on: the clip's and the detector's bytes, the walkers' crops, the seed."""
+    import hashlib
+
+    from sensorveil.runtime.bundle import sha256_of
+    crops = hashlib.sha256(np.ascontiguousarray(colour).tobytes())
+    crops.update(np.ascontiguousarray(walker_of, dtype=np.int64).tobytes())
+    return (sha256_of(Path(clip)), sha256_of(Path(graph)), int(until), int(seed), crops.hexdigest(),
+            SCREEN_SHARE, SCREEN_EVERY, MIN_KEPT)
+
+
+def _screen(clip, until: int, colour: np.ndarray, walker_of: np.ndarray, graph, seed: int, progress) -> tuple:
     from sensorveil.runtime.bundle import sha256_of
     find = graph_finder(graph)
     places = training_places(clip, until, find)
