@@ -52,7 +52,7 @@ def train_run(mechanism: str, dataset: str, data_path=None, useful=None, private
     check_disjoint(useful, private, hidden)
     out = Path(out or f"runs/{mechanism}-{dataset}")
     out.mkdir(parents=True, exist_ok=True)
-    record = dataset_record(dataset, data_path, dataset_options)
+    record = dataset_record(dataset, data_path, recorded_options(dataset_options, data))
     request = TrainRequest(data=data, useful=useful, private=private, hidden=as_list(hidden), out=out, seed=seed,
                            epochs=epochs, attacker_epochs=attacker_epochs, utility_threshold=threshold,
                            settings=settings, config=config,
@@ -61,6 +61,13 @@ def train_run(mechanism: str, dataset: str, data_path=None, useful=None, private
     run = chosen.train(request)
     run["train_seconds"] = round(time.time() - started, 1)
     return write_run(out, run)
+
+
+def recorded_options(options: dict | None, data) -> dict:
+    """The loader options a run records: the caller's, with those the dataset records by their outcome
+    (SensorDataset.recorded_options; None there drops the caller's)."""
+    merged = {**(options or {}), **(data.recorded_options or {})}
+    return {key: value for key, value in merged.items() if value is not None}
 
 
 def check_disjoint(useful, private, hidden) -> None:

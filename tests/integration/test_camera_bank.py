@@ -63,6 +63,34 @@ def test_the_clip_bank_is_the_cameras_own_people_only_when_named():
         load_dataset("walkway", walkway(), stride=8, bank="bystanders")
 
 
+def test_a_screened_bank_is_recorded_by_the_walkers_it_kept_and_reloads_without_the_screen(tmp_path, monkeypatch):
+    from sensorveil.sdk.datasets import bank_screen, load_dataset
+    from sensorveil.sdk.runs import recorded_options
+    detector = tmp_path / "detector.onnx"
+    detector.write_bytes(b"a detector's bytes")
+    outcome = {"detector": detector.name, "candidates": 64, "kept": 20, "share": 0.85}
+    monkeypatch.setattr(bank_screen, "_SCREENED", {})
+    monkeypatch.setattr(bank_screen, "_screen", lambda *args: (np.arange(3, 23), dict(outcome)))
+    options = {"stride": 8, "bank_screen": str(detector)}
+    data = load_dataset("walkway", walkway(), **options)
+    recorded = recorded_options(options, data)
+    assert "bank_screen" not in recorded and recorded["bank_screened"]["kept_walkers"] == list(range(3, 23))
+
+    def no_screen(*args):
+        raise AssertionError("a recorded screen ran again")
+    monkeypatch.setattr(bank_screen, "_screen", no_screen)
+    monkeypatch.setattr(bank_screen, "_SCREENED", {})
+    again = load_dataset("walkway", walkway(), **recorded)
+    bank, bank_again = data.attributes["trial_split"] == 2, again.attributes["trial_split"] == 2
+    assert bank.sum() == 20 * 24 and (data.x[bank] == again.x[bank_again]).all()
+    assert again.camera["bank"] == data.camera["bank"]
+    few = {**recorded["bank_screened"], "kept_walkers": [1, 2, 3], "kept": 3}
+    with pytest.raises(ValueError, match="bank_screened.kept_walkers"):
+        load_dataset("walkway", walkway(), stride=8, bank_screened=few)
+    with pytest.raises(ValueError, match="in place of bank_screen"):
+        load_dataset("walkway", walkway(), **options, bank_screened=recorded["bank_screened"])
+
+
 @pytest.mark.parametrize("value, field", [
     ({"source": "rendered", "real_people": True}, "bank_source.real_people"),   # a bank that lies about itself
     ({"source": "clip", "real_people": False}, "bank_source.real_people"),

@@ -43,6 +43,10 @@ class SensorDataset:
     # Camera crops in colour (N, H, W, 3 uint8 BGR), the same crops as ``x``: a substitution bundle ships
     # its bank people in colour too, and the camera release pastes them so (the model decides on grey).
     colour: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # Loader options that stand in for the caller's in a run's record (None: drop that option): a step whose
+    # outcome depends on more than its options (the bank screen's detector run on a clip) is recorded by its
+    # outcome, so export and the audits reload these very rows without running it again.
+    recorded_options: dict | None = field(default=None, compare=False)
 
     @property
     def sample_shape(self) -> tuple:

@@ -116,7 +116,8 @@ SCREEN_CANDIDATES = 64     # walkers drawn for the bank screen, of which those t
 
 def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: float = 0.6, stride: int = 2,
                  min_track: int = 10, min_speed: float = 0.3, seed: int = 0, bank: str = "rendered",
-                 bank_clip: str | None = None, bank_screen: str | None = None) -> SensorDataset:
+                 bank_clip: str | None = None, bank_screen: str | None = None,
+                 bank_screened: dict | None = None) -> SensorDataset:
     """People crops from a still camera clip (``path``: e.g. ``shared/media/walkway.avi``), labelled from
     the clip itself. The camera pipeline's own detector and tracker (sensorveil.runtime.camera) find
     and follow everyone; every ``stride``-th frame gives one 128x64 grey crop per person.
@@ -136,8 +137,11 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
     clip's own training rows: real bystanders of the deployment camera, shown elsewhere in its release.
 
     ``bank_screen``: a person detector's ONNX file; a rendered bank then keeps the walkers it finds pasted into
-    this clip's training part (sdk.datasets.bank_screen): every substitute a person on this camera's scene."""
-    _check_options(path, train_fraction, bank, bank_clip, bank_screen)
+    this clip's training part (sdk.datasets.bank_screen): every substitute a person on this camera's scene.
+    ``bank_screened``: such a screen's outcome (the bank provenance's "screen", with its ``kept_walkers``), the same
+    walkers kept without pasting again: what a run records in place of ``bank_screen``, so export and the audits
+    reload the very bank it trained on (``recorded_options``)."""
+    _check_options(path, train_fraction, bank, bank_clip, bank_screen, bank_screened)
     from sensorveil.runtime.camera import CROP_MARGIN, CROP_SHAPE
     clip = _moving_people(path, stride, min_track, min_speed)
     kept_tracks, (h, w) = np.unique(clip["track"]), CROP_SHAPE
@@ -149,7 +153,7 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
               "appearance": appearance, "direction": direction, "split": split,
               "timeline": np.stack([clip["frame"].astype(np.float64), clip["cx"]], axis=1)}
     people, provenance = _with_bank(people, path, bank, bank_clip, centres, (stride, min_track, min_speed, seed),
-                                    None if bank_screen is None else (bank_screen, cut))
+                                    bank_screened if bank_screen is None else (bank_screen, cut))
     x, track, split, direction, appearance = (people[k] for k in ("x", "track", "split", "direction", "appearance"))
     track_ids, track_index = np.unique(track, return_inverse=True)
     prior = _appearance_prior(direction, appearance, split == 0, clusters)
@@ -166,6 +170,8 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
         class_names=names, prior_fn=prior, foreground=np.ascontiguousarray(people["foreground"]),
         colour=None if people["colour"] is None else np.ascontiguousarray(people["colour"]),
         timeline=people["timeline"],
+        recorded_options=None if "screen" not in provenance else {"bank_screen": None,
+                                                                   "bank_screened": provenance["screen"]},
         camera={"frame": "person-crops", "detector": "motion", "crop_shape": [h, w], "margin": CROP_MARGIN,
                 "crop_every": int(stride), "bank": provenance})
 
@@ -194,13 +200,16 @@ def _class_names(clusters: int, track_ids: np.ndarray, train_fraction: float, ba
 def _with_bank(people: dict, path, bank: str, bank_clip, centres: np.ndarray, settings: tuple,
                screen: tuple | None = None) -> tuple:
     """The clip's rows with the bank's people appended as rows of split 2 (none for a "clip" bank, whose
-    substitutes PASS draws from the clip's training rows), and the bank's provenance."""
+    substitutes PASS draws from the clip's training rows), and the bank's provenance. ``screen``: (detector
+    file, first frame of the test part) to screen a rendered bank, or a recorded screen's outcome (a dict)."""
     if bank == "clip":
         return people, {"source": "clip", "real_people": True, "bystanders": True,
                          "people": f"this camera's own people ({Path(path).name}, training part)"}
     from sensorveil.runtime.camera import CROP_SHAPE
     extra, provenance = _bank_people(bank, bank_clip, *settings, screen=screen is not None)
-    if screen is not None:
+    if isinstance(screen, dict):
+        extra, provenance = _kept_walkers(extra, provenance, screen)
+    elif screen is not None:
         extra, provenance = _screened(extra, provenance, path, *screen, seed=settings[-1])
     extra["appearance"] = _nearest_look(extra, centres, CROP_SHAPE)
     extra["track"] = extra["track"] + int(people["track"].max()) + 1
@@ -212,10 +221,19 @@ def _with_bank(people: dict, path, bank: str, bank_clip, centres: np.ndarray, se
 def _screened(rows: dict, provenance: dict, path, graph: str, until: int, seed: int) -> tuple:
     """The rendered bank's rows of the walkers the screen keeps, and its provenance with the screen's."""
     from sensorveil.sdk.datasets.bank_screen import screen_walkers
-    walker_of = rows["track"] // 2          # a walker's two sequences: facing right, then left
-    kept, screen = screen_walkers(path, until, rows["cut_out"], walker_of, graph, seed,
+    kept, screen = screen_walkers(path, until, rows["cut_out"], _walker_of(rows), graph, seed,
                                   progress=_screen_progress)
-    keep = np.isin(walker_of, kept)
+    return _kept_walkers(rows, provenance, {**screen, "kept_walkers": [int(w) for w in kept]})
+
+
+def _walker_of(rows: dict) -> np.ndarray:
+    return rows["track"] // 2          # a walker's two sequences: facing right, then left
+
+
+def _kept_walkers(rows: dict, provenance: dict, screen: dict) -> tuple:
+    """The rendered bank's rows of the walkers a screen kept (``screen["kept_walkers"]``), and its provenance
+    with the screen's."""
+    keep = np.isin(_walker_of(rows), screen["kept_walkers"])
     rows = {k: v[keep] for k, v in rows.items() if k != "cut_out"}
     people = (f"{screen['kept']} walkers the SDK draws itself (of {screen['candidates']}, those a person detector "
               "finds pasted into this camera's training part), no real person")
@@ -227,7 +245,7 @@ def _screen_progress(done: int, total: int) -> None:
         print(f"bank screen: {done} of {total} frames of places pasted and searched", flush=True)
 
 
-def _check_options(path, train_fraction: float, bank: str, bank_clip, bank_screen=None) -> None:
+def _check_options(path, train_fraction: float, bank: str, bank_clip, bank_screen=None, bank_screened=None) -> None:
     if path is None:
         raise ValueError("walkway needs path=: a still camera clip of people walking, e.g. ../shared/media/walkway.avi")
     if not Path(path).is_file():
@@ -240,9 +258,27 @@ def _check_options(path, train_fraction: float, bank: str, bank_clip, bank_scree
     if bank_screen is not None and (bank != "rendered" or not Path(bank_screen).is_file()):
         raise ValueError(f"bank_screen names the person detector's ONNX file that screens a rendered bank; got "
                          f"bank={bank!r}, bank_screen={bank_screen!r}")
+    if bank_screened is not None:
+        _check_screened(bank, bank_screen, bank_screened)
     if (bank == "consented") != (bank_clip is not None):
         raise ValueError("bank_clip names the consented footage and goes with bank=consented only; got "
                          f"bank={bank!r}, bank_clip={bank_clip!r}")
+
+
+def _check_screened(bank: str, bank_screen, screened) -> None:
+    """A recorded screen goes with a rendered bank, alone, and names at least MIN_KEPT distinct walkers of the
+    SCREEN_CANDIDATES drawn, as many as its ``kept`` says."""
+    from sensorveil.sdk.datasets.bank_screen import MIN_KEPT
+    if bank != "rendered" or bank_screen is not None:
+        raise ValueError(f"bank_screened is a rendered bank's recorded screen, in place of bank_screen; got "
+                         f"bank={bank!r}, bank_screen={bank_screen!r}")
+    kept = screened.get("kept_walkers") if isinstance(screened, dict) else None
+    good = isinstance(kept, list) and all(isinstance(w, int) and not isinstance(w, bool) for w in kept)
+    if not good or len(set(kept)) != len(kept) or len(kept) < MIN_KEPT or screened.get("kept") != len(kept) \
+            or screened.get("candidates") != SCREEN_CANDIDATES or not all(0 <= w < SCREEN_CANDIDATES for w in kept):
+        raise ValueError(f"bank_screened.kept_walkers {kept!r}; expected at least {MIN_KEPT} distinct walker ids "
+                         f"from 0 to {SCREEN_CANDIDATES - 1}, as many as its 'kept', of {SCREEN_CANDIDATES} "
+                         "'candidates'")
 
 
 def _moving_people(path: str, stride: int, min_track: int, min_speed: float) -> dict:
