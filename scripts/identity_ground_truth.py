@@ -19,22 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
+from sensorveil_lab.mot_ground_truth import clip_size_of, ground_truth
 from sensorveil_lab.provenance import page_header, provenance, require_clean
 
 UNMATCHED = -1
 BANK_IDS = 1_000_000          # the substitute bank's rows keep their own identities, above every person's
-
-
-def ground_truth(path: Path, size: tuple, clip_size: tuple) -> dict:
-    """frame (0-based) -> (ids, centre x, centre y, width) of the gt.txt's people, scaled to the clip's pixels."""
-    table = np.loadtxt(path, delimiter=",", ndmin=2)
-    sx, sy = clip_size[0] / size[0], clip_size[1] / size[1]
-    people = {}
-    for frame in np.unique(table[:, 0]).astype(int):
-        rows = table[table[:, 0] == frame]
-        people[frame - 1] = (rows[:, 1].astype(np.int64), (rows[:, 2] + rows[:, 4] / 2) * sx,
-                             (rows[:, 3] + rows[:, 5] / 2) * sy, rows[:, 4] * sx)
-    return people
 
 
 def crop_people(timeline: np.ndarray, people: dict) -> np.ndarray:
@@ -140,10 +129,7 @@ def main():
     from sensorveil.sdk.assess import bundle_run_dir
     from sensorveil.sdk.rundir import load_recorded_dataset, read_run
     dataset = load_recorded_dataset(read_run(bundle_run_dir(args.bundle)).dataset)
-    import cv2
-    capture = cv2.VideoCapture(str(args.clip))
-    clip_size = (int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)))
-    capture.release()
+    clip_size = clip_size_of(args.clip)
     size = tuple(int(v) for v in args.gt_size.lower().split("x"))
     person = crop_people(dataset.timeline, ground_truth(args.gt, size, clip_size))
     split = dataset.attributes["trial_split"]

@@ -47,6 +47,9 @@ JUDGE_EVERY = 2           # leak meter and count: every other frame (people move
 SAMPLE_EVERY = 10         # recall: every 10th frame, as the committed pages score it
 FLOOR_QUALITY = 90
 PROGRESS_SECONDS = 20.0
+# judged frames a count's bootstrap resamples together: consecutive frames show the same people, so they are not
+# independent draws (10 judged frames: 20 of the clip's, 2 s at 10 FPS)
+COUNT_BLOCK = 10
 
 
 def read_clip(clip, frames=None) -> list:
@@ -166,9 +169,30 @@ class CountCheck(object):
         if not keep:
             return {}
         people = np.asarray([reference[self.indices[k]] for k in keep])
-        return {"reference_frames": len(keep), "raw_same_as_reference": float((raw[keep] == people).mean()),
-                "released_same_as_reference": float((released[keep] == people).mean()),
-                "floor_same_as_reference": float((floor[keep] == people).mean())}
+        out = {"reference_frames": len(keep)}
+        for video, counted in (("raw", raw), ("released", released), ("floor", floor)):
+            same = (counted[keep] == people).astype(float)
+            out[f"{video}_same_as_reference"] = float(same.mean())
+            out[f"{video}_same_as_reference_interval"] = block_interval(same)
+            # how far off a frame's count is, in people: a count one short and one five short are not the same
+            error = np.abs(counted[keep] - people).astype(float)
+            out[f"{video}_error_vs_reference"] = float(error.mean())
+            out[f"{video}_error_vs_reference_interval"] = block_interval(error)
+        out["reference_people"] = int(people.sum())
+        return out
+
+
+def block_interval(values, block: int = COUNT_BLOCK, resamples: int = 1000, seed: int = 0) -> list:
+    """[low, high] 95% bootstrap interval of the mean of per-frame ``values``, resampling runs of ``block``
+    consecutive judged frames (moving blocks: neighbouring frames count the same people)."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) <= block:
+        return [float(values.min()), float(values.max())] if len(values) else [0.0, 0.0]
+    starts = np.random.default_rng(seed).integers(0, len(values) - block + 1,
+                                                  size=(resamples, -(-len(values) // block)))
+    runs = (starts[..., None] + np.arange(block)).reshape(resamples, -1)[:, :len(values)]
+    means = values[runs].mean(axis=1)
+    return [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]
 
 
 def people_at_their_place(raw, released) -> int:
@@ -237,11 +261,14 @@ def judged(index: int) -> bool:
     return index >= WARM_UP and (index - WARM_UP) % JUDGE_EVERY == 0
 
 
-def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None, scene_still=None, seed=None) -> dict:
+def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None, scene_still=None, seed=None,
+               true_counts=None) -> dict:
     """Leak meter, recall and count of ``bundle``'s release over ``clip`` (its first ``frames`` frames), released
     as ``sensorveil run`` releases it (``scene_still``: the operator's picture of the empty place, as its
     --scene-still). ``seed``: the runtime's replayable seed for the substitutes' draws (a device draws from the
-    OS; without a seed two audits of one bundle differ by the draws, with one they give the same figures)."""
+    OS; without a seed two audits of one bundle differ by the draws, with one they give the same figures).
+    ``true_counts``: {frame index: people}, a ground truth's count per frame (an annotated clip); the counts are
+    then compared with it on every judged frame instead of with the recall's reference people."""
     from sensorveil.runtime.camera.learned import DETECTOR_GRAPH
     from sensorveil.runtime.sources import open_source
     from sensorveil.runtime.stream import Stream, load_for_stream
@@ -274,6 +301,8 @@ def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None, scene
             log(f"clip audit: frame {result.frame.index + 1} of {len(raw_frames)}, {last - started:.0f} s")
     return {"clip": str(clip), "frames": len(raw_frames), "frame_size": list(raw_frames[0].shape[1::-1]),
             "scene_still": scene_still is not None, "draw_seed": seed,
-            "leak_meter": meter.figures(), "recall": recall.figures(), "count": counts.figures(recall.people),
+            "leak_meter": meter.figures(), "recall": recall.figures(),
+            "count": counts.figures(recall.people if true_counts is None else true_counts),
+            "count_reference": "reference people" if true_counts is None else "ground truth",
             "direction": directions.figures(privatizer.conditioned_on, seed or 0),
             "bad_frames": stream.report()["bad"]}

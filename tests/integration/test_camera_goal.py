@@ -89,6 +89,8 @@ def test_the_count_check_says_whose_count_is_nearer_the_reference_people():
     figures = emptied.figures(reference)["mog2"]
     assert figures["reference_frames"] == 10 and figures["raw_same_as_reference"] == 1.0
     assert figures["released_same_as_reference"] < 1.0
+    assert figures["raw_error_vs_reference"] == 0.0 < figures["released_error_vs_reference"]
+    assert figures["reference_people"] == sum(reference.values())
     assert "reference_frames" not in emptied.figures()["mog2"]
 
 
@@ -134,3 +136,12 @@ def test_the_empty_scene_leaves_out_a_person_who_stands_for_most_of_the_clip():
     assert abs(empty_scene(frames, people)[60, 75] - 200) < 1          # people left out: the place
     still = empty_scene(frames, people, colour=True)                    # a scene still for --scene-still
     assert still.shape == (120, 160, 3) and np.abs(still - 200).max() < 1
+
+
+def test_a_count_interval_resamples_runs_of_frames_and_holds_its_mean():
+    steady = np.ones(60)
+    assert clip_audit.block_interval(steady) == [1.0, 1.0]
+    halves = np.r_[np.zeros(30), np.ones(30)]          # long runs: the interval is wide, not a Wilson's
+    low, high = clip_audit.block_interval(halves)
+    assert low < 0.5 < high and high - low > 0.3
+    assert clip_audit.block_interval([1.0, 0.0]) == [0.0, 1.0]
