@@ -1,5 +1,7 @@
 """Who a camera release shows: the substitute bank. By default walkers sensorveil draws itself (no real person
 of any camera); a consented clip, or the camera's own bystanders, only when named; the bundle says which."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -68,7 +70,9 @@ def test_a_screened_bank_is_recorded_by_the_walkers_it_kept_and_reloads_without_
     from sensorveil.sdk.runs import recorded_options
     detector = tmp_path / "detector.onnx"
     detector.write_bytes(b"a detector's bytes")
-    outcome = {"detector": detector.name, "candidates": 64, "kept": 20, "share": 0.85}
+    from sensorveil.runtime.bundle import sha256_of
+    outcome = {"detector": detector.name, "candidates": 64, "kept": 20, "share": 0.85,
+               "clip_sha256": sha256_of(Path(walkway()))}
     monkeypatch.setattr(bank_screen, "_SCREENED", {})
     monkeypatch.setattr(bank_screen, "_screen", lambda *args: (np.arange(3, 23), dict(outcome)))
     options = {"stride": 8, "bank_screen": str(detector)}
@@ -87,6 +91,9 @@ def test_a_screened_bank_is_recorded_by_the_walkers_it_kept_and_reloads_without_
     few = {**recorded["bank_screened"], "kept_walkers": [1, 2, 3], "kept": 3}
     with pytest.raises(ValueError, match="bank_screened.kept_walkers"):
         load_dataset("walkway", walkway(), stride=8, bank_screened=few)
+    elsewhere = {**recorded["bank_screened"], "clip_sha256": "0" * 64}       # another camera's screen
+    with pytest.raises(ValueError, match="bank_screened.clip_sha256"):
+        load_dataset("walkway", walkway(), stride=8, bank_screened=elsewhere)
     with pytest.raises(ValueError, match="in place of bank_screen"):
         load_dataset("walkway", walkway(), **options, bank_screened=recorded["bank_screened"])
 

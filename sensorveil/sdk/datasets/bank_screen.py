@@ -157,4 +157,5 @@ def _screen(clip, until: int, colour: np.ndarray, walker_of: np.ndarray, graph, 
                          f"{MIN_KEPT}: the detector sees few pasted people on this scene")
     return kept, {"detector": Path(graph).name, "detector_sha256": sha256_of(Path(graph)), "share": SCREEN_SHARE,
                   "candidates": int(len(shares)), "kept": int(len(kept)),
-                  "places": int(sum(len(p[2]) for p in places)), "frames_until": int(until)}
+                  "places": int(sum(len(p[2]) for p in places)), "frames_until": int(until),
+                  "clip_sha256": sha256_of(Path(clip))}

@@ -260,6 +260,7 @@ def _check_options(path, train_fraction: float, bank: str, bank_clip, bank_scree
                          f"bank={bank!r}, bank_screen={bank_screen!r}")
     if bank_screened is not None:
         _check_screened(bank, bank_screen, bank_screened)
+        _check_screened_clip(path, bank_screened)
     if (bank == "consented") != (bank_clip is not None):
         raise ValueError("bank_clip names the consented footage and goes with bank=consented only; got "
                          f"bank={bank!r}, bank_clip={bank_clip!r}")
@@ -279,6 +280,13 @@ def _check_screened(bank: str, bank_screen, screened) -> None:
         raise ValueError(f"bank_screened.kept_walkers {kept!r}; expected at least {MIN_KEPT} distinct walker ids "
                          f"from 0 to {SCREEN_CANDIDATES - 1}, as many as its 'kept', of {SCREEN_CANDIDATES} "
                          "'candidates'")
+
+
+def _check_screened_clip(path, screened: dict) -> None:
+    """A recorded screen is this clip's: its walkers were kept for this camera's scene, not another's."""
+    if screened.get("clip_sha256") != sha256_of(Path(path)):
+        raise ValueError(f"bank_screened.clip_sha256 {screened.get('clip_sha256')!r}; expected the sha256 of "
+                         f"{Path(path).name}, the clip the screen ran on")
 
 
 def _moving_people(path: str, stride: int, min_track: int, min_speed: float) -> dict:
