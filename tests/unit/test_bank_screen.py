@@ -61,3 +61,14 @@ def test_a_screen_is_reused_for_the_same_bytes_and_run_again_when_the_detector_c
     bank_screen.screen_walkers(clip, 10, colour, walker_of, graph)
     bank_screen.screen_walkers(clip, 10, colour, walker_of, graph, seed=1)
     assert len(runs) == 3
+
+
+def test_too_few_walkers_kept_is_one_error_saying_how_many_people_the_detector_finds_and_what_else_to_do(
+        tmp_path, monkeypatch):
+    frame = np.zeros((8, 8, 3), np.uint8)
+    places = [(frame, frame, np.zeros((2, 4), int))] * 5          # the detector finds 2 people a frame
+    monkeypatch.setattr(bank_screen, "graph_finder", lambda graph: None)
+    monkeypatch.setattr(bank_screen, "training_places", lambda clip, until, find: places)
+    monkeypatch.setattr(bank_screen, "found_shares", lambda *args: np.r_[np.ones(4), np.zeros(60)])
+    with pytest.raises(ValueError, match=r"4 of 64 .* 2\.0 people a frame .*--person-detector motion"):
+        bank_screen._screen(tmp_path / "clip.avi", 10, None, None, tmp_path / "d.onnx", 0, None)

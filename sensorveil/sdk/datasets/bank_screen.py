@@ -152,9 +152,13 @@ def _screen(clip, until: int, colour: np.ndarray, walker_of: np.ndarray, graph, 
     shares = found_shares(places, colour, walker_of, find, seed, progress)
     kept = np.flatnonzero(shares >= SCREEN_SHARE)
     if len(kept) < MIN_KEPT:
+        boxes = sum(len(place[2]) for place in places)
         raise ValueError(f"bank screen: {len(kept)} of {len(shares)} rendered walkers are found as people at "
                          f">= {SCREEN_SHARE:.0%} of {Path(clip).name}'s training places; expected at least "
-                         f"{MIN_KEPT}: the detector sees few pasted people on this scene")
+                         f"{MIN_KEPT}: the detector sees few pasted people on this scene (and finds "
+                         f"{boxes / len(places):.1f} people a frame on it: check how many the frames hold). "
+                         "Without the screen: the motion detector alone (quickstart --person-detector motion), "
+                         "or a consented bank")
     return kept, {"detector": Path(graph).name, "detector_sha256": sha256_of(Path(graph)), "share": SCREEN_SHARE,
                   "candidates": int(len(shares)), "kept": int(len(kept)),
                   "places": int(sum(len(p[2]) for p in places)), "frames_until": int(until),
