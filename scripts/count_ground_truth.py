@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from sensorveil.cli.common import scene_still_from  # --scene-still read as `sensorveil run` reads it
-from sensorveil_lab.mot_ground_truth import clip_size_of, ground_truth, people_in_frame
+from sensorveil_lab.mot_ground_truth import clip_size_of, frame_count, ground_truth, people_in_frame
 from sensorveil_lab.provenance import page_header, portable, provenance, require_clean
 
 VIDEOS = (("raw", "raw frames"), ("floor", "raw as JPEG 90"), ("released", "release"))
@@ -37,7 +37,7 @@ def figure(count: dict, video: str, kind: str, percent: bool) -> str:
 def counter_rows(name: str, count: dict) -> list:
     rows = []
     for video, label in VIDEOS:
-        people = count[f"{video}_people" if video != "raw" else "raw_people"]
+        people = count[f"{video}_people"]
         rows.append(f"| {name} | {label} | {figure(count, video, 'same_as', True)} | "
                     f"{figure(count, video, 'error_vs', False)} | {people:,} |")
     return rows
@@ -98,10 +98,9 @@ def main(argv=None) -> int:
         parser.error("--scene-still and --still-note go together: the page says how the still was made")
     require_clean(args.allow_dirty)
     record = provenance(allow_dirty=args.allow_dirty)
-    from sensorveil.benchmarks.clip_audit import audit_clip, read_clip
-    frames = len(read_clip(args.clip))
-    size = tuple(int(v) for v in args.gt_size.lower().split("x"))
-    truth = people_in_frame(ground_truth(args.gt, size, clip_size_of(args.clip)), clip_size_of(args.clip), frames)
+    from sensorveil.benchmarks.clip_audit import audit_clip
+    size, clip_size = tuple(int(v) for v in args.gt_size.lower().split("x")), clip_size_of(args.clip)
+    truth = people_in_frame(ground_truth(args.gt, size, clip_size), clip_size, frame_count(args.clip))
     result = audit_clip(args.bundle, args.clip, log=lambda text: print(text, flush=True),
                         scene_still=scene_still_from(args), seed=args.seed, true_counts=truth)
     result.update(bundle=str(args.bundle), source=args.source, scene_still_note=args.still_note)

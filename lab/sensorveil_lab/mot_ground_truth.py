@@ -30,6 +30,16 @@ def people_in_frame(people: dict, clip_size: tuple, frames: int) -> dict:
     return counts
 
 
+def frame_count(clip: Path) -> int:
+    """How many frames the clip decodes to, grabbed without keeping them (a header's count can be off)."""
+    import cv2
+    capture, frames = cv2.VideoCapture(str(clip)), 0
+    while capture.grab():
+        frames += 1
+    capture.release()
+    return frames
+
+
 def clip_size_of(clip: Path) -> tuple:
     """(width, height) of a clip's frames."""
     import cv2

@@ -71,4 +71,4 @@ def test_too_few_walkers_kept_is_one_error_saying_how_many_people_the_detector_f
     monkeypatch.setattr(bank_screen, "training_places", lambda clip, until, find: places)
     monkeypatch.setattr(bank_screen, "found_shares", lambda *args: np.r_[np.ones(4), np.zeros(60)])
     with pytest.raises(ValueError, match=r"4 of 64 .* 2\.0 people a frame .*--person-detector motion"):
-        bank_screen._screen(tmp_path / "clip.avi", 10, None, None, tmp_path / "d.onnx", 0, None)
+        bank_screen._screen(tmp_path / "clip.avi", 10, None, None, tmp_path / "d.onnx", 0, None, ("c", "d"))

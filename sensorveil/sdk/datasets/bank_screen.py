@@ -123,7 +123,7 @@ def screen_walkers(clip: str | Path, until: int, colour: np.ndarray, walker_of: 
     trained on (a minute of pasting on walkway), and the same inputs screen to the same walkers."""
     key = _screen_key(clip, until, colour, walker_of, graph, seed)
     if key not in _SCREENED:
-        _SCREENED[key] = _screen(clip, until, colour, walker_of, graph, seed, progress)
+        _SCREENED[key] = _screen(clip, until, colour, walker_of, graph, seed, progress, key[:2])
     kept, provenance = _SCREENED[key]
     return kept.copy(), dict(provenance)
 
@@ -142,8 +142,9 @@ def _screen_key(clip, until: int, colour: np.ndarray, walker_of: np.ndarray, gra
             SCREEN_SHARE, SCREEN_EVERY, MIN_KEPT)
 
 
-def _screen(clip, until: int, colour: np.ndarray, walker_of: np.ndarray, graph, seed: int, progress) -> tuple:
-    from sensorveil.runtime.bundle import sha256_of
+def _screen(clip, until: int, colour: np.ndarray, walker_of: np.ndarray, graph, seed: int, progress,
+            hashes: tuple) -> tuple:
+    """The screen itself; ``hashes``: the clip's and the detector's sha256 (_screen_key has read both)."""
     find = graph_finder(graph)
     places = training_places(clip, until, find)
     if not places:
@@ -159,7 +160,7 @@ def _screen(clip, until: int, colour: np.ndarray, walker_of: np.ndarray, graph, 
                          f"{boxes / len(places):.1f} people a frame on it: check how many the frames hold). "
                          "Without the screen: the motion detector alone (quickstart --person-detector motion), "
                          "or a consented bank")
-    return kept, {"detector": Path(graph).name, "detector_sha256": sha256_of(Path(graph)), "share": SCREEN_SHARE,
+    return kept, {"detector": Path(graph).name, "detector_sha256": hashes[1], "share": SCREEN_SHARE,
                   "candidates": int(len(shares)), "kept": int(len(kept)),
                   "places": int(sum(len(p[2]) for p in places)), "frames_until": int(until),
-                  "clip_sha256": sha256_of(Path(clip))}
+                  "clip_sha256": hashes[0]}
