@@ -188,6 +188,8 @@ def test_the_pipeline_needs_the_bundle_graphs_for_the_learned_detector():
     ("detector_score", 0.95), ("detector_score", 0.0), ("detector_score", "0.3"), ("detector_score", True),
     ("detector_every", 0), ("detector_every", 1000), ("detector_every", 2.5),
     ("detector_graph", "model"), ("detector_person_class", 3), ("detector", "yolo"),
+    ("detector_tile_rows", 0), ("detector_tile_rows", 3), ("detector_tile_rows", 1.5), ("detector_tile_rows", True),
+    ("detector_tile_rows", "2"), ("detector_tile_rows", None),
 ])
 def test_manifest_values_that_would_blind_the_detector_are_refused(field, value):
     from sensorveil.runtime.schema import validate_declared
@@ -374,6 +376,7 @@ def test_an_exported_camera_bundle_runs_the_learned_detector_torch_free(tmp_path
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert manifest["camera"]["detector"] == learned.DETECTOR_KIND
     assert "person-detector.onnx" in manifest["files"]
+    check_fitted_to_the_clip(bundle, manifest["camera"])
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", TORCH_FREE_STREAM, str(bundle), str(WALKWAY)], cwd=root,
                           env={**__import__("os").environ, "PYTHONPATH": str(root)}, capture_output=True,
@@ -389,6 +392,23 @@ def test_an_exported_camera_bundle_runs_the_learned_detector_torch_free(tmp_path
     from sensorveil.runtime import Privatizer
     with pytest.raises(ManifestError, match="camera.detector_score"):
         Privatizer.load(bundle)
+
+
+def check_fitted_to_the_clip(bundle, camera):
+    """The export fitted the detector to walkway's training part (camera_fit): the manifest records every
+    candidate it tried, the chosen one is among them, and the loaded pipeline runs the chosen threshold and
+    tiles."""
+    from sensorveil.export.person_detector.camera_fit import RECALL_TARGET
+    from sensorveil.runtime import Privatizer
+    fit = camera["detector_fit"]
+    assert fit["chosen"] == "fitted" and fit["reference_people"] > 100, fit
+    chosen = [c for c in fit["candidates"]
+              if (c["score"], c["tile_rows"]) == (camera["detector_score"], camera["detector_tile_rows"])]
+    assert len(chosen) == 1 and (chosen[0]["recall"] >= RECALL_TARGET) == fit["target_reached"]
+    privatizer = Privatizer.load(bundle)
+    crops = privatizer.pipeline.declared.make(privatizer.pipeline.run_graph)
+    assert crops.detector.score == camera["detector_score"]
+    assert crops.detector.tile_rows == camera["detector_tile_rows"]
 
 
 def check_scene_still(bundle, folder):
@@ -473,17 +493,19 @@ def check_tflite_bundles(run, folder):
 
 
 def check_tflite_threshold(privatizer, precision):
-    """The int8 file's entry carries the threshold matched at export to fp32's people (int8 rounding lowers
-    people's scores), at most fp32's, and the pipeline runs at it; the fp32 file has none and runs at fp32's."""
+    """The int8 file's entry carries the threshold matched at export to fp32's people at the camera's fitted
+    threshold (int8 rounding lowers people's scores), at most that, and the pipeline runs at it; the fp32 file has
+    none and runs at the camera's."""
     entry = privatizer.pipeline.bundle.graph_artifact("litert", "person-detector")
     score = privatizer.pipeline.declared.detector_score
+    camera_score = privatizer.pipeline.bundle.manifest["camera"]["detector_score"]
     if precision == "int8":
-        assert learned.SCORE_RANGE[0] <= entry[learned.GRAPH_SCORE_KEY] <= learned.DEFAULT_SCORE, entry
+        assert learned.SCORE_RANGE[0] <= entry[learned.GRAPH_SCORE_KEY] <= camera_score, entry
         assert score == entry[learned.GRAPH_SCORE_KEY]
         edgetpu = privatizer.pipeline.bundle.graph_artifact("edgetpu", "person-detector")    # compiled from that file
         assert edgetpu[learned.GRAPH_SCORE_KEY] == score
     else:
-        assert learned.GRAPH_SCORE_KEY not in entry and score == learned.DEFAULT_SCORE
+        assert learned.GRAPH_SCORE_KEY not in entry and score == camera_score
     return score
 
 

@@ -31,6 +31,7 @@ it so: no module imports one above it, nor this package's __init__, which import
     convert     the cut graph cached and converted to the bundle's ONNX graph; check_matches against it
     frames      300x300 RGB frames of a clip (int8 calibration, comparisons)
     threshold   the threshold a quantized form ships with: the one that finds the people fp32 finds
+    camera_fit  the camera's threshold and tile rows, fitted on the run's clip against the audit's reference
     onnx_int8   the int8 QDQ ONNX graph of int8 and "fast" ONNX bundles
     tflite      the TFLite fp32 and int8 files (the Edge TPU compiles the int8 one)
     writers     the dispatcher: DetectorJob, add_person_detector and one writer per backend (DETECTOR_WRITERS)

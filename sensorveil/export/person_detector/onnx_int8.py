@@ -145,14 +145,15 @@ def check_int8_detector(fp32: Path, int8: Path, frames: np.ndarray) -> None:
 MATCHED = {}
 
 
-def matched_score(fp32: Path, int8: Path, frames) -> float:
-    """The int8 graph's threshold on ``frames`` (threshold.matched_threshold); DetectorUnavailable
-    where none finds fp32's people (the check_int8_detector refusal)."""
+def matched_score(fp32: Path, int8: Path, frames, camera_score: float = DEFAULT_SCORE) -> float:
+    """The int8 graph's threshold on ``frames`` (threshold.matched_threshold): it finds fp32's people at
+    ``camera_score``; DetectorUnavailable where none does (the check_int8_detector refusal)."""
     frames = np.ascontiguousarray(frames, dtype=np.uint8)
-    key = (str(fp32), hashlib.sha256(Path(int8).read_bytes()).hexdigest(), hashlib.sha256(frames).hexdigest())
+    key = (str(fp32), hashlib.sha256(Path(int8).read_bytes()).hexdigest(), hashlib.sha256(frames).hexdigest(),
+           float(camera_score))
     if key not in MATCHED:
         MATCHED[key] = matched_threshold(detections(fp32, frames), detections(int8, frames), frames.shape[1:3],
-                                         "the int8 person detector")
+                                         "the int8 person detector", camera_score)
     return MATCHED[key]
 
 

@@ -81,12 +81,14 @@ def tflite_runner(tflite_path: Path, coder: tuple | None = None):
     return run
 
 
-def tflite_matched_score(tflite_path: Path, coder: tuple, frames: np.ndarray, progress=print) -> float:
+def tflite_matched_score(tflite_path: Path, coder: tuple, frames: np.ndarray, camera_score: float = DEFAULT_SCORE,
+                         progress=print) -> float:
     """The int8 TFLite file's own threshold on the calibration ``frames``: the one at which it finds the
-    people the fp32 ONNX graph finds (threshold.matched_threshold; DetectorUnavailable where none)."""
+    people the fp32 ONNX graph finds at ``camera_score`` (threshold.matched_threshold; DetectorUnavailable where
+    none)."""
     run = tflite_runner(tflite_path, coder)
     rows = [run(frame[None].astype(np.float32)) for frame in frames]
     score = matched_threshold(detections(detector_onnx(progress), frames), rows, frames.shape[1:3],
-                              "the int8 TFLite person detector")
-    progress(f"the int8 TFLite person detector's threshold: {score} (finds fp32's people at {DEFAULT_SCORE})")
+                              "the int8 TFLite person detector", camera_score)
+    progress(f"the int8 TFLite person detector's threshold: {score} (finds fp32's people at {camera_score})")
     return score

@@ -29,14 +29,16 @@ MAX_BOXES = 1.5
 SCORE_STEP = 0.01
 
 
-def matched_threshold(wanted_rows: list, rows: list, shape: tuple, what: str) -> float:
-    """The highest threshold, from DEFAULT_SCORE down in SCORE_STEP steps, at which ``rows`` (the quantized
-    graph's (1, N, 6) rows per frame) cover PEOPLE_COVERED of the people in ``wanted_rows`` (fp32's, at
-    DEFAULT_SCORE) with at most MAX_BOXES times their number; DetectorUnavailable naming ``what`` where none does."""
-    people = [people_boxes(found, shape, DEFAULT_SCORE) for found in wanted_rows]
+def matched_threshold(wanted_rows: list, rows: list, shape: tuple, what: str,
+                      camera_score: float = DEFAULT_SCORE) -> float:
+    """The highest threshold, from ``camera_score`` (camera.detector_score, fitted to the camera) down in
+    SCORE_STEP steps, at which ``rows`` (the quantized graph's (1, N, 6) rows per frame) cover PEOPLE_COVERED of
+    the people in ``wanted_rows`` (fp32's, at ``camera_score``) with at most MAX_BOXES times their number;
+    DetectorUnavailable naming ``what`` where none does."""
+    people = [people_boxes(found, shape, camera_score) for found in wanted_rows]
     total = sum(len(boxes) for boxes in people)
     tried = []
-    for score in np.round(np.arange(DEFAULT_SCORE, SCORE_RANGE[0] - 1e-9, -SCORE_STEP), 2):
+    for score in np.round(np.arange(camera_score, SCORE_RANGE[0] - 1e-9, -SCORE_STEP), 2):
         covered, found = coverage(people, rows, shape, float(score))
         tried.append((float(score), covered, found))
         if found > MAX_BOXES * max(total, 1):
@@ -45,7 +47,7 @@ def matched_threshold(wanted_rows: list, rows: list, shape: tuple, what: str) ->
             return float(score)
     raise DetectorUnavailable(
         f"{what} finds other people than the fp32 graph on the calibration frames: no threshold from "
-        f"{DEFAULT_SCORE} down finds {PEOPLE_COVERED:.0%} of fp32's {total} people with at most {MAX_BOXES}x "
+        f"{camera_score} down finds {PEOPLE_COVERED:.0%} of fp32's {total} people with at most {MAX_BOXES}x "
         f"their boxes; (threshold, people covered, boxes) tried: {tried}")
 
 

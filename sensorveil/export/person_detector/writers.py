@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sensorveil.export.person_detector.camera_fit import fit_camera
 from sensorveil.export.person_detector.common import (
     ANCHORS_FILE,
     CALIBRATION_FRAMES,
@@ -22,7 +23,6 @@ from sensorveil.export.person_detector.tflite import detector_tflite, tflite_mat
 from sensorveil.runtime.camera.learned import (
     ANCHORS_KEY,
     COCO_PERSON,
-    DEFAULT_SCORE,
     DETECTOR_GRAPH,
     DETECTOR_INPUT,
     DETECTOR_KIND,
@@ -43,6 +43,7 @@ class DetectorJob:
         self.final_dir = Path(final_dir) if final_dir is not None else self.out_dir   # where the bundle lands
         self.speed = speed
         self.frames = None
+        self.fitted = None          # the camera's detector fields (camera_fit), once per export
         self.tflite_entry = None    # the litert graph entry, which the edgetpu artifact compiles from
 
     def calibration(self) -> np.ndarray:
@@ -51,15 +52,28 @@ class DetectorJob:
             self.frames = clip_frames(self.clip, CALIBRATION_FRAMES)
         return self.frames
 
+    def camera_fields(self) -> dict:
+        """The threshold and tiles fitted to the run's clip (camera_fit.fit_camera), with their record."""
+        if self.fitted is None:
+            self.fitted = fit_camera(self.clip, detector_onnx(self.progress), self.progress)
+        return self.fitted
+
+    @property
+    def score(self) -> float:
+        """The camera's threshold: the fp32 graph's, which a quantized graph's own matches people to."""
+        return self.camera_fields()["detector_score"]
+
 
 def add_person_detector(artifacts: dict, job: DetectorJob) -> dict:
     """Write the detector into the bundle as one more graph of each artifact (every backend runs the same cut
     graph: ONNX, an OpenVINO IR, TFLite fp32 or int8, the Edge TPU's int8 file, the ONNX TensorRT builds
-    from); returns the manifest ``camera`` fields that make the pipeline run it."""
+    from); returns the manifest ``camera`` fields that make the pipeline run it, its threshold and tiles fitted
+    to the run's clip (camera_fit)."""
+    camera = job.camera_fields()
     for backend, artifact in artifacts.items():
         artifact["graphs"][DETECTOR_GRAPH] = {**DETECTOR_WRITERS[backend](job), "input_shape": [*DETECTOR_INPUT, 3],
                                               "source": SOURCE}
-    return {"detector": DETECTOR_KIND, "detector_graph": DETECTOR_GRAPH, "detector_score": DEFAULT_SCORE,
+    return {"detector": DETECTOR_KIND, "detector_graph": DETECTOR_GRAPH, **camera,
             "detector_person_class": COCO_PERSON, **CAMERA_SPEEDS[job.speed]}
 
 
@@ -70,8 +84,8 @@ def onnx_detector(job: DetectorJob) -> dict:
     if job.precision == "int8" or job.speed == "fast":
         file = f"{DETECTOR_GRAPH}_int8.onnx"
         quantized = detector_onnx_int8(job.calibration(), job.progress)
-        score = matched_score(detector_onnx(job.progress), quantized, job.calibration())
-        job.progress(f"the int8 person detector's threshold: {score} (finds fp32's people at {DEFAULT_SCORE})")
+        score = matched_score(detector_onnx(job.progress), quantized, job.calibration(), job.score)
+        job.progress(f"the int8 person detector's threshold: {score} (finds fp32's people at {job.score})")
         shutil.copyfile(quantized, job.out_dir / file)
         return {"file": file, "precision": "int8", "quantization": QUANTIZATION, GRAPH_SCORE_KEY: score}
     file = f"{DETECTOR_GRAPH}.onnx"
@@ -108,7 +122,7 @@ def write_tflite_detector(job: DetectorJob) -> dict:
         return {"file": file, "precision": "fp32"}
     anchors = encodings_cut(job.progress)[1]
     shutil.copyfile(anchors, job.out_dir / ANCHORS_FILE)
-    score = tflite_matched_score(source, box_coder(anchors), job.calibration(), job.progress)
+    score = tflite_matched_score(source, box_coder(anchors), job.calibration(), job.score, job.progress)
     return {"file": file, "precision": "int8", ANCHORS_KEY: ANCHORS_FILE, GRAPH_SCORE_KEY: score}
 
 

@@ -33,6 +33,7 @@ from sensorveil.runtime.camera.settings import (  # noqa: F401 - the detector's 
     COCO_PERSON,
     DEFAULT_EVERY,
     DEFAULT_SCORE,
+    DEFAULT_TILE_ROWS,
     DETECTOR_GRAPH,
     DETECTOR_KIND,
     EVERY_RANGE,
@@ -40,6 +41,7 @@ from sensorveil.runtime.camera.settings import (  # noqa: F401 - the detector's 
     MOTION_SCALE,
     MOTION_SCALE_RANGE,
     SCORE_RANGE,
+    TILE_ROWS_RANGE,
 )
 from sensorveil.runtime.camera.track import iou
 from sensorveil.runtime.errors import InputError, OutputError
@@ -56,6 +58,14 @@ COVERED = 0.5                       # a motion box whose area is this much insid
 # people twice (docs/decisions/0012-camera-speed-preset.md)
 STALE_AFTER = 3
 PARTLY = 0.1
+# neighbouring smaller tiles (detector_tiles' rows) share this share of their side: a person one tile cuts is
+# whole in the next, up to a quarter of a tile wide
+TILE_OVERLAP = 0.25
+# a box on one of the smaller tiles taller than this share of the tile is dropped: at the low thresholds a camera
+# of small people is fitted to, the graph answers a smaller tile with boxes most of its height over groups and
+# empty ground (a substitute several people tall); a person that tall is whole on a square tile, where the graph
+# sees them at a higher score
+SMALL_TILE_TALLEST = 0.6
 DECODED_WIDTH = 6                   # ymin, xmin, ymax, xmax, score, class
 ENCODED_WIDTH = 5                   # ty, tx, th, tw, person logit
 
@@ -67,12 +77,14 @@ class LearnedPeopleDetector(object):
     pipeline reads (``protect``, ``foreground``)."""
 
     def __init__(self, run_graph, graph=DETECTOR_GRAPH, score=DEFAULT_SCORE, every=DEFAULT_EVERY, motion=None,
-                 person_class=COCO_PERSON, input_size=DETECTOR_INPUT, box_coder=None, leave_behind=False):
+                 person_class=COCO_PERSON, input_size=DETECTOR_INPUT, box_coder=None, leave_behind=False,
+                 tile_rows=DEFAULT_TILE_ROWS):
         if run_graph is None:
             raise InputError("the learned people detector needs the bundle's graphs "
                              "(Privatizer.pipeline.run_graph); expected a loaded bundle, got none")
         self.run_graph, self.graph = run_graph, graph
         self.score, self.every, self.person_class = float(score), int(every), int(person_class)
+        self.tile_rows = int(tile_rows)
         self.input_size = tuple(int(v) for v in input_size)
         self.motion = motion if motion is not None else MotionPeopleDetector(scale=MOTION_SCALE)
         self.cv2 = opencv()
@@ -109,11 +121,14 @@ class LearnedPeopleDetector(object):
         return unite(self.learned, moving)
 
     def find(self, frame):
-        """The learned graph's people in this frame, found on its square tiles (``square_tiles``)."""
+        """The learned graph's people in this frame, found on its tiles (``detector_tiles``)."""
         found = []
-        for top, left, side in square_tiles(frame.shape[0], frame.shape[1]):
-            tile = frame[top:top + side, left:left + side]
-            found.append(self.find_in(tile) + np.array([left, top, 0, 0], dtype=np.int64))
+        squares = len(square_tiles(frame.shape[0], frame.shape[1]))
+        for number, (top, left, side) in enumerate(detector_tiles(frame.shape[0], frame.shape[1], self.tile_rows)):
+            boxes = self.find_in(frame[top:top + side, left:left + side])
+            if number >= squares:
+                boxes = on_small_tile(boxes, side)
+            found.append(boxes + np.array([left, top, 0, 0], dtype=np.int64))
         return merge_tiles(np.concatenate(found))
 
     def find_in(self, tile):
@@ -140,6 +155,35 @@ def square_tiles(height, width):
     if width >= height:
         return [(0, start, side) for start in starts]
     return [(start, 0, side) for start in starts]
+
+
+def detector_tiles(height, width, rows=DEFAULT_TILE_ROWS):
+    """(top, left, side) of every tile the graph looks at: the frame's ``square_tiles``, and for ``rows`` of 2 a
+    grid of smaller square tiles, ``rows`` of them across the short side, overlapping by TILE_OVERLAP. In the
+    smaller tiles a person far from the camera fills more of the graph's 300x300 input: on two fetched cameras
+    the square tiles alone found a third to a half of the people (docs/decisions/0024-detector-fit.md). Each
+    tile is one run of the graph: 8 for a 4:3 frame with 2 rows, 10 for 16:9."""
+    if isinstance(rows, bool) or not isinstance(rows, int) or not TILE_ROWS_RANGE[0] <= rows <= TILE_ROWS_RANGE[1]:
+        raise InputError("detector tile rows {!r}; expected a whole number from {} to {}".format(
+            rows, *TILE_ROWS_RANGE))
+    tiles = square_tiles(height, width)
+    if rows == 1:
+        return tiles
+    side = int(round(min(height, width) / (rows - (rows - 1) * TILE_OVERLAP)))
+    return tiles + [(top, left, side) for top in tile_starts(height, side) for left in tile_starts(width, side)]
+
+
+def on_small_tile(boxes, side):
+    """The boxes found on one of the smaller tiles (``side`` pixels) that are a person's: none taller than
+    SMALL_TILE_TALLEST of the tile."""
+    return boxes[boxes[:, 3] <= SMALL_TILE_TALLEST * side]
+
+
+def tile_starts(length, side):
+    """Where tiles of ``side`` start along ``length``: as few as cover it with neighbours overlapping by about
+    TILE_OVERLAP (a pixel less where ``side`` was rounded), spread evenly."""
+    count = int(np.ceil(max(length - side, 0) / (side * (1 - TILE_OVERLAP)) - 0.02)) + 1
+    return [int(v) for v in np.linspace(0, length - side, count).round()]
 
 
 def merge_tiles(boxes):

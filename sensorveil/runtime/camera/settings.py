@@ -35,6 +35,12 @@ DEFAULT_SCORE = 0.3                 # the score from which a learned box counts 
 SCORE_RANGE = (0.05, 0.7)           # the thresholds a manifest may set; a higher one would all but blind the graph
 DEFAULT_EVERY = 1                   # run the graph on every frame unless the manifest says otherwise
 EVERY_RANGE = (1, 10)
+# rows of smaller square tiles the graph also sees (learned.detector_tiles): 1, the frame's own square tiles
+# alone; 2 adds two rows of tiles, so a small or distant person fills more of the graph's input. The export
+# chooses it per camera (sensorveil.export.person_detector.camera_fit); a bundle without the key runs 1, as
+# every bundle before it did
+DEFAULT_TILE_ROWS = 1
+TILE_ROWS_RANGE = (1, 2)
 # motion beside the graph sees the frame at half size: a quarter of its background model's pixels, the same
 # people found (docs/decisions/0008-motion-half-size.md, scripts/motion_scale.py)
 MOTION_SCALE = 0.5
@@ -69,15 +75,16 @@ class CameraSettings(Declared):
     # it, so camera frames are prepared one at a time
     prepares_ahead = False
 
-    __slots__ = ("frame", "detector", "detector_graph", "detector_score", "detector_every", "motion_scale",
-                 "detector_person_class", "crop_shape", "paste", "margin", "crop_every")
+    __slots__ = ("frame", "detector", "detector_graph", "detector_score", "detector_every", "detector_tile_rows",
+                 "motion_scale", "detector_person_class", "crop_shape", "paste", "margin", "crop_every")
 
     def __init__(self, crop_shape=CROP_SHAPE, detector=DETECTOR_MOTION, detector_graph=None,
-                 detector_score=DEFAULT_SCORE, detector_every=DEFAULT_EVERY, motion_scale=MOTION_SCALE,
-                 detector_person_class=COCO_PERSON, paste=DEFAULT_PASTE, margin=CROP_MARGIN, crop_every=CROP_EVERY,
-                 frame=FRAME):
+                 detector_score=DEFAULT_SCORE, detector_every=DEFAULT_EVERY, detector_tile_rows=DEFAULT_TILE_ROWS,
+                 motion_scale=MOTION_SCALE, detector_person_class=COCO_PERSON, paste=DEFAULT_PASTE, margin=CROP_MARGIN,
+                 crop_every=CROP_EVERY, frame=FRAME):
         self.frame, self.detector, self.detector_graph = frame, detector, detector_graph
         self.detector_score, self.detector_every = detector_score, detector_every
+        self.detector_tile_rows = detector_tile_rows
         self.motion_scale, self.detector_person_class = motion_scale, detector_person_class
         # a crop shape is checked against the input's (check_manifest), so it is kept as given until then
         self.crop_shape = tuple(crop_shape) if isinstance(crop_shape, (list, tuple)) else crop_shape
@@ -118,6 +125,9 @@ class CameraSettings(Declared):
         every = self.detector_every
         if isinstance(every, bool) or not isinstance(every, int) or not EVERY_RANGE[0] <= every <= EVERY_RANGE[1]:
             fail("camera.detector_every", every, "a whole number from {} to {}".format(*EVERY_RANGE))
+        rows = self.detector_tile_rows
+        if isinstance(rows, bool) or not isinstance(rows, int) or not TILE_ROWS_RANGE[0] <= rows <= TILE_ROWS_RANGE[1]:
+            fail("camera.detector_tile_rows", rows, "a whole number from {} to {}".format(*TILE_ROWS_RANGE))
         if not is_number(self.motion_scale) or not MOTION_SCALE_RANGE[0] <= self.motion_scale <= MOTION_SCALE_RANGE[1]:
             fail("camera.motion_scale", self.motion_scale, "a number from {} to {}".format(*MOTION_SCALE_RANGE))
         if self.detector_person_class != COCO_PERSON:
