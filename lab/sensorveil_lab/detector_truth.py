@@ -1,5 +1,6 @@
 """The person detector's fit checked against annotated people: each setting the export tries
-(sensorveil.export.person_detector.camera_fit), and the fit's own reference people, scored on a clip's TEST part
+(sensorveil.export.person_detector.camera_fit, with motion beside it as the fit scores it), and the fit's own
+reference people, scored on a clip's TEST part
 (the frames the fit never saw) against a MOTChallenge gt.txt. The fit's reference misses people no detector of
 it found, so its recall is an upper bound; the ground truth says how far off it is."""
 from __future__ import annotations
@@ -32,8 +33,9 @@ def truth_recall(clip: Path, gt: Path, gt_size: tuple, candidates: list, detecto
     [{tile_rows, score, recall}]} on every JUDGE_EVERY-th frame of the clip's test part."""
     from sensorveil.benchmarks.clip_audit import covered_people, read_clip
     from sensorveil.benchmarks.reference_people import TiledPeople, empty_scene, merge_boxes, offline_boxes
-    from sensorveil.export.person_detector.camera_fit import graph_rows, merged_boxes
+    from sensorveil.export.person_detector.camera_fit import graph_rows, merged_boxes, motion_boxes
     from sensorveil.export.person_detector.common import CALIBRATION_PART
+    from sensorveil.runtime.camera.learned import unite
     from sensorveil.sdk.datasets.bank_screen import graph_runner
     frames = read_clip(clip)
     truth = truth_boxes(gt, gt_size, clip_size_of(clip))
@@ -44,14 +46,16 @@ def truth_recall(clip: Path, gt: Path, gt_size: tuple, candidates: list, detecto
     settings = sorted({(c["tile_rows"], c["score"]) for c in candidates})
     found = {setting: 0 for setting in settings}
     referenced = people = judged = 0
-    for index in range(int(len(frames) * CALIBRATION_PART), len(frames), JUDGE_EVERY):
+    test_part = range(int(len(frames) * CALIBRATION_PART), len(frames), JUDGE_EVERY)
+    moving = motion_boxes(frames, set(test_part))
+    for index in test_part:
         annotated = truth.get(index, np.zeros((0, 4), np.int64))
         people, judged = people + len(annotated), judged + 1
         ref = merge_boxes(offline_boxes(frames[index], empty), reference(index, frames[index]))
         referenced += covered_people(annotated, ref)
         rows_of = {rows: graph_rows(frames[index], rows, run) for rows, _ in settings}
         for rows, score in settings:
-            found[(rows, score)] += covered_people(annotated, merged_boxes(rows_of[rows], score))
+            found[(rows, score)] += covered_people(annotated, unite(merged_boxes(rows_of[rows], score), moving[index]))
     share = lambda hits: hits / people if people else 0.0  # noqa: E731
     return {"frames": judged, "people": people, "reference": share(referenced),
             "candidates": [{"tile_rows": rows, "score": score, "recall": share(found[(rows, score)])}

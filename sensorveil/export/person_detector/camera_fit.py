@@ -6,7 +6,8 @@ people but a fifth to a third of them on two fetched cameras, whose people are s
 where nobody is, graph runs a frame), and how much each camera needs differs. So the export measures it.
 
 Each candidate, tile rows (learned.detector_tiles) x threshold (SCORES, DEFAULT_SCORE down to SCORE_RANGE's
-floor), is run on sampled frames of the clip's TRAINING part (CALIBRATION_PART, where the crops, the bank screen
+floor), united with the motion detector as the pipeline unites them, is run on sampled frames of the clip's
+TRAINING part (CALIBRATION_PART, where the crops, the bank screen
 and the int8 calibration come from; the clip's later frames are left to the audits) and scored against the
 reference people the clip audit scores recall against (reference_people: difference from the empty scene, plus
 the graph on overlapping tiles at a low score). The export keeps:
@@ -33,6 +34,7 @@ from sensorveil.runtime.camera.learned import (
     DEFAULT_SCORE,
     DEFAULT_TILE_ROWS,
     DETECTOR_INPUT,
+    MOTION_SCALE,
     SCORE_RANGE,
     TILE_ROWS_RANGE,
     detector_tiles,
@@ -40,6 +42,7 @@ from sensorveil.runtime.camera.learned import (
     on_small_tile,
     people_boxes,
     square_tiles,
+    unite,
 )
 
 RECALL_TARGET = 0.90      # of the training part's reference people; the audit's goal is 0.85 on the whole clip
@@ -108,10 +111,11 @@ def _fit(clip, detector: Path, progress) -> dict:
     empty = empty_scene(frames, lambda index, frame: reference(index, frame))
     candidates = [Candidate(rows, score) for rows in TILE_ROWS for score in SCORES]
     judged = range(-(-WARM_UP // stride), len(frames), max(JUDGE_EVERY // stride, 1))
+    moving = motion_boxes(frames, set(judged))
     started = said = time.monotonic()
     for count, index in enumerate(judged, 1):
         people = merge_boxes(offline_boxes(frames[index], empty), reference(index, frames[index]))
-        score_frame(frames[index], people, candidates, run)
+        score_frame(frames[index], people, candidates, run, moving[index])
         if time.monotonic() - said >= PROGRESS_SECONDS:
             said = time.monotonic()
             progress(f"fitting the person detector: {count} of {len(judged)} frames, {said - started:.0f} s")
@@ -137,15 +141,29 @@ def training_frames(clip) -> tuple:
     return frames, stride
 
 
-def score_frame(frame, people, candidates: list, run) -> None:
-    """Every candidate's boxes on ``frame`` against its reference ``people``; the graph runs once a tile, and
-    each threshold reads the same rows."""
+def motion_boxes(frames: list, wanted: set) -> dict:
+    """index -> the motion detector's boxes on each ``wanted`` frame, its background model fed every frame before,
+    as the pipeline's motion beside the graph (at the recall speed's scale)."""
+    from sensorveil.runtime.camera import MotionPeopleDetector
+    motion = MotionPeopleDetector(scale=MOTION_SCALE)
+    found = {}
+    for index, frame in enumerate(frames):
+        boxes = motion.detect(frame)
+        if index in wanted:
+            found[index] = boxes
+    return found
+
+
+def score_frame(frame, people, candidates: list, run, moving) -> None:
+    """Every candidate's boxes, united with the motion detector's ``moving`` as the pipeline unites them
+    (learned.unite), on ``frame`` against its reference ``people``; the graph runs once a tile, and each threshold
+    reads the same rows."""
     from sensorveil.benchmarks.clip_audit import covered_people
     from sensorveil.runtime.camera import iou
     rows_of = {rows: graph_rows(frame, rows, run) for rows in TILE_ROWS}
     for candidate in candidates:
         tiles = rows_of[candidate.rows]
-        boxes = merged_boxes(tiles, candidate.score)
+        boxes = unite(merged_boxes(tiles, candidate.score), moving)
         on_someone = (iou(boxes, people) >= MATCH_IOU).any(1) if len(boxes) and len(people) else \
             np.zeros(len(boxes), bool)
         candidate.covered += covered_people(people, boxes)
