@@ -30,7 +30,8 @@ def fit(clip: Path, gt: str, gt_size: tuple) -> tuple:
     fields = fit_camera(str(clip), detector_onnx(log), log)
     if gt == "-" or fields["detector_fit"]["chosen"] != "fitted":
         return fields, None
-    return fields, truth_recall(clip, Path(gt), gt_size, fields["detector_fit"]["candidates"], detector_onnx(log), log)
+    return fields, truth_recall(clip, Path(gt), gt_size, fields["detector_fit"]["candidates"], detector_onnx(log),
+                                fields["detector_tallest"], log)
 
 
 def clip_size(clip: Path) -> str:
@@ -62,7 +63,8 @@ def clip_section(name: str, source: str, size: str, fields: dict, truth=None) ->
             cells.append(f"**{cell} (kept)**" if (score, rows) == chosen else cell)
         lines.append(f"| {score} | " + " | ".join(cells) + " |")
     verdict = "meets" if record["target_reached"] else "**no setting meets**"
-    lines += ["", f"Kept: threshold {chosen[0]}, {chosen[1]} tile row{'s' if chosen[1] > 1 else ''}; {verdict} the "
+    lines += ["", f"Kept: threshold {chosen[0]}, {chosen[1]} tile row{'s' if chosen[1] > 1 else ''}, boxes below the "
+              f"first threshold at most {fields.get('detector_tallest', 1.0):.0%} of the frame tall; {verdict} the "
               f"target ({record['recall_target']:.0%} of the reference people with at most "
               f"{record['extra_boxes_limit']} boxes on no one per person)" +
               ("." if record["target_reached"] else ", so the setting finding the most people is kept."), ""]

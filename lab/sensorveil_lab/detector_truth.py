@@ -28,9 +28,11 @@ def truth_boxes(path: Path, size: tuple, clip_size: tuple) -> dict:
     return boxes
 
 
-def truth_recall(clip: Path, gt: Path, gt_size: tuple, candidates: list, detector: Path, log=print) -> dict:
+def truth_recall(clip: Path, gt: Path, gt_size: tuple, candidates: list, detector: Path, tallest: float,
+                 log=print) -> dict:
     """{"frames", "people", "reference": share of the annotated people the fit's reference covers, "candidates":
-    [{tile_rows, score, recall}]} on every JUDGE_EVERY-th frame of the clip's test part."""
+    [{tile_rows, score, recall}]} on every JUDGE_EVERY-th frame of the clip's test part, boxes below the first
+    threshold capped at ``tallest`` of the frame's height as the fit caps them."""
     from sensorveil.benchmarks.clip_audit import covered_people, read_clip
     from sensorveil.benchmarks.reference_people import TiledPeople, empty_scene, merge_boxes, offline_boxes
     from sensorveil.export.person_detector.camera_fit import graph_rows, merged_boxes, motion_boxes
@@ -55,7 +57,8 @@ def truth_recall(clip: Path, gt: Path, gt_size: tuple, candidates: list, detecto
         referenced += covered_people(annotated, ref)
         rows_of = {rows: graph_rows(frames[index], rows, run) for rows, _ in settings}
         for rows, score in settings:
-            found[(rows, score)] += covered_people(annotated, unite(merged_boxes(rows_of[rows], score), moving[index]))
+            boxes = merged_boxes(rows_of[rows], score, tallest * frames[0].shape[0])
+            found[(rows, score)] += covered_people(annotated, unite(boxes, moving[index]))
     share = lambda hits: hits / people if people else 0.0  # noqa: E731
     return {"frames": judged, "people": people, "reference": share(referenced),
             "candidates": [{"tile_rows": rows, "score": score, "recall": share(found[(rows, score)])}

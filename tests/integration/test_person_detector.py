@@ -190,6 +190,7 @@ def test_the_pipeline_needs_the_bundle_graphs_for_the_learned_detector():
     ("detector_graph", "model"), ("detector_person_class", 3), ("detector", "yolo"),
     ("detector_tile_rows", 0), ("detector_tile_rows", 3), ("detector_tile_rows", 1.5), ("detector_tile_rows", True),
     ("detector_tile_rows", "2"), ("detector_tile_rows", None),
+    ("detector_tallest", 0.0), ("detector_tallest", 1.5), ("detector_tallest", "0.3"), ("detector_tallest", True),
 ])
 def test_manifest_values_that_would_blind_the_detector_are_refused(field, value):
     from sensorveil.runtime.schema import validate_declared
@@ -237,6 +238,10 @@ def test_a_detector_entry_score_above_the_cameras_or_out_of_range_is_refused(sco
                            "detector_graph": "person-detector", "crop_shape": [64, 32]}}
     settings = validate_declared("bundle", manifest)   # as exported: accepted
     assert settings.for_graph(entry).detector_score == 0.22 and settings.detector_score == 0.3
+    manifest["camera"]["detector_tallest"] = 0.3           # fp32's cap on tall boxes: not on a quantized graph's scale
+    capped = validate_declared("bundle", manifest)
+    assert capped.detector_tallest == 0.3 and capped.for_graph(entry).detector_tallest == 1.0
+    del manifest["camera"]["detector_tallest"]
     assert settings.for_graph({"file": "d.onnx"}) is settings
     entry["score"] = score
     with pytest.raises(ManifestError, match="artifacts.onnxruntime.graphs.person-detector.score"):
@@ -409,6 +414,7 @@ def check_fitted_to_the_clip(bundle, camera):
     crops = privatizer.pipeline.declared.make(privatizer.pipeline.run_graph)
     assert crops.detector.score == camera["detector_score"]
     assert crops.detector.tile_rows == camera["detector_tile_rows"]
+    assert crops.detector.tallest == camera["detector_tallest"] < 1.0
 
 
 def check_scene_still(bundle, folder):

@@ -101,3 +101,29 @@ def test_a_box_most_of_a_smaller_tiles_height_is_dropped_but_kept_on_a_square_ti
     assert len(found) >= 1 and (found[:, 3] > 0.8 * 480).all()          # the square tiles' people only
     short = learned.on_small_tile(np.asarray([[0, 0, 10, 100], [0, 0, 10, 200]]), 274)
     assert short.tolist() == [[0, 0, 10, 100]]
+
+
+def test_a_tall_box_found_below_the_first_threshold_counts_only_where_the_graph_is_as_sure_as_it_asked():
+    """camera.detector_tallest: a box several people tall at a fitted low threshold is dropped unless the graph also
+    finds it at DEFAULT_SCORE; short boxes stand."""
+    rows = np.asarray([[[0.1, 0.1, 0.9, 0.3, 0.1, learned.COCO_PERSON],       # tall, weak: a group's box
+                        [0.1, 0.5, 0.9, 0.7, 0.6, learned.COCO_PERSON],       # tall, sure: someone near the camera
+                        [0.1, 0.8, 0.3, 0.85, 0.1, learned.COCO_PERSON]]], np.float32)     # short, weak: far away
+
+    def graph(_name, batch):
+        return rows
+    frame = np.zeros((100, 100, 3), np.uint8)
+    weak_and_capped = learned.LearnedPeopleDetector(graph, score=0.05, tallest=0.5).find(frame)
+    assert sorted(weak_and_capped[:, 0].tolist()) == [50, 80]                  # the weak tall box (x 10) went
+    uncapped = learned.LearnedPeopleDetector(graph, score=0.05).find(frame)
+    assert sorted(uncapped[:, 0].tolist()) == [10, 50, 80]
+    at_first = learned.LearnedPeopleDetector(graph, score=0.3, tallest=0.5).find(frame)
+    assert at_first[:, 0].tolist() == [50]                                     # no cap at the first threshold
+
+
+def test_the_cap_is_one_and_a_half_times_the_tall_reference_people_in_the_allowed_range():
+    people = [np.asarray([[0, 0, 10, h]]) for h in range(40, 141)]           # heights 40..140 in a 400 px frame
+    share = camera_fit.tallest_share(people, 400)
+    assert share == round(1.5 * np.percentile(np.arange(40, 141), 95) / 400, 3)
+    assert camera_fit.tallest_share([np.zeros((0, 4))], 400) == learned.DEFAULT_TALLEST     # nobody: no cap
+    assert camera_fit.tallest_share([np.asarray([[0, 0, 5, 390]])], 400) == 1.0

@@ -32,11 +32,14 @@ import numpy as np
 from sensorveil.export.person_detector.common import CALIBRATION_PART
 from sensorveil.runtime.camera.learned import (
     DEFAULT_SCORE,
+    DEFAULT_TALLEST,
     DEFAULT_TILE_ROWS,
     DETECTOR_INPUT,
     MOTION_SCALE,
     SCORE_RANGE,
+    TALLEST_RANGE,
     TILE_ROWS_RANGE,
+    capped,
     detector_tiles,
     merge_tiles,
     on_small_tile,
@@ -54,6 +57,10 @@ WARM_UP = 30              # the frames the clip audit skips before it judges
 JUDGE_EVERY = 10          # a judged frame every this many of the training part (the audit's recall stride)
 MAX_FRAMES = 400          # frames of the training part read at most: longer clips are read at a stride
 PROGRESS_SECONDS = 20.0
+# camera.detector_tallest: TALLEST_MARGIN times the TALLEST_PERCENTILE-th percentile of the reference people's
+# heights on the training part (a robust tallest person: the references hold a few boxes over groups too)
+TALLEST_MARGIN = 1.5
+TALLEST_PERCENTILE = 95
 
 _FITTED: dict = {}        # fits made in this process, by (clip bytes, size, mtime, detector): formats share one
 
@@ -98,7 +105,7 @@ def fit_camera(clip, detector: Path, progress=print) -> dict:
 
 def first_setting(why: str) -> dict:
     return {"detector_score": DEFAULT_SCORE, "detector_tile_rows": DEFAULT_TILE_ROWS,
-            "detector_fit": {"chosen": "first setting", "why": why}}
+            "detector_tallest": DEFAULT_TALLEST, "detector_fit": {"chosen": "first setting", "why": why}}
 
 
 def _fit(clip, detector: Path, progress) -> dict:
@@ -111,16 +118,28 @@ def _fit(clip, detector: Path, progress) -> dict:
     empty = empty_scene(frames, lambda index, frame: reference(index, frame))
     candidates = [Candidate(rows, score) for rows in TILE_ROWS for score in SCORES]
     judged = range(-(-WARM_UP // stride), len(frames), max(JUDGE_EVERY // stride, 1))
+    people = {index: merge_boxes(offline_boxes(frames[index], empty), reference(index, frames[index]))
+              for index in judged}
+    tallest = tallest_share(list(people.values()), frames[0].shape[0])
     moving = motion_boxes(frames, set(judged))
     started = said = time.monotonic()
     for count, index in enumerate(judged, 1):
-        people = merge_boxes(offline_boxes(frames[index], empty), reference(index, frames[index]))
-        score_frame(frames[index], people, candidates, run, moving[index])
+        score_frame(frames[index], people[index], candidates, run, moving[index], tallest * frames[0].shape[0])
         if time.monotonic() - said >= PROGRESS_SECONDS:
             said = time.monotonic()
             progress(f"fitting the person detector: {count} of {len(judged)} frames, {said - started:.0f} s")
     chosen, reached = choose(candidates)
-    return fit_record(clip, chosen, reached, candidates, len(judged), progress)
+    return fit_record(clip, chosen, reached, candidates, len(judged), tallest, progress)
+
+
+def tallest_share(people: list, height: int) -> float:
+    """camera.detector_tallest from the reference people (boxes per judged frame) of frames ``height`` tall:
+    TALLEST_MARGIN times their TALLEST_PERCENTILE-th height, as a share of the frame, in TALLEST_RANGE."""
+    heights = np.concatenate([np.asarray(boxes, np.int64).reshape(-1, 4)[:, 3] for boxes in people] or [[]])
+    if not len(heights):
+        return DEFAULT_TALLEST
+    share = TALLEST_MARGIN * float(np.percentile(heights, TALLEST_PERCENTILE)) / height
+    return round(float(np.clip(share, *TALLEST_RANGE)), 3)
 
 
 def training_frames(clip) -> tuple:
@@ -154,7 +173,7 @@ def motion_boxes(frames: list, wanted: set) -> dict:
     return found
 
 
-def score_frame(frame, people, candidates: list, run, moving) -> None:
+def score_frame(frame, people, candidates: list, run, moving, tallest: float) -> None:
     """Every candidate's boxes, united with the motion detector's ``moving`` as the pipeline unites them
     (learned.unite), on ``frame`` against its reference ``people``; the graph runs once a tile, and each threshold
     reads the same rows."""
@@ -163,7 +182,7 @@ def score_frame(frame, people, candidates: list, run, moving) -> None:
     rows_of = {rows: graph_rows(frame, rows, run) for rows in TILE_ROWS}
     for candidate in candidates:
         tiles = rows_of[candidate.rows]
-        boxes = unite(merged_boxes(tiles, candidate.score), moving)
+        boxes = unite(merged_boxes(tiles, candidate.score, tallest), moving)
         on_someone = (iou(boxes, people) >= MATCH_IOU).any(1) if len(boxes) and len(people) else \
             np.zeros(len(boxes), bool)
         candidate.covered += covered_people(people, boxes)
@@ -186,12 +205,14 @@ def graph_rows(frame, rows: int, run) -> list:
     return found
 
 
-def merged_boxes(tiles: list, score: float) -> np.ndarray:
-    """The people of ``graph_rows``' tiles at ``score``, one box each, kept and merged as
-    LearnedPeopleDetector.find keeps and merges them."""
+def merged_boxes(tiles: list, score: float, tallest: float) -> np.ndarray:
+    """The people of ``graph_rows``' tiles at ``score``, one box each, none taller than ``tallest`` pixels below
+    DEFAULT_SCORE, kept and merged as LearnedPeopleDetector.find keeps and merges them."""
     found = []
     for offset, shape, small, rows in tiles:
         boxes = people_boxes(rows, shape, score)
+        if score < DEFAULT_SCORE:
+            boxes = capped(boxes, tallest, lambda: people_boxes(rows, shape, DEFAULT_SCORE))
         found.append((on_small_tile(boxes, shape[0]) if small else boxes) + offset)
     return merge_tiles(np.concatenate(found))
 
@@ -205,7 +226,8 @@ def choose(candidates: list) -> tuple:
     return max(candidates, key=lambda c: (c.covered, -c.runs, -c.extra)), False
 
 
-def fit_record(clip, chosen: Candidate, reached: bool, candidates: list, judged: int, progress) -> dict:
+def fit_record(clip, chosen: Candidate, reached: bool, candidates: list, judged: int, tallest: float,
+               progress) -> dict:
     people = chosen.people
     if not people:
         progress(f"the person detector keeps its first setting: the references find nobody on {Path(clip).name}'s "
@@ -213,11 +235,12 @@ def fit_record(clip, chosen: Candidate, reached: bool, candidates: list, judged:
         return first_setting(f"the references found nobody on {judged} judged frames of the training part")
     line = (f"the person detector fitted to {Path(clip).name}: threshold {chosen.score}, tile rows {chosen.rows} "
             f"({chosen.runs} graph runs a frame): {chosen.recall:.1%} of {people} reference people on "
-            f"{judged} training frames, {chosen.extra_per_person:.2f} boxes on no one per person")
+            f"{judged} training frames, {chosen.extra_per_person:.2f} boxes on no one per person; boxes below "
+            f"{DEFAULT_SCORE} at most {tallest:.0%} of the frame tall")
     progress(line if reached else line + f"; WARNING: no setting reaches {RECALL_TARGET:.0%} with at most "
              f"{EXTRA_BOXES} boxes on no one per person, so the one finding the most people is kept: the camera "
              "audit (sensorveil camera-audit) says what this camera's release shows")
-    return {"detector_score": chosen.score, "detector_tile_rows": chosen.rows,
+    return {"detector_score": chosen.score, "detector_tile_rows": chosen.rows, "detector_tallest": tallest,
             "detector_fit": {"chosen": "fitted", "target_reached": reached, "recall_target": RECALL_TARGET,
                              "extra_boxes_limit": EXTRA_BOXES, "judged_frames": judged, "reference_people": people,
                              "reference": "difference from the training part's empty scene + the graph on "

@@ -33,6 +33,7 @@ from sensorveil.runtime.camera.settings import (  # noqa: F401 - the detector's 
     COCO_PERSON,
     DEFAULT_EVERY,
     DEFAULT_SCORE,
+    DEFAULT_TALLEST,
     DEFAULT_TILE_ROWS,
     DETECTOR_GRAPH,
     DETECTOR_KIND,
@@ -41,6 +42,7 @@ from sensorveil.runtime.camera.settings import (  # noqa: F401 - the detector's 
     MOTION_SCALE,
     MOTION_SCALE_RANGE,
     SCORE_RANGE,
+    TALLEST_RANGE,
     TILE_ROWS_RANGE,
 )
 from sensorveil.runtime.camera.track import iou
@@ -78,13 +80,13 @@ class LearnedPeopleDetector(object):
 
     def __init__(self, run_graph, graph=DETECTOR_GRAPH, score=DEFAULT_SCORE, every=DEFAULT_EVERY, motion=None,
                  person_class=COCO_PERSON, input_size=DETECTOR_INPUT, box_coder=None, leave_behind=False,
-                 tile_rows=DEFAULT_TILE_ROWS):
+                 tile_rows=DEFAULT_TILE_ROWS, tallest=DEFAULT_TALLEST):
         if run_graph is None:
             raise InputError("the learned people detector needs the bundle's graphs "
                              "(Privatizer.pipeline.run_graph); expected a loaded bundle, got none")
         self.run_graph, self.graph = run_graph, graph
         self.score, self.every, self.person_class = float(score), int(every), int(person_class)
-        self.tile_rows = int(tile_rows)
+        self.tile_rows, self.tallest = int(tile_rows), float(tallest)
         self.input_size = tuple(int(v) for v in input_size)
         self.motion = motion if motion is not None else MotionPeopleDetector(scale=MOTION_SCALE)
         self.cv2 = opencv()
@@ -125,14 +127,15 @@ class LearnedPeopleDetector(object):
         found = []
         squares = len(square_tiles(frame.shape[0], frame.shape[1]))
         for number, (top, left, side) in enumerate(detector_tiles(frame.shape[0], frame.shape[1], self.tile_rows)):
-            boxes = self.find_in(frame[top:top + side, left:left + side])
+            boxes = self.find_in(frame[top:top + side, left:left + side], self.tallest * frame.shape[0])
             if number >= squares:
                 boxes = on_small_tile(boxes, side)
             found.append(boxes + np.array([left, top, 0, 0], dtype=np.int64))
         return merge_tiles(np.concatenate(found))
 
-    def find_in(self, tile):
-        """The graph's people in one tile, in its pixels."""
+    def find_in(self, tile, tallest=None):
+        """The graph's people in one tile, in its pixels; none taller than ``tallest`` pixels below DEFAULT_SCORE
+        (``capped``)."""
         height, width = self.input_size
         # shrunk first, then made RGB: the area average is per channel, so the pixels are those of shrinking the
         # RGB tile, without first copying a full tile through a reversed-channel view
@@ -140,7 +143,22 @@ class LearnedPeopleDetector(object):
                                 interpolation=self.cv2.INTER_AREA)
         image = self.cv2.cvtColor(small, self.cv2.COLOR_GRAY2RGB if tile.ndim == 2 else self.cv2.COLOR_BGR2RGB)
         rows = np.asarray(self.run_graph(self.graph, image[None]))
-        return people_boxes(rows, tile.shape, self.score, self.person_class, self.box_coder)
+        boxes = people_boxes(rows, tile.shape, self.score, self.person_class, self.box_coder)
+        if tallest is None or self.score >= DEFAULT_SCORE:
+            return boxes
+        return capped(boxes, tallest, lambda: people_boxes(rows, tile.shape, DEFAULT_SCORE, self.person_class,
+                                                           self.box_coder))
+
+
+def capped(boxes, tallest, sure):
+    """``boxes`` (found below DEFAULT_SCORE) with those taller than ``tallest`` pixels replaced by the tall ones of
+    ``sure()`` (the same rows at DEFAULT_SCORE): a box several people tall is kept only where the graph is as sure
+    of it as the bundles' first setting asked (settings.DEFAULT_TALLEST)."""
+    tall = boxes[:, 3] > tallest
+    if not tall.any():
+        return boxes
+    found = sure()
+    return np.concatenate([boxes[~tall], found[found[:, 3] > tallest]])
 
 
 def square_tiles(height, width):

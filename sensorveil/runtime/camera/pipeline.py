@@ -55,7 +55,7 @@ def person_crops_from_manifest(settings, run_graph=None, scene_still=None):
     if settings.learned:
         people = learned.LearnedPeopleDetector(
             run_graph, graph=settings.detector_graph, score=settings.detector_score, every=settings.detector_every,
-            tile_rows=settings.detector_tile_rows,
+            tile_rows=settings.detector_tile_rows, tallest=settings.detector_tallest,
             motion=MotionPeopleDetector(scale=settings.motion_scale), leave_behind=settings.cuts_out)
     return PersonCrops(settings.crop_shape, detector=people, margin=float(settings.margin), paste=settings.paste,
                        scene_still=scene_still)

@@ -41,6 +41,14 @@ EVERY_RANGE = (1, 10)
 # every bundle before it did
 DEFAULT_TILE_ROWS = 1
 TILE_ROWS_RANGE = (1, 2)
+# the tallest a learned box found below DEFAULT_SCORE may be, as a share of the frame's height: at the low
+# thresholds a camera of small people is fitted to, the graph also answers with boxes several people tall over
+# groups and empty ground. The export sets it from the tallest people on the training part (camera_fit); a box
+# taller than it still counts from DEFAULT_SCORE up, so a person nearer the camera than any in training is found
+# as at the first setting. 1 (the default): no cap. Only where the graph runs at camera.detector_score: a
+# quantized graph with its own threshold scores on another scale, so it runs with no cap
+DEFAULT_TALLEST = 1.0
+TALLEST_RANGE = (0.05, 1.0)
 # motion beside the graph sees the frame at half size: a quarter of its background model's pixels, the same
 # people found (docs/decisions/0008-motion-half-size.md, scripts/motion_scale.py)
 MOTION_SCALE = 0.5
@@ -76,15 +84,16 @@ class CameraSettings(Declared):
     prepares_ahead = False
 
     __slots__ = ("frame", "detector", "detector_graph", "detector_score", "detector_every", "detector_tile_rows",
-                 "motion_scale", "detector_person_class", "crop_shape", "paste", "margin", "crop_every")
+                 "detector_tallest", "motion_scale", "detector_person_class", "crop_shape", "paste", "margin",
+                 "crop_every")
 
     def __init__(self, crop_shape=CROP_SHAPE, detector=DETECTOR_MOTION, detector_graph=None,
                  detector_score=DEFAULT_SCORE, detector_every=DEFAULT_EVERY, detector_tile_rows=DEFAULT_TILE_ROWS,
-                 motion_scale=MOTION_SCALE, detector_person_class=COCO_PERSON, paste=DEFAULT_PASTE, margin=CROP_MARGIN,
-                 crop_every=CROP_EVERY, frame=FRAME):
+                 detector_tallest=DEFAULT_TALLEST, motion_scale=MOTION_SCALE, detector_person_class=COCO_PERSON,
+                 paste=DEFAULT_PASTE, margin=CROP_MARGIN, crop_every=CROP_EVERY, frame=FRAME):
         self.frame, self.detector, self.detector_graph = frame, detector, detector_graph
         self.detector_score, self.detector_every = detector_score, detector_every
-        self.detector_tile_rows = detector_tile_rows
+        self.detector_tile_rows, self.detector_tallest = detector_tile_rows, detector_tallest
         self.motion_scale, self.detector_person_class = motion_scale, detector_person_class
         # a crop shape is checked against the input's (check_manifest), so it is kept as given until then
         self.crop_shape = tuple(crop_shape) if isinstance(crop_shape, (list, tuple)) else crop_shape
@@ -128,6 +137,9 @@ class CameraSettings(Declared):
         rows = self.detector_tile_rows
         if isinstance(rows, bool) or not isinstance(rows, int) or not TILE_ROWS_RANGE[0] <= rows <= TILE_ROWS_RANGE[1]:
             fail("camera.detector_tile_rows", rows, "a whole number from {} to {}".format(*TILE_ROWS_RANGE))
+        if not is_number(self.detector_tallest) or not TALLEST_RANGE[0] <= self.detector_tallest <= TALLEST_RANGE[1]:
+            fail("camera.detector_tallest", self.detector_tallest,
+                 "a share of the frame's height from {} to {}".format(*TALLEST_RANGE))
         if not is_number(self.motion_scale) or not MOTION_SCALE_RANGE[0] <= self.motion_scale <= MOTION_SCALE_RANGE[1]:
             fail("camera.motion_scale", self.motion_scale, "a number from {} to {}".format(*MOTION_SCALE_RANGE))
         if self.detector_person_class != COCO_PERSON:
@@ -181,11 +193,12 @@ class CameraSettings(Declared):
 
     def for_graph(self, entry):
         """These settings as the loaded backend's detector graph runs them: its entry's own ``score``
-        (checked by check_graph_entry) in place of camera.detector_score where it has one."""
+        (checked by check_graph_entry) in place of camera.detector_score where it has one, and then no cap on
+        tall boxes (DEFAULT_TALLEST)."""
         if not self.learned or entry is None or GRAPH_SCORE_KEY not in entry:
             return self
         bound = self.copy()
-        bound.detector_score = entry[GRAPH_SCORE_KEY]
+        bound.detector_score, bound.detector_tallest = entry[GRAPH_SCORE_KEY], DEFAULT_TALLEST
         return bound
 
     def for_graphs(self, bundle, backend):
