@@ -161,16 +161,6 @@ def bank_options(person_detector: str, bank: str) -> dict:
     return {"bank": bank, **({"bank_screen": str(graph)} if bank == "rendered" else {})}
 
 
-def with_screen_fit(options: dict, clip: Path) -> dict:
-    """``options`` whose bank screen runs the detector as the bundle will on this camera: at the threshold and tile
-    rows the export fits to ``clip`` (camera_fit, reused by the export within this process)."""
-    if "bank_screen" not in options:
-        return options
-    from sensorveil.export.person_detector.camera_fit import fit_camera
-    fitted = fit_camera(str(clip), Path(options["bank_screen"]))
-    return {**options, "bank_screen_fit": {key: fitted[key] for key in ("detector_score", "detector_tile_rows")}}
-
-
 def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_detector: str = "ssdlite",
                       camera_speed: str = "recall", bank: str = "rendered", full_size: bool = False) -> dict:
     """Train PASS on ``clip`` (e.g. ../shared/media/walkway.avi), export its ONNX bundle, audit it
@@ -207,7 +197,6 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
     # a line at least every 20 s: training and the audits have quiet stretches of minutes on a large frame
     with Heartbeat("camera quickstart"):
         print(f"[1/5] training pass on people crops of {clip.name} (private: appearance, useful: walking direction)")
-        options = with_screen_fit(options, clip)
         run_dir = train_run("pass", "walkway", data_path=str(clip), out=out / "runs" / name,
                             settings=dict(CAMERA_SETTINGS), dataset_options=options)
         bundle = export_run(run_dir, "onnx", out / "bundles" / name, person_detector=person_detector,

@@ -75,14 +75,10 @@ def test_a_screened_bank_is_recorded_by_the_walkers_it_kept_and_reloads_without_
                "clip_sha256": sha256_of(Path(walkway()))}
     monkeypatch.setattr(bank_screen, "_SCREENED", {})
     monkeypatch.setattr(bank_screen, "_screen", lambda *args: (np.arange(3, 23), dict(outcome)))
-    options = {"stride": 8, "bank_screen": str(detector),
-               "bank_screen_fit": {"detector_score": 0.1, "detector_tile_rows": 2}}
+    options = {"stride": 8, "bank_screen": str(detector)}
     data = load_dataset("walkway", walkway(), **options)
     recorded = recorded_options(options, data)
     assert "bank_screen" not in recorded and recorded["bank_screened"]["kept_walkers"] == list(range(3, 23))
-    assert "bank_screen_fit" not in recorded             # the screen's setting goes with it; the outcome stands
-    with pytest.raises(ValueError, match="expected it with bank_screen"):
-        load_dataset("walkway", walkway(), stride=8, bank_screen_fit=options["bank_screen_fit"])
 
     def no_screen(*args):
         raise AssertionError("a recorded screen ran again")
@@ -99,8 +95,7 @@ def test_a_screened_bank_is_recorded_by_the_walkers_it_kept_and_reloads_without_
     with pytest.raises(ValueError, match="bank_screened.clip_sha256"):
         load_dataset("walkway", walkway(), stride=8, bank_screened=elsewhere)
     with pytest.raises(ValueError, match="in place of bank_screen"):
-        load_dataset("walkway", walkway(), stride=8, bank_screen=str(detector),
-                     bank_screened=recorded["bank_screened"])
+        load_dataset("walkway", walkway(), **options, bank_screened=recorded["bank_screened"])
 
 
 @pytest.mark.parametrize("value, field", [

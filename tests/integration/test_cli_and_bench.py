@@ -146,23 +146,6 @@ def test_camera_quickstart_takes_the_camera_speed_to_the_export(tmp_path, monkey
     assert main(["quickstart", "--camera", str(tmp_path / "clip.avi")]) == 0 and asked["camera_speed"] == "recall"
 
 
-def test_the_camera_quickstart_screens_its_bank_at_the_detector_setting_fitted_to_the_clip(tmp_path, monkeypatch):
-    """The bank screen asks whether a walker is a person to the bundle's own detector, which runs at the setting the
-    export fits to this clip: the quickstart fits first (camera_fit) and hands the screen the same two fields."""
-    from sensorveil.export.person_detector import camera_fit
-    from sensorveil.quickstart import with_screen_fit
-    asked = []
-
-    def fitted(clip, detector, progress=print):
-        asked.append((clip, detector))
-        return {"detector_score": 0.05, "detector_tile_rows": 2, "detector_fit": {"chosen": "fitted"}}
-    monkeypatch.setattr(camera_fit, "fit_camera", fitted)
-    assert with_screen_fit({"bank": "rendered"}, tmp_path / "clip.avi") == {"bank": "rendered"}    # motion: no screen
-    options = with_screen_fit({"bank": "rendered", "bank_screen": "d.onnx"}, tmp_path / "clip.avi")
-    assert options["bank_screen_fit"] == {"detector_score": 0.05, "detector_tile_rows": 2}
-    assert asked == [(str(tmp_path / "clip.avi"), Path("d.onnx"))]
-
-
 def test_a_wide_clip_is_worked_at_the_working_width_unless_full_size_is_asked_for(tmp_path):
     import cv2
 

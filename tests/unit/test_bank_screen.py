@@ -61,34 +61,14 @@ def test_a_screen_is_reused_for_the_same_bytes_and_run_again_when_the_detector_c
     bank_screen.screen_walkers(clip, 10, colour, walker_of, graph)
     bank_screen.screen_walkers(clip, 10, colour, walker_of, graph, seed=1)
     assert len(runs) == 3
-    fitted = {"detector_score": 0.05, "detector_tile_rows": 2}        # the camera's fitted detector: another screen
-    bank_screen.screen_walkers(clip, 10, colour, walker_of, graph, setting=fitted)
-    bank_screen.screen_walkers(clip, 10, colour, walker_of, graph, setting=dict(fitted))
-    assert len(runs) == 4
 
 
 def test_too_few_walkers_kept_is_one_error_saying_how_many_people_the_detector_finds_and_what_else_to_do(
         tmp_path, monkeypatch):
     frame = np.zeros((8, 8, 3), np.uint8)
     places = [(frame, frame, np.zeros((2, 4), int))] * 5          # the detector finds 2 people a frame
-    monkeypatch.setattr(bank_screen, "graph_finder", lambda graph, setting: None)
+    monkeypatch.setattr(bank_screen, "graph_finder", lambda graph: None)
     monkeypatch.setattr(bank_screen, "training_places", lambda clip, until, find: places)
     monkeypatch.setattr(bank_screen, "found_shares", lambda *args: np.r_[np.ones(4), np.zeros(60)])
-    setting = bank_screen.detector_setting(None)
-    with pytest.raises(ValueError, match=r"4 of 64 .*threshold 0\.3, 1 tile rows.* 2\.0 people a frame .*motion"):
-        bank_screen._screen(tmp_path / "clip.avi", 10, None, None, tmp_path / "d.onnx", 0, None, ("c", "d"), setting)
-
-
-@pytest.mark.parametrize("setting, field", [
-    ({"detector_score": 0.01, "detector_tile_rows": 1}, "detector_score"),
-    ({"detector_score": True, "detector_tile_rows": 1}, "detector_score"),
-    ({"detector_tile_rows": 1}, "detector_score"),
-    ({"detector_score": 0.1, "detector_tile_rows": 3}, "detector_tile_rows"),
-    ({"detector_score": 0.1, "detector_tile_rows": 2.0}, "detector_tile_rows"),
-    ("0.1", "detector_score"),
-])
-def test_a_screen_setting_the_runtime_would_refuse_is_one_error_naming_the_field(setting, field):
-    assert bank_screen.detector_setting({"detector_score": 0.05, "detector_tile_rows": 2}) == \
-        {"detector_score": 0.05, "detector_tile_rows": 2}
-    with pytest.raises(ValueError, match=f"bank_screen_fit.{field}"):
-        bank_screen.detector_setting(setting)
+    with pytest.raises(ValueError, match=r"4 of 64 .* 2\.0 people a frame .*--person-detector motion"):
+        bank_screen._screen(tmp_path / "clip.avi", 10, None, None, tmp_path / "d.onnx", 0, None, ("c", "d"))

@@ -33,33 +33,10 @@ def graph_runner(graph: str | Path):
     return lambda _graph, batch: session.run(None, {"image": batch.astype(np.float32)})[0]
 
 
-def graph_finder(graph: str | Path, setting: dict | None = None):
-    """find(frame) -> person boxes of the ONNX person detector at ``graph``, at ``setting``'s threshold and tile
-    rows (a camera entry's ``detector_score`` and ``detector_tile_rows``: the export's fit to this camera), or the
-    bundles' first setting."""
+def graph_finder(graph: str | Path):
+    """find(frame) -> person boxes of the ONNX person detector at ``graph``, at the bundles' threshold."""
     from sensorveil.runtime.camera import learned
-    setting = detector_setting(setting)
-    return learned.LearnedPeopleDetector(graph_runner(graph), score=setting["detector_score"],
-                                         tile_rows=setting["detector_tile_rows"]).find
-
-
-def detector_setting(setting: dict | None) -> dict:
-    """``setting``'s threshold and tile rows, checked in the ranges the runtime accepts; the bundles' first setting
-    for None. Anything else is one ValueError naming the field."""
-    from sensorveil.runtime.camera import learned
-    if setting is None:
-        return {"detector_score": learned.DEFAULT_SCORE, "detector_tile_rows": learned.DEFAULT_TILE_ROWS}
-    score, rows = (setting.get(key) if isinstance(setting, dict) else None
-                   for key in ("detector_score", "detector_tile_rows"))
-    if isinstance(score, bool) or not isinstance(score, (int, float)) \
-            or not learned.SCORE_RANGE[0] <= score <= learned.SCORE_RANGE[1]:
-        raise ValueError(f"bank_screen_fit.detector_score {score!r}; expected a number from {learned.SCORE_RANGE[0]} "
-                         f"to {learned.SCORE_RANGE[1]}")
-    if isinstance(rows, bool) or not isinstance(rows, int) \
-            or not learned.TILE_ROWS_RANGE[0] <= rows <= learned.TILE_ROWS_RANGE[1]:
-        raise ValueError(f"bank_screen_fit.detector_tile_rows {rows!r}; expected a whole number from "
-                         f"{learned.TILE_ROWS_RANGE[0]} to {learned.TILE_ROWS_RANGE[1]}")
-    return {"detector_score": float(score), "detector_tile_rows": rows}
+    return learned.LearnedPeopleDetector(graph_runner(graph), score=learned.DEFAULT_SCORE).find
 
 
 def training_places(clip: str | Path, until: int, find, every: int = SCREEN_EVERY,
@@ -140,15 +117,13 @@ def found_shares(places: list, colour: np.ndarray, walker_of: np.ndarray, find, 
 
 
 def screen_walkers(clip: str | Path, until: int, colour: np.ndarray, walker_of: np.ndarray, graph: str | Path,
-                   seed: int = 0, progress=None, setting: dict | None = None) -> tuple:
-    """(kept walkers' ids, provenance) of the screen on the clip's frames before ``until``, the detector run at
-    ``setting`` (graph_finder). A screen of the same clip, detector, setting, walkers and seed ran before in this
-    process is reused: an audit reloads the dataset the run trained on (a minute of pasting on walkway), and the
-    same inputs screen to the same walkers."""
-    setting = detector_setting(setting)
-    key = _screen_key(clip, until, colour, walker_of, graph, seed) + tuple(sorted(setting.items()))
+                   seed: int = 0, progress=None) -> tuple:
+    """(kept walkers' ids, provenance) of the screen on the clip's frames before ``until``. A screen of the same
+    clip, detector, walkers and seed ran before in this process is reused: an audit reloads the dataset the run
+    trained on (a minute of pasting on walkway), and the same inputs screen to the same walkers."""
+    key = _screen_key(clip, until, colour, walker_of, graph, seed)
     if key not in _SCREENED:
-        _SCREENED[key] = _screen(clip, until, colour, walker_of, graph, seed, progress, key[:2], setting)
+        _SCREENED[key] = _screen(clip, until, colour, walker_of, graph, seed, progress, key[:2])
     kept, provenance = _SCREENED[key]
     return kept.copy(), dict(provenance)
 
@@ -168,9 +143,9 @@ def _screen_key(clip, until: int, colour: np.ndarray, walker_of: np.ndarray, gra
 
 
 def _screen(clip, until: int, colour: np.ndarray, walker_of: np.ndarray, graph, seed: int, progress,
-            hashes: tuple, setting: dict) -> tuple:
+            hashes: tuple) -> tuple:
     """The screen itself; ``hashes``: the clip's and the detector's sha256 (_screen_key has read both)."""
-    find = graph_finder(graph, setting)
+    find = graph_finder(graph)
     places = training_places(clip, until, find)
     if not places:
         raise ValueError(f"bank screen: the detector {Path(graph).name} finds no person on the training part of "
@@ -179,14 +154,13 @@ def _screen(clip, until: int, colour: np.ndarray, walker_of: np.ndarray, graph, 
     kept = np.flatnonzero(shares >= SCREEN_SHARE)
     if len(kept) < MIN_KEPT:
         boxes = sum(len(place[2]) for place in places)
-        raise ValueError(f"bank screen: {len(kept)} of {len(shares)} rendered walkers are found as people (threshold "
-                         f"{setting['detector_score']}, {setting['detector_tile_rows']} tile rows) at "
+        raise ValueError(f"bank screen: {len(kept)} of {len(shares)} rendered walkers are found as people at "
                          f">= {SCREEN_SHARE:.0%} of {Path(clip).name}'s training places; expected at least "
                          f"{MIN_KEPT}: the detector sees few pasted people on this scene (and finds "
                          f"{boxes / len(places):.1f} people a frame on it: check how many the frames hold). "
                          "Without the screen: the motion detector alone (quickstart --person-detector motion), "
                          "or a consented bank")
-    return kept, {"detector": Path(graph).name, "detector_sha256": hashes[1], **setting, "share": SCREEN_SHARE,
+    return kept, {"detector": Path(graph).name, "detector_sha256": hashes[1], "share": SCREEN_SHARE,
                   "candidates": int(len(shares)), "kept": int(len(kept)),
                   "places": int(sum(len(p[2]) for p in places)), "frames_until": int(until),
                   "clip_sha256": hashes[0]}

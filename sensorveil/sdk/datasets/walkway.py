@@ -111,15 +111,13 @@ SPLIT_BY_TIME = frozenset({"walkway"})
 
 BANK_SOURCES = ("rendered", "consented", "clip")
 RENDERED_WALKERS, RENDERED_PHASES = 48, 12     # 1,152 bank crops; 12 phases of a cycle at 2 frames a step: ~1 s
-# a run records a screen by its outcome (bank_screened), in place of the options that made it
-RECORDED_SCREEN = {"bank_screen": None, "bank_screen_fit": None}
 SCREEN_CANDIDATES = 64     # walkers drawn for the bank screen, of which those the detector finds are kept
 
 
 def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: float = 0.6, stride: int = 2,
                  min_track: int = 10, min_speed: float = 0.3, seed: int = 0, bank: str = "rendered",
-                 bank_clip: str | None = None, bank_screen: str | None = None, bank_screened: dict | None = None,
-                 bank_screen_fit: dict | None = None) -> SensorDataset:
+                 bank_clip: str | None = None, bank_screen: str | None = None,
+                 bank_screened: dict | None = None) -> SensorDataset:
     """People crops from a still camera clip (``path``: e.g. ``shared/media/walkway.avi``), labelled from
     the clip itself. The camera pipeline's own detector and tracker (sensorveil.runtime.camera) find
     and follow everyone; every ``stride``-th frame gives one 128x64 grey crop per person.
@@ -139,12 +137,11 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
     clip's own training rows: real bystanders of the deployment camera, shown elsewhere in its release.
 
     ``bank_screen``: a person detector's ONNX file; a rendered bank then keeps the walkers it finds pasted into
-    this clip's training part (sdk.datasets.bank_screen), run at ``bank_screen_fit`` ({"detector_score",
-    "detector_tile_rows"}: the export's fit to this camera) or else the bundles' first setting.
+    this clip's training part (sdk.datasets.bank_screen): every substitute a person on this camera's scene.
     ``bank_screened``: such a screen's outcome (the bank provenance's "screen", with its ``kept_walkers``), the same
     walkers kept without pasting again: what a run records in place of ``bank_screen``, so export and the audits
     reload the very bank it trained on (``recorded_options``)."""
-    _check_options(path, train_fraction, bank, bank_clip, bank_screen, bank_screened, bank_screen_fit)
+    _check_options(path, train_fraction, bank, bank_clip, bank_screen, bank_screened)
     from sensorveil.runtime.camera import CROP_MARGIN, CROP_SHAPE
     clip = _moving_people(path, stride, min_track, min_speed)
     kept_tracks, (h, w) = np.unique(clip["track"]), CROP_SHAPE
@@ -156,7 +153,7 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
               "appearance": appearance, "direction": direction, "split": split,
               "timeline": np.stack([clip["frame"].astype(np.float64), clip["cx"]], axis=1)}
     people, provenance = _with_bank(people, path, bank, bank_clip, centres, (stride, min_track, min_speed, seed),
-                                    bank_screened if bank_screen is None else (bank_screen, cut, bank_screen_fit))
+                                    bank_screened if bank_screen is None else (bank_screen, cut))
     x, track, split, direction, appearance = (people[k] for k in ("x", "track", "split", "direction", "appearance"))
     track_ids, track_index = np.unique(track, return_inverse=True)
     prior = _appearance_prior(direction, appearance, split == 0, clusters)
@@ -173,7 +170,8 @@ def load_walkway(path: str | None = None, clusters: int = 4, train_fraction: flo
         class_names=names, prior_fn=prior, foreground=np.ascontiguousarray(people["foreground"]),
         colour=None if people["colour"] is None else np.ascontiguousarray(people["colour"]),
         timeline=people["timeline"],
-        recorded_options=dict(RECORDED_SCREEN, bank_screened=provenance["screen"]) if "screen" in provenance else None,
+        recorded_options=None if "screen" not in provenance else {"bank_screen": None,
+                                                                   "bank_screened": provenance["screen"]},
         camera={"frame": "person-crops", "detector": "motion", "crop_shape": [h, w], "margin": CROP_MARGIN,
                 "crop_every": int(stride), "bank": provenance})
 
@@ -203,8 +201,7 @@ def _with_bank(people: dict, path, bank: str, bank_clip, centres: np.ndarray, se
                screen: tuple | None = None) -> tuple:
     """The clip's rows with the bank's people appended as rows of split 2 (none for a "clip" bank, whose
     substitutes PASS draws from the clip's training rows), and the bank's provenance. ``screen``: (detector
-    file, first frame of the test part, the detector's setting or None) to screen a rendered bank, or a recorded
-    screen's outcome (a dict)."""
+    file, first frame of the test part) to screen a rendered bank, or a recorded screen's outcome (a dict)."""
     if bank == "clip":
         return people, {"source": "clip", "real_people": True, "bystanders": True,
                          "people": f"this camera's own people ({Path(path).name}, training part)"}
@@ -221,11 +218,11 @@ def _with_bank(people: dict, path, bank: str, bank_clip, centres: np.ndarray, se
     return {k: _joined(people[k], extra.get(k)) for k in people}, provenance
 
 
-def _screened(rows: dict, provenance: dict, path, graph: str, until: int, setting, seed: int) -> tuple:
+def _screened(rows: dict, provenance: dict, path, graph: str, until: int, seed: int) -> tuple:
     """The rendered bank's rows of the walkers the screen keeps, and its provenance with the screen's."""
     from sensorveil.sdk.datasets.bank_screen import screen_walkers
     kept, screen = screen_walkers(path, until, rows["cut_out"], _walker_of(rows), graph, seed,
-                                  progress=_screen_progress, setting=setting)
+                                  progress=_screen_progress)
     return _kept_walkers(rows, provenance, {**screen, "kept_walkers": [int(w) for w in kept]})
 
 
@@ -248,8 +245,7 @@ def _screen_progress(done: int, total: int) -> None:
         print(f"bank screen: {done} of {total} frames of places pasted and searched", flush=True)
 
 
-def _check_options(path, train_fraction: float, bank: str, bank_clip, bank_screen=None, bank_screened=None,
-                   bank_screen_fit=None) -> None:
+def _check_options(path, train_fraction: float, bank: str, bank_clip, bank_screen=None, bank_screened=None) -> None:
     if path is None:
         raise ValueError("walkway needs path=: a still camera clip of people walking, e.g. ../shared/media/walkway.avi")
     if not Path(path).is_file():
@@ -262,9 +258,6 @@ def _check_options(path, train_fraction: float, bank: str, bank_clip, bank_scree
     if bank_screen is not None and (bank != "rendered" or not Path(bank_screen).is_file()):
         raise ValueError(f"bank_screen names the person detector's ONNX file that screens a rendered bank; got "
                          f"bank={bank!r}, bank_screen={bank_screen!r}")
-    if bank_screen_fit is not None and bank_screen is None:
-        raise ValueError(f"bank_screen_fit {bank_screen_fit!r} sets the detector of a bank screen; expected it with "
-                         "bank_screen (the detector's ONNX file)")
     if bank_screened is not None:
         _check_screened(bank, bank_screen, bank_screened)
         _check_screened_clip(path, bank_screened)
