@@ -12,8 +12,10 @@ precision, source and the published model's FLOPs (with their source). For each 
 * our detector's calls/s = implied FLOP/s / our detector's FLOPs per call (``onnx_flops(...)["total"]``,
   2 x multiply-accumulates, of the cached SSDLite-MobileNetV2 ONNX cut before its non-maximum suppression);
 * ms per call = 1000 / calls/s;
-* the camera pipeline's ceiling from the detector alone = calls/s x detector_every (the pipeline runs the
-  detector every Nth frame; ``EXPORT_EVERY``, the manifest's ``camera.detector_every``).
+* the camera pipeline's ceiling from the detector alone = calls/s x detector_every / graph runs per detection
+  (the pipeline runs the detector every Nth frame, ``EXPORT_EVERY``, the manifest's ``camera.detector_every``;
+  each time on every tile of ``learned.detector_tiles``: 2 on a 4:3 frame with one tile row, 8 with the two
+  rows the export fits to a camera of small people, ``camera.detector_tile_rows``).
 
 This assumes the board sustains on our graph the FLOP/s it sustained on the published one. Boards without
 a published detector figure are listed as such, never filled in.
@@ -48,8 +50,15 @@ def detector_reference(profile: dict) -> "dict | None":
     return None
 
 
+def tile_runs() -> dict:
+    """tile rows -> the graph's runs per detection on a 4:3 frame (640x480), as the runtime tiles it."""
+    from sensorveil.runtime.camera.learned import TILE_ROWS_RANGE, detector_tiles
+    return {rows: len(detector_tiles(480, 640, rows)) for rows in range(TILE_ROWS_RANGE[0], TILE_ROWS_RANGE[1] + 1)}
+
+
 def estimate(profiles: "list[dict]", detector_flops: float, every: int) -> dict:
     """Rows for the boards with a published detector figure; the other boards' names and notes."""
+    runs = tile_runs()
     rows, missing = [], []
     for profile in profiles:
         ref = detector_reference(profile)
@@ -65,7 +74,8 @@ def estimate(profiles: "list[dict]", detector_flops: float, every: int) -> dict:
                      "published_model_gflops": ref["model_gflops"], "implied_gflops_per_s": implied / 1e9,
                      "detector_gflops": detector_flops / 1e9, "est_calls_per_s": calls,
                      "est_ms_per_call": 1000.0 / calls, "detector_every": every,
-                     "est_pipeline_ceiling_fps": calls * every,
+                     "graph_runs": runs, "est_pipeline_ceiling_fps": calls * every / runs[1],
+                     "est_pipeline_ceiling_fps_two_rows": calls * every / runs[2],
                      "source": ref["source"], "model_gflops_source": ref.get("model_gflops_source", "")})
     return {"rows": rows, "missing": missing}
 
@@ -89,6 +99,11 @@ def compute(detector: Path, every: int) -> dict:
     return result
 
 
+def runs_text(result: dict) -> str:
+    runs = result["rows"][0]["graph_runs"] if result["rows"] else {}
+    return ", ".join(f"{count} runs with {rows} tile row{'s' if int(rows) > 1 else ''}" for rows, count in runs.items())
+
+
 def render(result: dict) -> str:
     detector, every = result["detector"], result["detector"]["every"]
     lines = ["# Boards running the learned person detector: estimates from published figures", "",
@@ -97,15 +112,18 @@ def render(result: dict) -> str:
              f"Each board's published time for an SSD-MobileNet-V2 COCO detector at 300x300 is scaled by FLOPs "
              f"to the camera bundle's detector (SSDLite-MobileNetV2, 300x300, cut before its non-maximum "
              f"suppression): {detector['flops'] / 1e9:.3f} GFLOP per call ({detector['counted']}). The camera "
-             f"pipeline runs the detector on 1 frame in {every} (camera.detector_every = {every}), so the detector "
-             f"alone caps the pipeline at {every} x its calls/s: the last column.", "",
+             f"pipeline runs the detector on 1 frame in {every} (camera.detector_every = {every}), each time once "
+             f"per tile: {runs_text(result)} on a 4:3 frame. So the detector alone caps the pipeline at {every} x "
+             "its calls/s / its runs: the last two columns (camera.detector_tile_rows 1, then 2; the export "
+             "fits it to the camera, docs/detector_fit.md).", "",
              "| Board | Published ms | Published calls/s | Implied GFLOP/s | Est. ms | Est. calls/s "
-             "| Est. ceiling fps |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| Ceiling fps | 2 rows |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for number, row in enumerate(result["rows"], 1):
         lines.append(f"| {row['board']} [{number}] | {row['published_ms']:.1f} | {row['published_fps']:.1f} | "
                      f"{row['implied_gflops_per_s']:.1f} | {row['est_ms_per_call']:.1f} | "
-                     f"{row['est_calls_per_s']:.1f} | {row['est_pipeline_ceiling_fps']:.0f} |")
+                     f"{row['est_calls_per_s']:.1f} | {row['est_pipeline_ceiling_fps']:.0f} | "
+                     f"{row['est_pipeline_ceiling_fps_two_rows']:.0f} |")
     lines += ["", "Published figures (each the board profile's `reference_throughput` entry of kind `detector`):", ""]
     for number, row in enumerate(result["rows"], 1):
         setting = "; ".join(f"{key}: {row[key]}" for key in ("runtime", "precision", "connection", "host")
@@ -120,8 +138,8 @@ def render(result: dict) -> str:
     same = result["same_count"]
     lines += ["", "How to read it:", "",
               "- Implied GFLOP/s = published calls/s x the published model's GFLOP per call; est. calls/s = "
-              "implied GFLOP/s / our detector's GFLOP per call; est. ms = 1000 / est. calls/s; est. ceiling "
-              f"fps = est. calls/s x {every}.",
+              "implied GFLOP/s / our detector's GFLOP per call; est. ms = 1000 / est. calls/s; ceiling "
+              f"fps = est. calls/s x {every} / graph runs per detection (a 16:9 frame with two tile rows takes 10).",
               "- Scaling by FLOPs assumes the board runs our graph as efficiently per FLOP as the published one, "
               "with the same runtime and precision as the source used (listed above, which is not always what "
               "the board's sensorveil profile exports). SSDLite's depthwise-separable heads are fewer FLOPs than "

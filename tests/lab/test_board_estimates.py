@@ -38,17 +38,19 @@ def test_arithmetic_against_an_independent_computation(script):
     rows = {row["board"]: row for row in result["rows"]}
     assert set(rows) == {"fast", "slow"}
     assert result["missing"] == [{"board": "none", "note": "nothing published"}]
-    # fast: 40 calls/s of 3 GFLOP = 120 GFLOP/s; / 1.5 GFLOP = 80 calls/s = 12.5 ms; x 4 = 320 frames/s
+    # fast: 40 calls/s of 3 GFLOP = 120 GFLOP/s; / 1.5 GFLOP = 80 calls/s = 12.5 ms; x 4 / 2 tiles = 160
+    # frames/s with one tile row (two square tiles on 4:3), x 4 / 8 tiles = 40 with two rows
     assert rows["fast"]["implied_gflops_per_s"] == pytest.approx(120.0)
     assert rows["fast"]["est_calls_per_s"] == pytest.approx(80.0)
     assert rows["fast"]["est_ms_per_call"] == pytest.approx(12.5)
-    assert rows["fast"]["est_pipeline_ceiling_fps"] == pytest.approx(320.0)
+    assert rows["fast"]["est_pipeline_ceiling_fps"] == pytest.approx(160.0)
+    assert rows["fast"]["est_pipeline_ceiling_fps_two_rows"] == pytest.approx(40.0)
     assert rows["fast"]["published_ms"] == 25.0 and rows["fast"]["source"] == "s1"
     # slow: 2.5 x 0.5 = 1.25 GFLOP/s; / 1.5 = 0.8333 calls/s = 1200 ms; x 4 = 3.333 frames/s
     assert rows["slow"]["est_calls_per_s"] == pytest.approx(2.5 * 0.5 / 1.5)
     assert rows["slow"]["est_ms_per_call"] == pytest.approx(1200.0)
     assert rows["slow"]["published_ms"] == pytest.approx(400.0)     # from fps where no latency is given
-    assert rows["slow"]["est_pipeline_ceiling_fps"] == pytest.approx(4 * 2.5 * 0.5 / 1.5)
+    assert rows["slow"]["est_pipeline_ceiling_fps"] == pytest.approx(4 * 2.5 * 0.5 / 1.5 / 2)
     assert all(row["label"].startswith("ESTIMATE") for row in rows.values())
 
 
@@ -63,7 +65,8 @@ def test_the_rendered_page_says_estimate_and_names_the_missing(script):
               "same_count": {**script.SAME_COUNT, "factor": 1.5 / script.SAME_COUNT["gflops"]}}
     page = script.render(result)
     assert "estimates from published figures, not measurements" in page
-    assert "| fast [1] | 25.0 | 40.0 | 120.0 | 12.5 | 80.0 | 240 |" in page
+    assert "| fast [1] | 25.0 | 40.0 | 120.0 | 12.5 | 80.0 | 120 | 30 |" in page
+    assert "2 runs with 1 tile row, 8 runs with 2 tile rows" in page
     assert "- none: its profile has no published detector figure" in page
     assert max(len(line) for line in page.splitlines() if line.startswith("|")) <= 110
 
