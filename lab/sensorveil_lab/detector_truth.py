@@ -33,7 +33,7 @@ def truth_recall(clip: Path, gt: Path, gt_size: tuple, candidates: list, detecto
     """{"frames", "people", "reference": share of the annotated people the fit's reference covers, "candidates":
     [{tile_rows, score, recall}]} on every JUDGE_EVERY-th frame of the clip's test part, boxes below the first
     threshold capped at ``tallest`` of the frame's height as the fit caps them."""
-    from sensorveil.benchmarks.clip_audit import covered_people, read_clip
+    from sensorveil.benchmarks.clip_audit import OncePerFrame, covered_people, read_clip
     from sensorveil.benchmarks.reference_people import TiledPeople, empty_scene, merge_boxes, offline_boxes
     from sensorveil.export.person_detector.camera_fit import graph_rows, merged_boxes, motion_boxes
     from sensorveil.export.person_detector.common import CALIBRATION_PART
@@ -42,9 +42,9 @@ def truth_recall(clip: Path, gt: Path, gt_size: tuple, candidates: list, detecto
     frames = read_clip(clip)
     truth = truth_boxes(gt, gt_size, clip_size_of(clip))
     run = graph_runner(detector)
-    reference = TiledPeople(run)
+    reference = OncePerFrame(TiledPeople(run))
     log(f"detector truth: the empty scene of {len(frames)} frames")
-    empty = empty_scene(frames, lambda index, frame: reference(index, frame))
+    empty = empty_scene(frames, reference)
     settings = sorted({(c["tile_rows"], c["score"]) for c in candidates})
     found = {setting: 0 for setting in settings}
     referenced = people = judged = 0

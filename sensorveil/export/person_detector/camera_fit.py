@@ -1,9 +1,10 @@
 """The person detector's threshold and tiles for one camera, chosen at export on the run's own clip.
 
 COCO's SSDLite at the bundles' first setting (DEFAULT_SCORE on the frame's square tiles) finds most of walkway's
-people but a fifth to a third of them on two fetched cameras, whose people are smaller and many of them stand
-(docs/decisions/0024-detector-fit.md). A lower threshold and smaller tiles find them; both cost something (boxes
-where nobody is, graph runs a frame), and how much each camera needs differs. So the export measures it.
+people but fewer than half of them on two fetched cameras, whose people are smaller and many of them stand
+(docs/detector_fit.md, its first-setting rows; decision 0024). A lower threshold and smaller tiles find them;
+both cost something (boxes where nobody is, graph runs a frame), and how much each camera needs differs. So the
+export measures it.
 
 Each candidate, tile rows (learned.detector_tiles) x threshold (SCORES, DEFAULT_SCORE down to SCORE_RANGE's
 floor), united with the motion detector as the pipeline unites them, is run on sampled frames of the clip's
@@ -109,13 +110,14 @@ def first_setting(why: str) -> dict:
 
 
 def _fit(clip, detector: Path, progress) -> dict:
+    from sensorveil.benchmarks.clip_audit import OncePerFrame
     from sensorveil.benchmarks.reference_people import TiledPeople, empty_scene, merge_boxes, offline_boxes
     from sensorveil.sdk.datasets.bank_screen import graph_runner
     frames, stride = training_frames(clip)
     run = graph_runner(detector)
-    reference = TiledPeople(run)
+    reference = OncePerFrame(TiledPeople(run))     # the empty scene's frames and the judged ones overlap
     progress(f"fitting the person detector to {Path(clip).name}: the empty scene of {len(frames)} training frames")
-    empty = empty_scene(frames, lambda index, frame: reference(index, frame))
+    empty = empty_scene(frames, reference)
     candidates = [Candidate(rows, score) for rows in TILE_ROWS for score in SCORES]
     judged = range(-(-WARM_UP // stride), len(frames), max(JUDGE_EVERY // stride, 1))
     people = {index: merge_boxes(offline_boxes(frames[index], empty), reference(index, frames[index]))
