@@ -179,7 +179,7 @@ def detector_tiles(height, width, rows=DEFAULT_TILE_ROWS):
     """(top, left, side) of every tile the graph looks at: the frame's ``square_tiles``, and for ``rows`` of 2 a
     grid of smaller square tiles, ``rows`` of them across the short side, overlapping by TILE_OVERLAP. In the
     smaller tiles a person far from the camera fills more of the graph's 300x300 input: on two fetched cameras
-    the square tiles alone found a third to a half of the people (docs/decisions/0024-detector-fit.md). Each
+    the square tiles alone found fewer than half of the people (docs/detector_fit.md, decision 0024). Each
     tile is one run of the graph: 8 for a 4:3 frame with 2 rows, 10 for 16:9."""
     if isinstance(rows, bool) or not isinstance(rows, int) or not TILE_ROWS_RANGE[0] <= rows <= TILE_ROWS_RANGE[1]:
         raise InputError("detector tile rows {!r}; expected a whole number from {} to {}".format(
