@@ -261,6 +261,35 @@ def test_cut_out_paste_keeps_people_side_by_side_apart_for_a_downstream_counter(
     assert ((alone == 200).sum()) == 12 * 40                  # a person with nobody near keeps every pixel
 
 
+def standing(x, y, h=40, w=12):
+    """One placed person for keep_apart: (x, y, patch, mask), a solid h x w figure."""
+    return (x, y, None, np.ones((h, w), bool))
+
+
+def test_keep_apart_puts_the_nearer_person_in_front_whole_and_the_farther_one_behind_it():
+    """A crowd seen from above: the person whose feet are lower in the frame is nearer the camera. They are
+    pasted whole; the one behind loses only what is within the gap of them, and stays one piece."""
+    from sensorveil.runtime.camera.composite import PERSON_GAP, keep_apart
+    behind, front = standing(50, 20), standing(56, 45)          # front's feet lower, overlapping behind's legs
+    (_, _, _, behind_shown), (_, _, _, front_shown) = keep_apart([behind, front])
+    assert front_shown.all()                                    # nothing taken out of the nearer person
+    assert behind_shown[:45 - 20 - PERSON_GAP[1]].all()         # above the front one's zone: all in view
+    assert not behind_shown[45 - 20 - PERSON_GAP[1]:].any()     # within it: hidden (all its columns are)
+    assert cv2.connectedComponents(behind_shown.astype(np.uint8))[0] - 1 == 1
+
+
+def test_keep_apart_pastes_no_piece_of_a_person_mostly_hidden_behind_a_nearer_one():
+    """What shows of a person behind others is pasted only as one piece of at least LEAST_IN_VIEW of them: a
+    head on its own, or two legs either side of a nearer person, is not a person to anyone looking."""
+    from sensorveil.runtime.camera.composite import LEAST_IN_VIEW, keep_apart
+    head_only = keep_apart([standing(50, 20), standing(48, 30, w=16)])[0][3]
+    assert not head_only.any()                                   # 2 rows of 40 would show: pasted as nobody
+    wide = (50, 20, None, np.ones((40, 60), bool))               # split in two by a narrow nearer person
+    shown = keep_apart([wide, standing(80, 15, h=50)])[0][3]    # its zone: columns 74-97 of the frame
+    assert shown[:, :24].all() and not shown[:, 24:].any()       # the larger piece, 40% of them; not the other
+    assert shown.sum() >= LEAST_IN_VIEW * wide[3].sum()
+
+
 def test_cut_out_paste_thickens_thin_limbs_so_a_counters_opening_keeps_them():
     frame = np.full((120, 160), 100, np.uint8)
     background = np.full_like(frame, 50)

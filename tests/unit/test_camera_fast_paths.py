@@ -94,14 +94,16 @@ def reference_keep_apart(placed, gap=composite.PERSON_GAP):
     left, top = min(p[0] for p in placed) - gap[0], min(p[1] for p in placed) - gap[1]
     width = max(p[0] + p[3].shape[1] for p in placed) + gap[0] - left
     height = max(p[1] + p[3].shape[0] for p in placed) + gap[1] - top
-    owners = np.zeros((height, width), dtype=np.int32)
-    for x, y, _, person in placed:
+    taken, apart = np.zeros((height, width), dtype=bool), list(placed)
+    for k in composite.nearest_first(placed):
+        x, y, patch, person = placed[k]
+        where = np.s_[y - top:y - top + person.shape[0], x - left:x - left + person.shape[1]]
+        shown = composite.in_view(person & ~taken[where], person)
+        apart[k] = (x, y, patch, shown)
         near = np.zeros((height, width), dtype=np.uint8)
-        near[y - top:y - top + person.shape[0], x - left:x - left + person.shape[1]] = person
-        owners += cv2.dilate(near, ring) > 0
-    return [(x, y, patch, person & ~(owners[y - top:y - top + person.shape[0],
-                                            x - left:x - left + person.shape[1]] > 1))
-            for x, y, patch, person in placed]
+        near[where] = shown
+        taken |= cv2.dilate(near, ring) > 0
+    return apart
 
 
 def test_keep_apart_matches_dilation_over_the_whole_canvas():

@@ -14,6 +14,9 @@ SHADOW_RATIO = 0.45
 # kernel (5x9) bridges once the substitutes are thickened by a pixel, so people the detector found
 # apart stay apart (docs/decisions/0001-camera-paste.md)
 PERSON_GAP = (6, 8)
+# of a person partly hidden behind nearer ones, the least share that must stay in view as one piece to be pasted
+# (keep_apart): less is a head, an arm or a pair of legs on its own, which is no person to a viewer or a detector
+LEAST_IN_VIEW = 1.0 / 3
 THICKEN = np.ones((3, 3), dtype=np.uint8)     # a pasted person's mask grows by a pixel each way (fit_person)
 # box height (frame pixels) from which a pasted person is not thickened: there a limb is 3 px or more, which a
 # counter's 3x3 opening keeps, and a pixel more each way made walkers squat blocks the learned detector missed
@@ -283,10 +286,15 @@ def grey_of(pixels):
 
 
 def keep_apart(placed, gap=PERSON_GAP):
-    """The placed people with every pixel closer than ``gap`` (x, y) pixels to another pasted person
-    taken out of both. The detector found them as separate blobs in the camera's frame, but substitutes
-    scaled to their boxes fill what was between two people walking side by side; touching, they
-    would be one blob to a people counter downstream, one person fewer than the camera saw."""
+    """The placed people as a camera above the ground sees them: the nearest first (the lowest feet in the
+    frame), each whole but for what nearer people hide, with every pixel closer than ``gap`` (x, y) pixels to a
+    nearer person taken out of the farther one. The detector found them as separate people in the camera's
+    frame, but substitutes scaled to their boxes fill what was between two people walking side by side;
+    touching, they would be one blob to a people counter downstream, one person fewer than the camera saw.
+    Taking the shared pixels out of both people instead left pieces of each (a head off its body, a pair of
+    legs) in a crowd (docs/decisions/0025-nearest-in-front.md). Of a person partly hidden only the largest
+    piece in view is pasted, and only where it is at least LEAST_IN_VIEW of them: less is hidden, as a person
+    standing behind others is in the camera's own frame."""
     if len(placed) < 2:
         return placed
     cv2 = opencv()
@@ -295,17 +303,40 @@ def keep_apart(placed, gap=PERSON_GAP):
     top = min(p[1] for p in placed) - gap[1]
     width = max(p[0] + p[3].shape[1] for p in placed) + gap[0] - left
     height = max(p[1] + p[3].shape[0] for p in placed) + gap[1] - top
-    owners = np.zeros((height, width), dtype=np.int32)       # how many people's near zone covers a pixel
-    for x, y, _, person in placed:
-        # the person's own rectangle grown by the gap: their near zone reaches no further (and stays on the
-        # canvas, which runs a gap past every person), so the dilation needs no more of the canvas
-        rows, cols = person.shape[0] + 2 * gap[1], person.shape[1] + 2 * gap[0]
-        near = np.zeros((rows, cols), dtype=np.uint8)
-        near[gap[1]:gap[1] + person.shape[0], gap[0]:gap[0] + person.shape[1]] = person
+    taken = np.zeros((height, width), dtype=bool)       # the near zones of the people placed in front
+    apart = list(placed)
+    for k in nearest_first(placed):
+        x, y, patch, person = placed[k]
+        rows, cols = slice(y - top, y - top + person.shape[0]), slice(x - left, x - left + person.shape[1])
+        shown = in_view(person & ~taken[rows, cols], person)
+        apart[k] = (x, y, patch, shown)
+        # the zone reaches no further than the person's own rectangle grown by the gap (on the canvas, which
+        # runs a gap past every person), so the dilation needs no more of the canvas
+        near = np.zeros((person.shape[0] + 2 * gap[1], person.shape[1] + 2 * gap[0]), dtype=np.uint8)
+        near[gap[1]:gap[1] + person.shape[0], gap[0]:gap[0] + person.shape[1]] = shown
         top0, left0 = y - top - gap[1], x - left - gap[0]
-        owners[top0:top0 + rows, left0:left0 + cols] += cv2.dilate(near, ring) > 0
-    apart = []
-    for x, y, patch, person in placed:
-        shared = owners[y - top:y - top + person.shape[0], x - left:x - left + person.shape[1]] > 1
-        apart.append((x, y, patch, person & ~shared))
+        taken[top0:top0 + near.shape[0], left0:left0 + near.shape[1]] |= cv2.dilate(near, ring) > 0
     return apart
+
+
+def nearest_first(placed):
+    """The indices of the placed people (x, y, patch, mask), nearest the camera first: the lowest bottom edge
+    in the frame (feet on the ground, seen from above), the first placed first among equals."""
+    return sorted(range(len(placed)), key=lambda k: (-(placed[k][1] + placed[k][3].shape[0]), k))
+
+
+def in_view(shown, person):
+    """What is pasted of a person (``person``, a mask) of whom nearer people leave ``shown``: all of them where
+    none is hidden; else the largest 8-connected piece in view where it holds at least LEAST_IN_VIEW of their
+    pixels, and nothing where it does not."""
+    if np.array_equal(shown, person):
+        return person
+    cv2 = opencv()
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(shown.astype(np.uint8), connectivity=8)
+    if count < 2:
+        return shown
+    areas = stats[1:, cv2.CC_STAT_AREA]
+    largest = 1 + int(np.argmax(areas))
+    if areas[largest - 1] < LEAST_IN_VIEW * np.count_nonzero(person):
+        return np.zeros_like(person)
+    return labels == largest
