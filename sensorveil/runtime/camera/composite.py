@@ -15,7 +15,7 @@ SHADOW_RATIO = 0.45
 # apart stay apart (docs/decisions/0001-camera-paste.md)
 PERSON_GAP = (6, 8)
 # of a person partly hidden behind nearer ones, the least share that must stay in view as one piece to be pasted
-# (keep_apart): less is a head, an arm or a pair of legs on its own, which is no person to a viewer or a detector
+# (keep_apart): a piece that small is a head or an arm on its own, no person to a viewer or a detector
 LEAST_IN_VIEW = 1.0 / 3
 THICKEN = np.ones((3, 3), dtype=np.uint8)     # a pasted person's mask grows by a pixel each way (fit_person)
 # box height (frame pixels) from which a pasted person is not thickened: there a limb is 3 px or more, which a
