@@ -82,10 +82,12 @@ def counter_factories(privatizer) -> dict:
     The goal's two: the pipeline's counter is the bundle's own detector stack (its declared pre-processor, made
     fresh: the learned detector where the bundle carries one, motion, tracker and hold), so the raw frame's count
     is the people the device found and the release's is what the same stack finds of the substitutes; the
-    independent one is the learned detector alone where the bundle carries it, else OpenCV's KNN model. A learned
-    bundle's release is also counted by a plain motion counter (MOG2 + tracker, BESIDE_THE_GOAL): a counter of a
-    kind the bundle does not run, whose raw count misses people the bundle's detector finds (groups it merges,
-    people standing), so the release, which has a substitute for each of them, counts more; shown, not judged."""
+    independent one is the learned detector alone where the bundle carries it (the graph at the threshold, tiles
+    and height cap fitted to the camera, as the bundle runs it: decision 0026), else OpenCV's KNN model. Shown
+    beside the goal, not judged (BESIDE_THE_GOAL): a plain motion counter (MOG2 + tracker), a kind the bundle
+    does not run, whose raw count misses people the bundle's detector finds (groups it merges, people standing),
+    so the release, which has a substitute for each of them, counts more; and the learned graph at its first
+    setting (0.3, square tiles), the independent counter before the detector was fitted to each camera."""
     from sensorveil.runtime.camera import MotionPeopleDetector, PersonCrops
     from sensorveil.runtime.camera.learned import DETECTOR_GRAPH, LearnedPeopleDetector
 
@@ -100,7 +102,12 @@ def counter_factories(privatizer) -> dict:
         return lambda frame: people.prepare(frame)[1][1]
 
     def learned():
-        return LearnedPeopleDetector(pipeline.run_graph).find      # the graph alone: no background model
+        settings = pipeline.declared        # the graph alone, no background model, as the bundle runs it
+        return LearnedPeopleDetector(pipeline.run_graph, graph=settings.detector_graph, score=settings.detector_score,
+                                     tile_rows=settings.detector_tile_rows, tallest=settings.detector_tallest).find
+
+    def first_setting():
+        return LearnedPeopleDetector(pipeline.run_graph).find
 
     if DETECTOR_GRAPH not in pipeline.graphs:
         return {"pipeline": ("the bundle's own detector (motion + tracker)", bundle_stack),
@@ -108,11 +115,15 @@ def counter_factories(privatizer) -> dict:
                                 lambda: MotionPeopleDetector(background="knn").detect)}
     # the pipeline's counter and the motion counter keep a background model: they count every frame, read on judged
     return {"pipeline": ("the bundle's own detector (learned + motion + tracker)", bundle_stack),
-            "independent": ("the bundle's learned detector alone", learned),
-            "motion": ("a plain motion counter (MOG2 + tracker), beside the goal", motion_stack)}
+            "independent": ("the bundle's learned detector alone, at its fitted setting", learned),
+            "motion": ("a plain motion counter (MOG2 + tracker), beside the goal", motion_stack),
+            "first_setting": ("the learned detector alone at 0.3 on square tiles, beside the goal", first_setting)}
 
 
-BESIDE_THE_GOAL = ("motion",)   # counters shown on the page but not judged (counter_factories says why)
+# counters shown on the page but not judged (counter_factories says why)
+BESIDE_THE_GOAL = ("motion", "first_setting")
+# counters that keep no background model: run on judged frames only
+STATELESS = ("independent", "first_setting")
 
 
 class CountCheck(object):
@@ -283,7 +294,7 @@ def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None, scene
     people = Announced(tiles, len(raw_frames[::MEDIAN_EVERY]), log, "clip audit: the empty scene") if learned else None
     empty = empty_scene(raw_frames, people)
     meter, recall = LeakMeter(empty, offline=tiles), RecallCheck(empty, tiles)
-    counts = CountCheck(counter_factories(privatizer), stateless=("independent",) if learned else ())
+    counts = CountCheck(counter_factories(privatizer), stateless=STATELESS if learned else ())
     directions = DirectionCheck()
     stream = Stream(privatizer, open_source(str(clip), reconnect=False, prefetch=False))
     last = started = time.monotonic()
