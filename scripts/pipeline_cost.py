@@ -94,15 +94,17 @@ def override(detector, every: "int | None", motion_scale: "float | None") -> Non
         detector.motion = MotionPeopleDetector(scale=motion_scale)
 
 
-def deface_cpu_ms(peers: Path) -> "float | None":
-    """deface's CPU ms per frame on docs/peers.json's clip, or None without that page."""
+def deface_cpu_ms(peers: Path) -> "tuple | None":
+    """(deface's CPU ms per frame on docs/peers.json's clip, the machine that page was made on), or None
+    without that page."""
     if not peers.is_file():
         return None
-    rows = json.loads(peers.read_text()).get("rows", [])
-    return next((1e3 * row["cpu_s_per_frame"] for row in rows if row.get("tool") == "deface"), None)
+    record = json.loads(peers.read_text())
+    ms = next((1e3 * row["cpu_s_per_frame"] for row in record.get("rows", []) if row.get("tool") == "deface"), None)
+    return None if ms is None else (ms, record.get("provenance", {}).get("host", "a machine it does not name"))
 
 
-def page(result: dict, record: dict, deface_ms: "float | None") -> str:
+def page(result: dict, record: dict, deface: "tuple | None") -> str:
     total = result["total_cpu_ms"]
     lines = ["# Where the camera pipeline's CPU time goes", "", page_header(record), "",
              f"{result['frames']} frames of `{result['clip']}` through `{result['bundle']}` "
@@ -112,13 +114,23 @@ def page(result: dict, record: dict, deface_ms: "float | None") -> str:
     for step, ms in sorted(result["cpu_ms"].items(), key=lambda item: -item[1]):
         lines.append(f"| {step} | {ms:.1f} | {100 * ms / total:.0f}% |")
     lines.append(f"| **whole pipeline** | **{total:.1f}** | {1000 / total:.1f} frames per CPU-second |")
-    if deface_ms:
+    if deface:
+        deface_ms, host = deface
         goal = deface_ms / GOAL_TIMES_DEFACE
         lines += ["", f"Goal: {GOAL_TIMES_DEFACE}x deface's frames per CPU-second. deface spends {deface_ms:.1f} "
-                  f"CPU ms a frame on this clip (docs/peers.json), so the goal is {goal:.1f} CPU ms a frame; the "
-                  f"pipeline spends {total:.1f} ({deface_ms / total:.1f}x deface's frames per CPU-second)."]
+                  f"CPU ms a frame on this clip (docs/peers.json, on {host}), so the goal is {goal:.1f} CPU ms a "
+                  f"frame; the pipeline spends {total:.1f} ({deface_ms / total:.1f}x deface's frames per "
+                  f"CPU-second)." + other_machine(host, record)]
         lines += ["", budget_line(result["cpu_ms"], total, goal, deface_ms)]
     return "\n".join(lines) + "\n"
+
+
+def other_machine(deface_host: str, record: dict) -> str:
+    """A warning where deface's figure comes from another machine than this page's: a ratio of two CPUs' times."""
+    if deface_host == record.get("host"):
+        return ""
+    return (f" deface's figure was measured on another machine than this page ({record.get('host')}), so that "
+            f"ratio mixes two CPUs; docs/camera_speed.md times deface in the same rounds as the bundles.")
 
 
 def settings_text(every: "int | None", motion_scale: "float | None") -> str:
