@@ -90,6 +90,7 @@ def counter_factories(privatizer) -> dict:
     setting (0.3, square tiles), the independent counter before the detector was fitted to each camera."""
     from sensorveil.runtime.camera import MotionPeopleDetector, PersonCrops
     from sensorveil.runtime.camera.learned import DETECTOR_GRAPH, LearnedPeopleDetector
+    from sensorveil.runtime.camera.pipeline import learned_people
 
     pipeline = privatizer.pipeline
 
@@ -102,9 +103,8 @@ def counter_factories(privatizer) -> dict:
         return lambda frame: people.prepare(frame)[1][1]
 
     def learned():
-        settings = pipeline.declared        # the graph alone, no background model, as the bundle runs it
-        return LearnedPeopleDetector(pipeline.run_graph, graph=settings.detector_graph, score=settings.detector_score,
-                                     tile_rows=settings.detector_tile_rows, tallest=settings.detector_tallest).find
+        # the graph alone (find: no motion, no background model), at the settings the bundle runs it with
+        return learned_people(pipeline.declared, pipeline.run_graph).find
 
     def first_setting():
         return LearnedPeopleDetector(pipeline.run_graph).find

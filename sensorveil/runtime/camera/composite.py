@@ -77,16 +77,25 @@ def clean_cut_out(cut_out):
     pasted as they are, a downstream people counter splits them, or rejects them by shape."""
     cv2 = opencv()
     cut_out = np.asarray(cut_out, dtype=np.uint8)
-    mask = (cut_out > 0).astype(np.uint8)
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
-    if count <= 1:
+    blob, _ = largest_blob(cut_out > 0)
+    if blob is None:
         return cut_out.copy()
-    largest = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
-    solid = cv2.morphologyEx((labels == largest).astype(np.uint8), cv2.MORPH_CLOSE,
+    solid = cv2.morphologyEx(blob.astype(np.uint8), cv2.MORPH_CLOSE,
                              cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 9)))
     # closed gaps take the blurred grey of the person around them (0 is reserved for "not the person")
     filled = np.maximum(cv2.blur(cut_out, (5, 5)), 1)
     return np.where(solid > 0, np.where(cut_out > 0, cut_out, filled), 0).astype(np.uint8)
+
+
+def largest_blob(mask):
+    """(the largest 8-connected blob of a boolean ``mask``, as a mask; its pixel count), or (None, 0) where the
+    mask holds nothing."""
+    cv2 = opencv()
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+    if count <= 1:
+        return None, 0
+    largest = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    return labels == largest, int(stats[largest, cv2.CC_STAT_AREA])
 
 
 # what a substitute's cut-out must look like to be pasted (person_shaped), as shares of the crop (CROP_MARGIN
@@ -304,12 +313,14 @@ def keep_apart(placed, gap=PERSON_GAP):
     width = max(p[0] + p[3].shape[1] for p in placed) + gap[0] - left
     height = max(p[1] + p[3].shape[0] for p in placed) + gap[1] - top
     taken = np.zeros((height, width), dtype=bool)       # the near zones of the people placed in front
-    apart = list(placed)
-    for k in nearest_first(placed):
+    apart, order = list(placed), nearest_first(placed)
+    for k in order:
         x, y, patch, person = placed[k]
         rows, cols = slice(y - top, y - top + person.shape[0]), slice(x - left, x - left + person.shape[1])
         shown = in_view(person & ~taken[rows, cols], person)
         apart[k] = (x, y, patch, shown)
+        if k == order[-1]:      # nobody stands behind the farthest person: their zone would hide no one
+            break
         # the zone reaches no further than the person's own rectangle grown by the gap (on the canvas, which
         # runs a gap past every person), so the dilation needs no more of the canvas
         near = np.zeros((person.shape[0] + 2 * gap[1], person.shape[1] + 2 * gap[0]), dtype=np.uint8)
@@ -331,12 +342,7 @@ def in_view(shown, person):
     pixels, and nothing where it does not."""
     if np.array_equal(shown, person):
         return person
-    cv2 = opencv()
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(shown.astype(np.uint8), connectivity=8)
-    if count < 2:
-        return shown
-    areas = stats[1:, cv2.CC_STAT_AREA]
-    largest = 1 + int(np.argmax(areas))
-    if areas[largest - 1] < LEAST_IN_VIEW * np.count_nonzero(person):
+    piece, area = largest_blob(shown)
+    if piece is None or area < LEAST_IN_VIEW * np.count_nonzero(person):
         return np.zeros_like(person)
-    return labels == largest
+    return piece

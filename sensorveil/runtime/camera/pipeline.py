@@ -53,12 +53,20 @@ def person_crops_from_manifest(settings, run_graph=None, scene_still=None):
         settings = CameraSettings.from_entry(settings)
     people = None
     if settings.learned:
-        people = learned.LearnedPeopleDetector(
-            run_graph, graph=settings.detector_graph, score=settings.detector_score, every=settings.detector_every,
-            tile_rows=settings.detector_tile_rows, tallest=settings.detector_tallest,
-            motion=MotionPeopleDetector(scale=settings.motion_scale), leave_behind=settings.cuts_out)
+        people = learned_people(settings, run_graph, MotionPeopleDetector(scale=settings.motion_scale),
+                                settings.cuts_out)
     return PersonCrops(settings.crop_shape, detector=people, margin=float(settings.margin), paste=settings.paste,
                        scene_still=scene_still)
+
+
+def learned_people(settings, run_graph, motion=None, leave_behind=False):
+    """The learned people detector as a bundle's camera settings (``CameraSettings``) run it: its graph,
+    threshold, step, tile rows and height cap. The pipeline gives it its motion detector; a caller that wants the
+    graph alone (``find``) leaves ``motion`` out."""
+    return learned.LearnedPeopleDetector(
+        run_graph, graph=settings.detector_graph, score=settings.detector_score, every=settings.detector_every,
+        tile_rows=settings.detector_tile_rows, tallest=settings.detector_tallest, motion=motion,
+        leave_behind=leave_behind)
 
 
 class PersonCrops(Preprocessor):
