@@ -98,6 +98,42 @@ def test_a_screened_bank_is_recorded_by_the_walkers_it_kept_and_reloads_without_
         load_dataset("walkway", walkway(), **options, bank_screened=recorded["bank_screened"])
 
 
+def test_a_screen_of_three_rounds_reloads_the_same_walkers_of_every_round(tmp_path, monkeypatch):
+    from sensorveil.runtime.bundle import sha256_of
+    from sensorveil.sdk.datasets import bank_screen, load_dataset
+    from sensorveil.sdk.runs import recorded_options
+    detector = tmp_path / "detector.onnx"
+    detector.write_bytes(b"a detector's bytes")
+    kept = list(range(5)) + list(range(70, 76)) + list(range(180, 186))          # walkers of all three rounds
+    outcome = {"detector": detector.name, "candidates": 192, "rounds": 3, "kept": len(kept), "share": 0.85,
+               "clip_sha256": sha256_of(Path(walkway()))}
+    rounds = []
+
+    def screen(clip, until, first, graph, seed, progress, hashes, more):
+        rounds.extend([first[1], more(1)[1], more(2)[1]])
+        return np.asarray(kept), dict(outcome)
+    monkeypatch.setattr(bank_screen, "_SCREENED", {})
+    monkeypatch.setattr(bank_screen, "_screen", screen)
+    options = {"stride": 8, "bank_screen": str(detector)}
+    data = load_dataset("walkway", walkway(), **options)
+    assert all(r.min() == 0 and r.max() == 63 for r in rounds)                    # each round's own walker ids
+    monkeypatch.setattr(bank_screen, "_screen", None)                             # a reload never screens
+    again = load_dataset("walkway", walkway(), **recorded_options(options, data))
+    bank, bank_again = data.attributes["trial_split"] == 2, again.attributes["trial_split"] == 2
+    assert bank.sum() == len(kept) * 24 and (data.x[bank] == again.x[bank_again]).all()
+    assert len(np.unique(data.attributes["track"][bank])) == 2 * len(kept)
+    first_only = load_dataset("walkway", walkway(), stride=8,
+                              bank_screened={**outcome, "candidates": 64, "kept": 17, "kept_walkers": list(range(17))})
+    with pytest.raises(ValueError, match="bank_screened.kept_walkers"):              # 180 is not of 64 candidates
+        load_dataset("walkway", walkway(), stride=8, bank_screened={**outcome, "candidates": 64,
+                                                                     "kept_walkers": kept})
+    with pytest.raises(ValueError, match="bank_screened.kept_walkers"):              # not a whole round
+        load_dataset("walkway", walkway(), stride=8, bank_screened={**outcome, "candidates": 100,
+                                                                     "kept_walkers": kept[:11]})
+    rows = data.attributes["trial_split"] == 2
+    assert (first_only.x[first_only.attributes["trial_split"] == 2][:5 * 24] == data.x[rows][:5 * 24]).all()
+
+
 @pytest.mark.parametrize("value, field", [
     ({"source": "rendered", "real_people": True}, "bank_source.real_people"),   # a bank that lies about itself
     ({"source": "clip", "real_people": False}, "bank_source.real_people"),

@@ -69,6 +69,33 @@ def test_too_few_walkers_kept_is_one_error_saying_how_many_people_the_detector_f
     places = [(frame, frame, np.zeros((2, 4), int))] * 5          # the detector finds 2 people a frame
     monkeypatch.setattr(bank_screen, "graph_finder", lambda graph: None)
     monkeypatch.setattr(bank_screen, "training_places", lambda clip, until, find: places)
-    monkeypatch.setattr(bank_screen, "found_shares", lambda *args: np.r_[np.ones(4), np.zeros(60)])
+    monkeypatch.setattr(bank_screen, "found_shares", lambda *args, **kw: np.r_[np.ones(4), np.zeros(60)])
+    first = (None, np.arange(64))
     with pytest.raises(ValueError, match=r"4 of 64 .* 2\.0 people a frame .*--person-detector motion"):
-        bank_screen._screen(tmp_path / "clip.avi", 10, None, None, tmp_path / "d.onnx", 0, None, ("c", "d"))
+        bank_screen._screen(tmp_path / "clip.avi", 10, first, tmp_path / "d.onnx", 0, None, ("c", "d"))
+    more = lambda r: (None, np.arange(64))                               # noqa: E731
+    with pytest.raises(ValueError, match=r"12 of 192 .*"):           # three rounds, still too few
+        bank_screen._screen(tmp_path / "clip.avi", 10, first, tmp_path / "d.onnx", 0, None, ("c", "d"), more)
+
+
+def test_where_few_walkers_pass_the_screen_draws_further_rounds_at_the_same_share(tmp_path, monkeypatch):
+    frame = np.zeros((8, 8, 3), np.uint8)
+    monkeypatch.setattr(bank_screen, "graph_finder", lambda graph: None)
+    monkeypatch.setattr(bank_screen, "training_places", lambda clip, until, find: [(frame, frame, np.zeros((1, 4)))])
+    rounds_drawn, shares = [], {0: np.r_[np.ones(10), np.zeros(54)], 1: np.r_[np.zeros(60), np.full(4, 0.9)],
+                                2: np.r_[np.full(3, 0.84), np.ones(5), np.zeros(56)]}
+    monkeypatch.setattr(bank_screen, "found_shares", lambda *args, draw_round: shares[draw_round])
+
+    def more(r):
+        rounds_drawn.append(r)
+        return None, np.arange(64)
+    kept, record = bank_screen._screen(tmp_path / "c.avi", 10, (None, np.arange(64)), tmp_path / "d.onnx", 0, None,
+                                       ("c", "d"), more)
+    assert rounds_drawn == [1, 2]
+    assert kept.tolist() == list(range(10)) + [124, 125, 126, 127] + list(range(131, 136))   # 0.84 < 85%: out
+    assert (record["candidates"], record["rounds"], record["kept"]) == (192, 3, 19)
+    enough = {0: np.r_[np.ones(16), np.zeros(48)]}
+    monkeypatch.setattr(bank_screen, "found_shares", lambda *args, draw_round: enough[draw_round])
+    _, record = bank_screen._screen(tmp_path / "c.avi", 10, (None, np.arange(64)), tmp_path / "d.onnx", 0, None,
+                                    ("c", "d"), more)
+    assert record["rounds"] == 1 and rounds_drawn == [1, 2]          # a first round that suffices draws no more

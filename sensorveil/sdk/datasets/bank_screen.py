@@ -21,6 +21,9 @@ SCREEN_SHARE = 0.85       # a walker is kept when the detector finds it at this 
 SCREEN_EVERY = 10         # every 10th frame of the training part is a frame of places
 SCREEN_START = 40         # the motion model's warm-up: its empty scene is not yet a scene before this
 MIN_KEPT = 16             # fewer walkers than this pass: the screen refuses rather than ship a tiny bank
+# Where few walkers read as people (people close to the camera, drawn large), the screen draws another round of
+# as many candidates, up to this many rounds, rather than refuse or keep walkers at a laxer share
+SCREEN_ROUNDS = 3
 MATCH_IOU = 0.5
 HEIGHT_RATIO = 1.5
 
@@ -98,10 +101,11 @@ def matched(pasted, detections):
 
 
 def found_shares(places: list, colour: np.ndarray, walker_of: np.ndarray, find, seed: int = 0,
-                 progress=None) -> np.ndarray:
+                 progress=None, draw_round: int = 0) -> np.ndarray:
     """Per walker (``walker_of``: each bank crop's walker, 0..W-1), the share of ``places`` where ``find``
-    finds it pasted: at each place every walker is pasted at all of its boxes, one crop of it drawn per box."""
-    rng = np.random.default_rng([seed, 85])
+    finds it pasted: at each place every walker is pasted at all of its boxes, one crop of it drawn per box.
+    ``draw_round``: the screen's round (its own draws of crops; round 0 draws as the screen always has)."""
+    rng = np.random.default_rng([seed, 85] if not draw_round else [seed, 85, draw_round])
     walkers = int(walker_of.max()) + 1
     rows = [np.flatnonzero(walker_of == w) for w in range(walkers)]
     found, pasted = np.zeros(walkers), np.zeros(walkers)
@@ -117,13 +121,15 @@ def found_shares(places: list, colour: np.ndarray, walker_of: np.ndarray, find, 
 
 
 def screen_walkers(clip: str | Path, until: int, colour: np.ndarray, walker_of: np.ndarray, graph: str | Path,
-                   seed: int = 0, progress=None) -> tuple:
-    """(kept walkers' ids, provenance) of the screen on the clip's frames before ``until``. A screen of the same
-    clip, detector, walkers and seed ran before in this process is reused: an audit reloads the dataset the run
-    trained on (a minute of pasting on walkway), and the same inputs screen to the same walkers."""
-    key = _screen_key(clip, until, colour, walker_of, graph, seed)
+                   seed: int = 0, progress=None, more=None) -> tuple:
+    """(kept walkers' ids, provenance) of the screen on the clip's frames before ``until``. ``more``: more(r) ->
+    (colour, walker_of) of round r's candidates (as many walkers as the first's), drawn while fewer than MIN_KEPT
+    are kept, up to SCREEN_ROUNDS rounds; round r's walker w is kept as r x (walkers a round) + w. A screen of
+    the same clip, detector, walkers and seed ran before in this process is reused: an audit reloads the dataset
+    the run trained on (a minute of pasting on walkway), and the same inputs screen to the same walkers."""
+    key = _screen_key(clip, until, colour, walker_of, graph, seed) + (more is not None,)
     if key not in _SCREENED:
-        _SCREENED[key] = _screen(clip, until, colour, walker_of, graph, seed, progress, key[:2])
+        _SCREENED[key] = _screen(clip, until, (colour, walker_of), graph, seed, progress, key[:2], more)
     kept, provenance = _SCREENED[key]
     return kept.copy(), dict(provenance)
 
@@ -139,28 +145,45 @@ def _screen_key(clip, until: int, colour: np.ndarray, walker_of: np.ndarray, gra
     crops = hashlib.sha256(np.ascontiguousarray(colour).tobytes())
     crops.update(np.ascontiguousarray(walker_of, dtype=np.int64).tobytes())
     return (sha256_of(Path(clip)), sha256_of(Path(graph)), int(until), int(seed), crops.hexdigest(),
-            SCREEN_SHARE, SCREEN_EVERY, MIN_KEPT)
+            SCREEN_SHARE, SCREEN_EVERY, MIN_KEPT, SCREEN_ROUNDS)
 
 
-def _screen(clip, until: int, colour: np.ndarray, walker_of: np.ndarray, graph, seed: int, progress,
-            hashes: tuple) -> tuple:
-    """The screen itself; ``hashes``: the clip's and the detector's sha256 (_screen_key has read both)."""
+def _screen(clip, until: int, first: tuple, graph, seed: int, progress, hashes: tuple, more=None) -> tuple:
+    """The screen itself, in rounds (screen_walkers); ``first``: round 0's (colour, walker_of); ``hashes``: the
+    clip's and the detector's sha256 (_screen_key has read both)."""
     find = graph_finder(graph)
     places = training_places(clip, until, find)
     if not places:
         raise ValueError(f"bank screen: the detector {Path(graph).name} finds no person on the training part of "
                          f"{Path(clip).name}; expected a still camera clip of people walking")
-    shares = found_shares(places, colour, walker_of, find, seed, progress)
-    kept = np.flatnonzero(shares >= SCREEN_SHARE)
+    per_round, kept, rounds, (colour, walker_of) = int(first[1].max()) + 1, [], 0, first
+    while True:
+        shares = found_shares(places, colour, walker_of, find, seed, _counted_on(progress, rounds),
+                              draw_round=rounds)
+        kept.extend(rounds * per_round + np.flatnonzero(shares >= SCREEN_SHARE))
+        rounds += 1
+        if len(kept) >= MIN_KEPT or more is None or rounds == SCREEN_ROUNDS:
+            break
+        colour, walker_of = more(rounds)
     if len(kept) < MIN_KEPT:
-        boxes = sum(len(place[2]) for place in places)
-        raise ValueError(f"bank screen: {len(kept)} of {len(shares)} rendered walkers are found as people at "
-                         f">= {SCREEN_SHARE:.0%} of {Path(clip).name}'s training places; expected at least "
-                         f"{MIN_KEPT}: the detector sees few pasted people on this scene (and finds "
-                         f"{boxes / len(places):.1f} people a frame on it: check how many the frames hold). "
-                         "Without the screen: the motion detector alone (quickstart --person-detector motion), "
-                         "or a consented bank")
-    return kept, {"detector": Path(graph).name, "detector_sha256": hashes[1], "share": SCREEN_SHARE,
-                  "candidates": int(len(shares)), "kept": int(len(kept)),
-                  "places": int(sum(len(p[2]) for p in places)), "frames_until": int(until),
-                  "clip_sha256": hashes[0]}
+        raise ValueError(_too_few(clip, len(kept), rounds * per_round, places))
+    return np.asarray(kept, np.int64), {
+        "detector": Path(graph).name, "detector_sha256": hashes[1], "share": SCREEN_SHARE,
+        "candidates": int(rounds * per_round), "rounds": int(rounds), "kept": int(len(kept)),
+        "places": int(sum(len(p[2]) for p in places)), "frames_until": int(until), "clip_sha256": hashes[0]}
+
+
+def _counted_on(progress, rounds_before: int):
+    """``progress`` counting a round's places after the rounds before it (all rounds paste at the same places)."""
+    if progress is None:
+        return None
+    return lambda done, total: progress(rounds_before * total + done, (rounds_before + 1) * total)
+
+
+def _too_few(clip, kept: int, candidates: int, places: list) -> str:
+    boxes = sum(len(place[2]) for place in places)
+    return (f"bank screen: {kept} of {candidates} rendered walkers are found as people at >= {SCREEN_SHARE:.0%} of "
+            f"{Path(clip).name}'s training places; expected at least {MIN_KEPT}: the detector sees few pasted "
+            f"people on this scene (and finds {boxes / len(places):.1f} people a frame on it: check how many the "
+            "frames hold). Without the screen: the motion detector alone (quickstart --person-detector motion), "
+            "or a consented bank")

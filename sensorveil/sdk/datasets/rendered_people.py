@@ -201,15 +201,16 @@ def _downsample(canvas: np.ndarray, mask: np.ndarray, crop_shape) -> tuple:
     return colour, coverage
 
 
-def render_walkers(walkers: int, phases: int, crop_shape=(128, 64), seed: int = 0) -> dict:
+def render_walkers(walkers: int, phases: int, crop_shape=(128, 64), seed: int = 0, batch: int = 0) -> dict:
     """``walkers`` random walkers, each facing right and, mirrored, left, at ``phases`` points of one walking
     cycle: colour (N, H, W, 3) BGR crops on a plain background, grey (N, H, W) (the runtime's BT.601), the
     person's mask (N, H, W) bool, direction (N,) (1 right, 0 left: the camera dataset's ``direction``) and
-    sequence (N,) (one per walker and direction), walker by walker, phase by phase."""
+    sequence (N,) (one per walker and direction), walker by walker, phase by phase. ``batch``: another draw of
+    as many walkers from the same seed (the bank screen's later rounds); batch 0 is the seed's first draw."""
     if walkers < 1 or phases < 1:
         raise ValueError(f"rendered bank needs at least one walker and one phase, got {walkers} and {phases}")
     from sensorveil.runtime.camera import to_gray
-    rng = np.random.default_rng([seed, 2718])
+    rng = np.random.default_rng([seed, 2718] if not batch else [seed, 2718, batch])
     colours, masks, direction, sequence = [], [], [], []
     for k in range(int(walkers)):
         walker = random_walker(rng)

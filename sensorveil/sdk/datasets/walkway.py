@@ -206,7 +206,8 @@ def _with_bank(people: dict, path, bank: str, bank_clip, centres: np.ndarray, se
         return people, {"source": "clip", "real_people": True, "bystanders": True,
                          "people": f"this camera's own people ({Path(path).name}, training part)"}
     from sensorveil.runtime.camera import CROP_SHAPE
-    extra, provenance = _bank_people(bank, bank_clip, *settings, screen=screen is not None)
+    rounds = screen["candidates"] // SCREEN_CANDIDATES if isinstance(screen, dict) else 1
+    extra, provenance = _bank_people(bank, bank_clip, *settings, screen=screen is not None, rounds=rounds)
     if isinstance(screen, dict):
         extra, provenance = _kept_walkers(extra, provenance, screen)
     elif screen is not None:
@@ -219,10 +220,18 @@ def _with_bank(people: dict, path, bank: str, bank_clip, centres: np.ndarray, se
 
 
 def _screened(rows: dict, provenance: dict, path, graph: str, until: int, seed: int) -> tuple:
-    """The rendered bank's rows of the walkers the screen keeps, and its provenance with the screen's."""
+    """The rendered bank's rows of the walkers the screen keeps, and its provenance with the screen's. The screen
+    draws further rounds of candidates (_rendered_rows' batches) where few of the first read as people."""
     from sensorveil.sdk.datasets.bank_screen import screen_walkers
+    drawn = [rows]
+
+    def more(batch: int) -> tuple:
+        drawn.append(_rendered_rows(SCREEN_CANDIDATES, seed, True, batch))
+        return drawn[-1]["cut_out"], _walker_of(drawn[-1]) - SCREEN_CANDIDATES * batch     # ids within the round
+
     kept, screen = screen_walkers(path, until, rows["cut_out"], _walker_of(rows), graph, seed,
-                                  progress=_screen_progress)
+                                  progress=_screen_progress, more=more)
+    rows = {k: np.concatenate([d[k] for d in drawn]) for k in rows}
     return _kept_walkers(rows, provenance, {**screen, "kept_walkers": [int(w) for w in kept]})
 
 
@@ -269,17 +278,19 @@ def _check_options(path, train_fraction: float, bank: str, bank_clip, bank_scree
 def _check_screened(bank: str, bank_screen, screened) -> None:
     """A recorded screen goes with a rendered bank, alone, and names at least MIN_KEPT distinct walkers of the
     SCREEN_CANDIDATES drawn, as many as its ``kept`` says."""
-    from sensorveil.sdk.datasets.bank_screen import MIN_KEPT
+    from sensorveil.sdk.datasets.bank_screen import MIN_KEPT, SCREEN_ROUNDS
     if bank != "rendered" or bank_screen is not None:
         raise ValueError(f"bank_screened is a rendered bank's recorded screen, in place of bank_screen; got "
                          f"bank={bank!r}, bank_screen={bank_screen!r}")
     kept = screened.get("kept_walkers") if isinstance(screened, dict) else None
     good = isinstance(kept, list) and all(isinstance(w, int) and not isinstance(w, bool) for w in kept)
+    drawn = [SCREEN_CANDIDATES * r for r in range(1, SCREEN_ROUNDS + 1)]
+    candidates = screened.get("candidates") if isinstance(screened, dict) else None
     if not good or len(set(kept)) != len(kept) or len(kept) < MIN_KEPT or screened.get("kept") != len(kept) \
-            or screened.get("candidates") != SCREEN_CANDIDATES or not all(0 <= w < SCREEN_CANDIDATES for w in kept):
-        raise ValueError(f"bank_screened.kept_walkers {kept!r}; expected at least {MIN_KEPT} distinct walker ids "
-                         f"from 0 to {SCREEN_CANDIDATES - 1}, as many as its 'kept', of {SCREEN_CANDIDATES} "
-                         "'candidates'")
+            or candidates not in drawn or not all(0 <= w < candidates for w in kept):
+        raise ValueError(f"bank_screened.kept_walkers {kept!r} of {candidates!r} 'candidates'; expected at least "
+                         f"{MIN_KEPT} distinct walker ids below the candidates, as many as its 'kept', of one of "
+                         f"{drawn} candidates (rounds of {SCREEN_CANDIDATES})")
 
 
 def _check_screened_clip(path, screened: dict) -> None:
@@ -304,18 +315,14 @@ def _moving_people(path: str, stride: int, min_track: int, min_speed: float) -> 
 
 
 def _bank_people(bank: str, bank_clip: str | None, stride: int, min_track: int, min_speed: float,
-                 seed: int, screen: bool = False) -> tuple:
+                 seed: int, screen: bool = False, rounds: int = 1) -> tuple:
     """The substitute bank's people as dataset rows (x, foreground, colour, track, direction) and their
-    provenance: who they are, recorded in the bundle."""
-    from sensorveil.runtime.camera import CROP_SHAPE
+    provenance: who they are, recorded in the bundle. ``rounds``: a screened bank's rounds of candidates."""
     if bank == "rendered":
-        from sensorveil.sdk.datasets.rendered_people import GENERATOR, render_walkers
+        from sensorveil.sdk.datasets.rendered_people import GENERATOR
         walkers = SCREEN_CANDIDATES if screen else RENDERED_WALKERS
-        drawn = render_walkers(walkers, RENDERED_PHASES, CROP_SHAPE, seed=seed)
-        rows = {"x": drawn["x"], "foreground": drawn["foreground"], "colour": drawn["colour_on_ground"],
-                "track": drawn["sequence"], "direction": drawn["direction"]}
-        if screen:       # the screen pastes the cut-outs, as the runtime does
-            rows["cut_out"] = drawn["colour"]
+        drawn = [_rendered_rows(walkers, seed, screen, batch) for batch in range(rounds)]
+        rows = {k: np.concatenate([d[k] for d in drawn]) for k in drawn[0]}
         return rows, {"source": "rendered", "real_people": False, "bystanders": False, "generator": GENERATOR,
                       "walkers": walkers, "phases": RENDERED_PHASES, "seed": int(seed),
                       "people": f"{walkers} walkers the SDK draws itself, no real person"}
@@ -327,6 +334,19 @@ def _bank_people(bank: str, bank_clip: str | None, stride: int, min_track: int, 
     return rows, {"source": "consented", "real_people": True, "bystanders": False,
                   "clip": Path(bank_clip).name, "sha256": sha256_of(Path(bank_clip)),
                   "people": f"consented people of {Path(bank_clip).name}"}
+
+
+def _rendered_rows(walkers: int, seed: int, screen: bool, batch: int = 0) -> dict:
+    """Rows of ``walkers`` rendered walkers (render_walkers' ``batch``), their tracks numbered after the batches
+    before them; a screen's rows keep the cut-outs, which the screen pastes as the runtime does."""
+    from sensorveil.runtime.camera import CROP_SHAPE
+    from sensorveil.sdk.datasets.rendered_people import render_walkers
+    drawn = render_walkers(walkers, RENDERED_PHASES, CROP_SHAPE, seed=seed, batch=batch)
+    rows = {"x": drawn["x"], "foreground": drawn["foreground"], "colour": drawn["colour_on_ground"],
+            "track": drawn["sequence"] + 2 * walkers * batch, "direction": drawn["direction"]}
+    if screen:
+        rows["cut_out"] = drawn["colour"]
+    return rows
 
 
 def _nearest_look(rows: dict, centres: np.ndarray, crop: tuple) -> np.ndarray:
