@@ -117,6 +117,9 @@ def test_a_screen_of_three_rounds_reloads_the_same_walkers_of_every_round(tmp_pa
     options = {"stride": 8, "bank_screen": str(detector)}
     data = load_dataset("walkway", walkway(), **options)
     assert all(r.min() == 0 and r.max() == 63 for r in rounds)                    # each round's own walker ids
+    twice = load_dataset("walkway", walkway(), **options)        # the same screen again: remembered, not run
+    assert len(rounds) == 3 and (twice.x[twice.attributes["trial_split"] == 2] ==
+                                 data.x[data.attributes["trial_split"] == 2]).all()
     monkeypatch.setattr(bank_screen, "_screen", None)                             # a reload never screens
     again = load_dataset("walkway", walkway(), **recorded_options(options, data))
     bank, bank_again = data.attributes["trial_split"] == 2, again.attributes["trial_split"] == 2

@@ -231,6 +231,8 @@ def _screened(rows: dict, provenance: dict, path, graph: str, until: int, seed: 
 
     kept, screen = screen_walkers(path, until, rows["cut_out"], _walker_of(rows), graph, seed,
                                   progress=_screen_progress, more=more)
+    while len(drawn) < screen.get("rounds", 1):     # a screen this process ran before drew them, not this call
+        drawn.append(_rendered_rows(SCREEN_CANDIDATES, seed, True, len(drawn)))
     rows = {k: np.concatenate([d[k] for d in drawn]) for k in rows}
     return _kept_walkers(rows, provenance, {**screen, "kept_walkers": [int(w) for w in kept]})
 
