@@ -260,14 +260,15 @@ def how_it_pastes(mechanism: dict) -> str:
 
 
 def identity_people_text(result: dict) -> str:
-    """Who the identity audit's test people are: tracks seen only in the test part; in a made crowd those are
-    time-shifted copies of people the attacker trained on."""
+    """Who the identity audit's test people are: in each of its two folds, tracks seen only in the part the
+    attacker did not train on; in a made crowd those are time-shifted copies of people the attacker trained on."""
     if result["dataset"].get("made_from_copies"):
-        return ("the made crowd repeats walkway's people in time-shifted copies, so its test people (tracks of the "
-                "test part only) are the attacker's training people again: re-identification here is of people "
-                "it trained on, not strangers")
-    return ("test people are tracks seen only in the test part, none of them a training track; a track is not a "
-            "person (one who comes back, or whose track breaks, is a new track), so some can be people the "
+        return ("the made crowd repeats walkway's people in time-shifted copies, so its test people (in each of "
+                "the two folds, tracks of the part the attacker did not train on) are the attacker's training "
+                "people again: re-identification here is of people it trained on, not strangers")
+    return ("in two folds (each part of the clip trains the attacker once, decision 0027) test people are tracks "
+            "seen only in the other part, none of them a training track, each person weighing once; a track is not "
+            "a person (one who comes back, or whose track breaks, is a new track), so some can be people the "
             "attacker trained on: docs/identity_ground_truth.md counts them on walkway against its ground truth")
 
 

@@ -5,7 +5,7 @@ ground truth (a MOTChallenge gt.txt of the same frames), this script maps every 
 the ground-truth person at its place (the box whose centre is nearest the crop's in that frame), says how many
 people the audit's training and test tracks really are and how many test people the attacker trained on, and
 runs the identity audit again with the ground truth's people as identities (test people: those never seen in
-the clip's training part), on the same bundle's release. The page docs/identity_ground_truth.md:
+their fold's training part), on the same bundle's release. The page docs/identity_ground_truth.md:
 
     python scripts/identity_ground_truth.py --bundle BUNDLE --clip ../shared/media/walkway.avi \\
         --gt GT.txt --gt-size 768x576 --source TEXT --out docs/identity_ground_truth.md
@@ -72,42 +72,44 @@ def track_table(track: np.ndarray, split: np.ndarray, person: np.ndarray) -> dic
 
 
 def audit_by_people(bundle: Path, dataset, person: np.ndarray, epochs: int, seed: int) -> dict:
-    """The identity audit with the ground truth's people as identities: test people are those never seen in the
-    clip's training part; crops matched to no person are left out."""
+    """The identity audit with the ground truth's people as identities, in both folds: each fold's test people
+    are those never seen in its training part; crops matched to no person are left out."""
     import dataclasses
 
     from sensorveil.sdk.assess import bundle_run_dir
     from sensorveil.sdk.mechanisms.pass_parts.bundle import SUBSTITUTION
-    from sensorveil.sdk.reid_audit import identity_audit, identity_split, released_crops
+    from sensorveil.sdk.reid_audit import identity_audit, released_crops
     from sensorveil.sdk.rundir import read_run
     split, track = dataset.attributes["trial_split"], dataset.attributes["track"]
     identity = np.where(split == 2, BANK_IDS + track, person)
     people = dataclasses.replace(dataset, attributes={**dataset.attributes, "track": identity})
-    train, gallery, query = identity_split(identity, split)
-    train, gallery, query = (rows[identity[rows] != UNMATCHED] for rows in (train, gallery, query))
     condition = (read_run(bundle_run_dir(bundle)).sections.get(SUBSTITUTION) or {}).get("condition")
-    known = None if condition is None else dataset.attributes[condition][query]
-    released, released_from = released_crops(bundle, "auto", dataset, query, known, draw_seed=seed)
-    result = identity_audit(people, released, released_from, query, gallery, train, epochs, seed,
-                            identities="people of the ground truth")
+
+    def release(query):
+        known = None if condition is None else dataset.attributes[condition][query]
+        return released_crops(bundle, "auto", dataset, query, known, draw_seed=seed)
+    result = identity_audit(people, release, epochs, seed, identities="people of the ground truth",
+                            keep=identity != UNMATCHED)
     return {"test_people": result["chance"]["people"], **result}
 
 
 def page(result: dict, record: dict) -> str:
     from sensorveil.sdk.reid_audit import format_identity
-    t = result["tracks"]
-    rows = [("training part", t["training_tracks"], t["training_people"], "-"),
-            ("test part (the audit's test tracks)", t["test_tracks"], t["test_people"],
-             f"{t['test_tracks_of_training_people']} tracks, {t['test_people_also_in_training']} people")]
+    t = result["tracks"][0]
+    rows = [row for k, fold in enumerate(result["tracks"]) for row in (
+        (f"fold {k + 1}: training part", fold["training_tracks"], fold["training_people"], "-"),
+        (f"fold {k + 1}: test part (the audit's test tracks)", fold["test_tracks"], fold["test_people"],
+         f"{fold['test_tracks_of_training_people']} tracks, {fold['test_people_also_in_training']} people"))]
     lines = ["# The identity audit's people, checked against the clip's ground truth", "", page_header(record), "",
              f"Clip `{Path(result['clip']).name}`; ground truth: {result['source']}. Bundle "
              f"`{Path(result['bundle']).name}`. {t['crops_matched']:.1%} of the dataset's crops are matched to a "
              "ground-truth person (nearest box centre in that frame, within half their width).", "",
-             "The audit's split by tracks, counted in ground-truth people:", "",
+             "The audit's split by tracks in each fold (decision 0027: each part of the clip trains once), counted in "
+             "ground-truth people:", "",
              "| part | tracks | ground-truth people | test tracks that are training people |", "|---|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
     lines += ["", "The identity audit again, with the ground truth's people as identities (test people: never seen "
-              "in the clip's training part), on the same release:", "", "```", format_identity(result["by_people"]),
+              "in their fold's training part), on the same release:", "", "```", format_identity(result["by_people"]),
               "```", ""]
     return "\n".join(lines)
 
@@ -133,8 +135,10 @@ def main():
     size = tuple(int(v) for v in args.gt_size.lower().split("x"))
     person = crop_people(dataset.timeline, ground_truth(args.gt, size, clip_size))
     split = dataset.attributes["trial_split"]
+    from sensorveil.sdk.reid_audit import folds
+    matched = np.where(split == 2, UNMATCHED, person)
     result = {"clip": str(args.clip), "bundle": str(args.bundle), "source": args.source,
-              "tracks": track_table(dataset.attributes["track"], split, np.where(split == 2, UNMATCHED, person))}
+              "tracks": [track_table(dataset.attributes["track"], part, matched) for part in folds(split)]}
     print(json.dumps(result["tracks"], indent=1), flush=True)
     result["by_people"] = audit_by_people(args.bundle, dataset, person, args.epochs, args.seed)
     args.out.write_text(page(result, record))

@@ -41,14 +41,16 @@ def page(results: dict, record: dict) -> str:
     first = next(iter(results.values()))
     lines = ["# Identity in the camera release: re-identification and the substitute bank", "",
              page_header(record), "",
-             f"Clip `{record['clip']}`: {first['test_people']} test people (tracks seen only in the clip's last 40%), "
-             f"disjoint from the attacker's {first['training_people']} training tracks (a track is not a person: "
-             "one who comes back is a new track; docs/identity_ground_truth.md counts them against the clip's "
-             f"ground truth); {first['raw']['queries']} "
+             f"Clip `{record['clip']}`: {first['test_people']} test tracks in two folds (decision 0027: the "
+             "clip's first 60% trains the attacker and the tracks seen only in the rest are tested, then the other "
+             f"way round; training tracks {' and '.join(str(n) for n in first['training_people'])}). A track is not "
+             "a person: one who comes back is a new track; docs/identity_ground_truth.md counts them against the "
+             f"clip's ground truth. {first['raw']['queries']} "
              "queries, each a crop the bundle released at a test person's place and time, ranked against a raw "
-             "gallery of that person's other crops. Attacker: " + first["attacker"] + ". Intervals: 95%, "
-             "bootstrap over people. Goal: released rank-1 within 2x chance while raw rank-1 >= 40% (power), "
-             "a rank-1 interval of +-5 points or less, and no more substitutes found among the camera's people "
+             "gallery of that person's other crops. Attacker: " + first["attacker"] + ". Each person weighs once "
+             "(chance 1/N); intervals: 95%, bootstrap over people. Goal: released rank-1 within 2x chance while "
+             "raw rank-1 >= 40% (power), a rank-1 interval of +-5 points or less, and no more substitutes found "
+             "among the camera's people "
              "than strangers (5%).", "",
              "| bank | raw rank-1 (power) | released rank-1 | chance | released mAP | substitutes found as "
              "this camera's people | verdict |", "|---|---|---|---|---|---|---|"]

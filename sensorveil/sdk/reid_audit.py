@@ -10,11 +10,16 @@ clip's ground truth, docs/identity_ground_truth.md; ``identities`` in the result
 
 Each test person's crops alternate between a gallery (raw crops, the attacker's photographs of them) and
 queries: the crops released at that person's place and time. For every query the attacker ranks the gallery
-by cosine similarity; rank-1 is the share of queries whose best match is the right person, mAP the mean
-average precision of the ranking (the Market-1501 protocol, Zheng et al. 2015), each with a 95% interval from
-a bootstrap over test people. Chance is a random ranking of the same gallery. The same attacker on RAW queries
-is the audit's power: below RAW_RANK1_FLOOR it cannot tell people apart even unprivatized, and the audit says
-"no power" rather than a verdict.
+by cosine similarity; rank-1 is whether its best match is the right person, mAP the average precision of the
+ranking (the Market-1501 protocol, Zheng et al. 2015), each averaged per test person and then over people, with a
+95% interval from a bootstrap over people (sdk.reid_figures: each person weighs once, so chance is 1/N). The same
+attacker on RAW queries is the audit's power: below RAW_RANK1_FLOOR it cannot tell people apart even
+unprivatized, and the audit says "no power" rather than a verdict.
+
+The audit runs in two folds (decision 0027): the clip's first part trains the attacker and its second part's
+people are tested, then the other way round, each fold with its own attacker. Every track seen in one part only is
+a test person once, and the verdict is read on the folds' people pooled. In the second fold the test people are
+the ones the bundle was trained on: a mechanism that remembered its training people would show it there.
 
 The attacker compares silhouettes with their clothing, like with like: every crop (gallery, raw and released
 queries, training) is cut out by its person mask, 0 elsewhere, because a camera release pastes cut-out people
@@ -44,13 +49,20 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from sensorveil.sdk.reid_figures import (
+    chance_scores,
+    figures_from_similarity,
+    grouped_interval,
+    multi_shot,
+    pool_folds,
+    trajectory_linkage,
+)
 from sensorveil.sdk.reid_network import omni_scale_reid
 
 RAW_RANK1_FLOOR = 0.40        # the attacker must re-identify raw queries at least this often to have power
 CHANCE_FACTOR = 2.0           # the goal: released rank-1 within this factor of chance
 INTERVAL_POINTS = 0.05        # a rank-1 interval wider than +-5 points: too few queries for a verdict
 FALSE_MATCH_RATE = 0.05       # the bank test's threshold: this share of raw strangers would be "found"
-BOOTSTRAP = 1000
 
 
 def cut_out(crops: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -75,6 +87,12 @@ def identity_split(track: np.ndarray, split: np.ndarray) -> tuple:
     if not query:
         return train, np.zeros(0, np.int64), np.zeros(0, np.int64)
     return train, np.concatenate(gallery), np.concatenate(query)
+
+
+def folds(split: np.ndarray) -> tuple:
+    """The split of each fold: the clip's own (first part trains), then its two parts swapped (the second part
+    trains); rows of neither part (a bank's, split 2) stay out of both."""
+    return split, np.where(split < 2, 1 - split, split)
 
 
 def train_attacker(crops: np.ndarray, identities: np.ndarray, epochs: int, seed: int, log=None) -> torch.nn.Module:
@@ -125,82 +143,6 @@ def embed(features: torch.nn.Module, crops: np.ndarray) -> np.ndarray:
     return F.normalize(torch.cat(out), dim=1).numpy() if out else np.zeros((0, 1), np.float32)
 
 
-def ranking_scores(similarity: np.ndarray, query_ids: np.ndarray, gallery_ids: np.ndarray) -> tuple:
-    """Per query: rank-1 hit (bool) and average precision of the gallery ranked by ``similarity``."""
-    order = np.argsort(-similarity, axis=1, kind="stable")
-    match = gallery_ids[order] == query_ids[:, None]
-    hits = np.cumsum(match, axis=1)
-    precision = hits / np.arange(1, match.shape[1] + 1)
-    ap = (precision * match).sum(1) / np.maximum(match.sum(1), 1)
-    return match[:, 0], ap
-
-
-def with_interval(values: np.ndarray, groups: np.ndarray, seed: int) -> dict:
-    """Mean of ``values`` with a 95% bootstrap interval over ``groups`` (people, not queries, are the units)."""
-    people = np.unique(groups)
-    members = [np.flatnonzero(groups == p) for p in people]
-    rng = np.random.default_rng([seed, 95])
-    means = []
-    for _ in range(BOOTSTRAP):
-        pick = rng.integers(len(people), size=len(people))
-        rows = np.concatenate([members[p] for p in pick])
-        means.append(values[rows].mean())
-    low, high = np.percentile(means, [2.5, 97.5])
-    return {"mean": float(values.mean()), "low": float(low), "high": float(high)}
-
-
-def chance_scores(query_ids: np.ndarray, gallery_ids: np.ndarray, seed: int, draws: int = 20) -> dict:
-    """Rank-1 and mAP of a random ranking of the same gallery (the mean of ``draws`` random similarity draws)."""
-    rng = np.random.default_rng([seed, 1])
-    rank1, ap = [], []
-    for _ in range(draws):
-        hit, precision = ranking_scores(rng.random((len(query_ids), len(gallery_ids))), query_ids, gallery_ids)
-        rank1.append(hit.mean())
-        ap.append(precision.mean())
-    return {"rank1": float(np.mean(rank1)), "mAP": float(np.mean(ap)), "people": int(len(np.unique(gallery_ids)))}
-
-
-def reid_figures(gallery: np.ndarray, gallery_ids: np.ndarray, queries: np.ndarray, query_ids: np.ndarray,
-                 seed: int) -> dict:
-    return reid_figures_from_similarity(queries @ gallery.T, query_ids, gallery_ids, seed)
-
-
-def pooled(features: np.ndarray, ids: np.ndarray) -> tuple:
-    """(people, one L2-normalised feature each): the mean of each person's features, renormalised."""
-    people, index = np.unique(ids, return_inverse=True)
-    sums = np.zeros((len(people), features.shape[1]), np.float64)
-    np.add.at(sums, index, features)
-    return people, sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
-
-
-def multi_shot(gallery: np.ndarray, gallery_ids: np.ndarray, raw: np.ndarray, released: np.ndarray,
-               query_ids: np.ndarray, seed: int) -> dict:
-    """Each test person's queries pooled into one, ranked against the people's pooled galleries: rank-1 and
-    mAP of the raw pool (power) and the released pool, with chance for one query per person."""
-    people, gallery_pool = pooled(gallery, gallery_ids)
-    result = {}
-    for name, queries in (("raw", raw), ("released", released)):
-        query_people, query_pool = pooled(queries, query_ids)
-        result[name] = reid_figures_from_similarity(query_pool @ gallery_pool.T, query_people, people, seed)
-    result["chance"] = chance_scores(np.unique(query_ids), people, seed)
-    return result
-
-
-def trajectory_linkage(timeline: np.ndarray, gallery_rows: np.ndarray, query_rows: np.ndarray, track: np.ndarray,
-                       seed: int) -> dict:
-    """The release's timeline alone (frame, box centre x): each query ranked against the gallery by distance in
-    time and place (frames plus pixels), as an attacker with timestamped raw crops of the camera would."""
-    q, g = timeline[query_rows], timeline[gallery_rows]
-    distance = np.abs(q[:, None, 0] - g[None, :, 0]) + np.abs(q[:, None, 1] - g[None, :, 1])
-    return reid_figures_from_similarity(-distance, track[query_rows], track[gallery_rows], seed)
-
-
-def reid_figures_from_similarity(similarity, query_ids, gallery_ids, seed) -> dict:
-    hit, ap = ranking_scores(similarity, query_ids, gallery_ids)
-    return {"rank1": with_interval(hit.astype(float), query_ids, seed), "mAP": with_interval(ap, query_ids, seed),
-            "queries": int(len(query_ids))}
-
-
 def bank_search(features, dataset, train_rows: np.ndarray, released: np.ndarray, released_from: np.ndarray,
                 stranger_rows: np.ndarray, seed: int) -> dict:
     """Does the release show people of this camera? The gallery: raw crops of the camera's training people
@@ -216,14 +158,13 @@ def bank_search(features, dataset, train_rows: np.ndarray, released: np.ndarray,
     best = (shown @ gallery.T).max(1)
     found = best > found_by
     result = {"false_match_rate": FALSE_MATCH_RATE, "substitutes": int(len(released)),
-              "found": with_interval(found.astype(float), released_from, seed)}
+              "found": grouped_interval(found.astype(float), released_from, seed)}
     source = track[released_from]
     in_gallery = np.isin(source, track[train_rows]) & (dataset.attributes["trial_split"][released_from] == 0)
     if in_gallery.any():      # substitutes cut from gallery people: rank-1 against the rows they were not cut from
         sim = shown[in_gallery] @ gallery.T
         sim[train_rows[None, :] == released_from[in_gallery][:, None]] = -np.inf    # not the very same crop
-        result["rank1_of_clip_people"] = reid_figures_from_similarity(sim, source[in_gallery], track[train_rows],
-                                                                      seed)
+        result["rank1_of_clip_people"] = figures_from_similarity(sim, source[in_gallery], track[train_rows], seed)
     return result
 
 
@@ -266,33 +207,62 @@ def _pooled_leak(pooled_shots: dict) -> bool:
     return pooled_shots["raw"]["rank1"]["low"] > bound and pooled_shots["released"]["rank1"]["low"] > bound
 
 
-def identity_audit(dataset, released_query: np.ndarray, released_from: np.ndarray | None, query_rows: np.ndarray,
-                   gallery_rows: np.ndarray, train_rows: np.ndarray, epochs: int = 15, seed: int = 0, log=None,
-                   identities: str = "tracks") -> dict:
-    """The whole identity audit. ``released_query``: the crops released at ``query_rows`` (uint8, cut out);
+def fold_audit(dataset, released_query: np.ndarray, released_from: np.ndarray | None, query_rows: np.ndarray,
+               gallery_rows: np.ndarray, train_rows: np.ndarray, epochs: int = 15, seed: int = 0, log=None,
+               bank: bool = True) -> dict:
+    """One fold's figures. ``released_query``: the crops released at ``query_rows`` (uint8, cut out);
     ``released_from``: the dataset row each was cut from (substitution bundles), or None (a generated crop);
-    ``identities``: what the dataset's "track" attribute holds ("tracks", or a ground truth's people)."""
+    ``bank``: whether this fold also searches the release for the camera's own people."""
     track, masks, x = dataset.attributes["track"], dataset.foreground, dataset.x
     features = train_attacker(cut_out(x[train_rows], masks[train_rows]), track[train_rows], epochs, seed, log)
     gallery = embed(features, cut_out(x[gallery_rows], masks[gallery_rows]))
     query_ids, gallery_ids = track[query_rows], track[gallery_rows]
     raw_queries = embed(features, cut_out(x[query_rows], masks[query_rows]))
     released_queries = embed(features, released_query)
-    raw = reid_figures(gallery, gallery_ids, raw_queries, query_ids, seed)
-    released = reid_figures(gallery, gallery_ids, released_queries, query_ids, seed)
-    chance = chance_scores(query_ids, gallery_ids, seed)
-    result = {"identities": identities, "raw": raw, "released": released, "chance": chance,
+    result = {"raw": figures_from_similarity(raw_queries @ gallery.T, query_ids, gallery_ids, seed),
+              "released": figures_from_similarity(released_queries @ gallery.T, query_ids, gallery_ids, seed),
+              "chance": chance_scores(query_ids, gallery_ids, seed),
               "training_people": int(len(np.unique(track[train_rows]))),
-              "attacker": f"omni-scale re-id network, cross-entropy + batch-hard triplet, "
-              f"{epochs} epochs on raw cut-out crops of the training people"}
-    result["multi_shot"] = multi_shot(gallery, gallery_ids, raw_queries, released_queries, query_ids, seed)
+              "multi_shot": multi_shot(gallery, gallery_ids, raw_queries, released_queries, query_ids, seed)}
     if dataset.timeline is not None:
         result["trajectory_linkage"] = trajectory_linkage(dataset.timeline, gallery_rows, query_rows, track, seed)
-    if released_from is not None:
+    if released_from is not None and bank:
         result["bank"] = bank_search(features, dataset, train_rows, released_query, released_from, query_rows, seed)
-    result["verdict"], result["why"] = verdict(raw, released, chance, result.get("bank"), result["multi_shot"],
-                                                 identities)
     return result
+
+
+def identity_audit(dataset, release, epochs: int = 15, seed: int = 0, log=None, identities: str = "tracks",
+                   keep: np.ndarray | None = None) -> dict:
+    """The whole identity audit, both folds pooled. ``release(query_rows)``: (the crops released at those rows,
+    the dataset row each was cut from or None); ``identities``: what the dataset's "track" attribute holds
+    ("tracks", or a ground truth's people); ``keep``: rows that may take part (all by default). The bank search
+    runs on the first fold, whose training people a bank cut from the clip is drawn from."""
+    track, results = dataset.attributes["track"], []
+    for fold, split in enumerate(folds(dataset.attributes["trial_split"])):
+        rows = identity_split(track, split)
+        train, gallery, query = rows if keep is None else (r[keep[r]] for r in rows)
+        if log is not None:
+            log(f"identity fold {fold + 1} of 2: attacker trained on {len(np.unique(track[train]))} {identities}, "
+                f"{len(np.unique(track[query]))} tested")
+        released, released_from = release(query)
+        results.append(fold_audit(dataset, released, released_from, query, gallery, train, epochs, seed, log,
+                                  bank=fold == 0))
+    result = {"identities": identities, **pool_folds(results, seed),
+              "training_people": [r["training_people"] for r in results],
+              "folds": [_fold_summary(r) for r in results],
+              "attacker": f"omni-scale re-id network, cross-entropy + batch-hard triplet, {epochs} epochs on raw "
+              f"cut-out crops of the training people, one per fold"}
+    if "bank" in results[0]:
+        result["bank"] = results[0]["bank"]
+    result["verdict"], result["why"] = verdict(result["raw"], result["released"], result["chance"],
+                                               result.get("bank"), result["multi_shot"], identities)
+    return result
+
+
+def _fold_summary(result: dict) -> dict:
+    return {"training_people": result["training_people"], "test_people": result["chance"]["people"],
+            "queries": result["raw"]["queries"], "raw_rank1": result["raw"]["rank1"],
+            "released_rank1": result["released"]["rank1"], "chance_rank1": result["chance"]["rank1"]}
 
 
 def released_crops(bundle, backend: str, dataset, rows: np.ndarray, known: np.ndarray | None,
@@ -329,13 +299,12 @@ def audit_bundle(bundle, backend: str = "auto", epochs: int = 15, seed: int = 0,
     if dataset.foreground is None or "track" not in dataset.attributes:
         raise ValueError(f"{bundle}: the identity audit needs a camera bundle (people crops with tracks); "
                          f"its dataset is {run.dataset.name!r}")
-    train_rows, gallery_rows, query_rows = identity_split(dataset.attributes["track"],
-                                                          dataset.attributes["trial_split"])
     condition = (run.sections.get(SUBSTITUTION) or {}).get("condition")   # PASS's conditioned draw
-    known = None if condition is None else dataset.attributes[condition][query_rows]
-    released, released_from = released_crops(bundle, backend, dataset, query_rows, known, draw_seed=seed)
-    result = identity_audit(dataset, released, released_from, query_rows, gallery_rows, train_rows, epochs, seed,
-                            log)
+
+    def release(query_rows):
+        known = None if condition is None else dataset.attributes[condition][query_rows]
+        return released_crops(bundle, backend, dataset, query_rows, known, draw_seed=seed)
+    result = identity_audit(dataset, release, epochs, seed, log)
     return {"bundle": str(bundle), "test_people": result["chance"]["people"], "draw_seed": seed, **result}
 
 
@@ -343,13 +312,20 @@ def _figure(value: dict) -> str:
     return f"{value['mean']:6.1%} [{value['low']:.1%}, {value['high']:.1%}]"
 
 
+def _fold_lines(fold_results: list, kind: str) -> list:
+    return [f"  fold {k + 1}: attacker trained on {f['training_people']} {kind}, {f['test_people']} tested: "
+            f"raw rank-1 {f['raw_rank1']['mean']:.1%}, released {f['released_rank1']['mean']:.1%}, "
+            f"chance {f['chance_rank1']:.1%}" for k, f in enumerate(fold_results)]
+
+
 def format_identity(result: dict) -> str:
     """The identity audit as a terminal table (under 100 columns) with its verdict and what it rests on."""
     chance = result["chance"]
     kind = result.get("identities", "tracks")
-    lines = [f"identity: re-identification of {result['test_people']} test {kind} (the attacker trained on "
-             f"{result['training_people']} others), {result['raw']['queries']} queries",
-             f"  {'queries':<26}{'rank-1 [95%]':<26}{'mAP [95%]':<26}",
+    lines = [f"identity: re-identification of {result['test_people']} test {kind} in two folds, each person once "
+             f"({result['raw']['queries']} queries)",
+             *_fold_lines(result.get("folds", []), kind),
+             f"  {'each person weighs once':<26}{'rank-1 [95%]':<26}{'mAP [95%]':<26}",
              f"  {'raw crops (power)':<26}{_figure(result['raw']['rank1']):<26}{_figure(result['raw']['mAP']):<26}",
              f"  {'released crops':<26}{_figure(result['released']['rank1']):<26}"
              f"{_figure(result['released']['mAP']):<26}",

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from sensorveil.sdk import reid_audit
+from sensorveil.sdk import reid_audit, reid_figures
 from tests.integration.test_camera import walkway
 
 
@@ -13,15 +13,39 @@ def test_rank1_and_average_precision_as_market1501_computes_them():
     gallery_ids = np.array([1, 2, 1, 3])
     similarity = np.array([[0.9, 0.8, 0.1, 0.0],     # person 1: right first; its second crop ranked 3rd
                            [0.9, 0.8, 0.1, 0.0]])    # person 2: wrong first, right second
-    hit, ap = reid_audit.ranking_scores(similarity, np.array([1, 2]), gallery_ids)
+    hit, ap = reid_figures.ranking_scores(similarity, np.array([1, 2]), gallery_ids)
     assert hit.tolist() == [True, False]
     np.testing.assert_allclose(ap, [(1 / 1 + 2 / 3) / 2, 1 / 2])
 
 
 def test_chance_is_a_random_ranking_of_the_same_gallery():
     ids = np.repeat(np.arange(10), 4)
-    chance = reid_audit.chance_scores(ids, ids, seed=0, draws=50)
+    chance = reid_figures.chance_scores(ids, ids, seed=0, draws=50)
     assert chance["people"] == 10 and abs(chance["rank1"] - 0.1) < 0.02
+
+
+def test_each_person_weighs_once_so_chance_is_one_in_n_however_long_their_tracks():
+    # person 0 has 9 gallery crops and 9 queries, person 1 one of each: per query, chance would be 0.82
+    gallery_ids = query_ids = np.array([0] * 9 + [1])
+    chance = reid_figures.chance_scores(query_ids, gallery_ids, seed=0)
+    assert chance["rank1"] == pytest.approx(0.5) and chance["people"] == 2
+    similarity = np.tile(np.array([1.0] * 9 + [0.0]), (10, 1))     # everyone ranked as person 0
+    figures = reid_figures.figures_from_similarity(similarity, query_ids, gallery_ids, seed=0)
+    assert figures["rank1"]["mean"] == pytest.approx(0.5) and figures["per_person"]["rank1"] == [1.0, 0.0]
+    assert figures["queries"] == 10 and figures["people"] == 2
+
+
+def test_folds_pool_every_test_person_once_and_weigh_chance_by_people():
+    split = np.array([0, 0, 1, 1, 2])
+    first, second = reid_audit.folds(split)
+    assert first.tolist() == [0, 0, 1, 1, 2] and second.tolist() == [1, 1, 0, 0, 2]    # a bank stays out
+    fold = {"per_person": {"rank1": [1.0, 0.0], "mAP": [1.0, 0.5]}, "queries": 4, "people": 2}
+    other = {"per_person": {"rank1": [0.0, 0.0, 0.0, 1.0], "mAP": [0.2, 0.2, 0.2, 1.0]}, "queries": 8, "people": 4}
+    pooled = reid_figures.pool_figures([fold, other], seed=0)
+    assert pooled["people"] == 6 and pooled["queries"] == 12 and pooled["rank1"]["mean"] == pytest.approx(2 / 6)
+    chance = reid_figures.pool_chance([{"rank1": 0.5, "mAP": 0.6, "people": 2},
+                                       {"rank1": 0.25, "mAP": 0.3, "people": 4}])
+    assert chance["rank1"] == pytest.approx(2 / 6) and chance["people"] == 6      # 1/N of each fold, by people
 
 
 def test_test_people_are_disjoint_from_training_people_and_alternate_gallery_and_query():
@@ -66,11 +90,11 @@ def test_multi_shot_pools_each_persons_crops_into_one_query():
     queries = np.array([[0.6, 0.8], [0.6, 0.8], [1.0, 0.0], [0.0, 1.0]])
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     ids = np.array([0, 0, 0, 1])
-    single = reid_audit.ranking_scores(queries @ gallery.T, ids, np.array([0, 1]))[0]
+    single = reid_figures.ranking_scores(queries @ gallery.T, ids, np.array([0, 1]))[0]
     assert single.tolist() == [False, False, True, True]
-    people, pool = reid_audit.pooled(queries, ids)
+    people, pool = reid_figures.pooled(queries, ids)
     assert people.tolist() == [0, 1] and np.allclose(np.linalg.norm(pool, axis=1), 1)
-    shots = reid_audit.multi_shot(gallery, np.array([0, 1]), queries, queries, ids, seed=0)
+    shots = reid_figures.multi_shot(gallery, np.array([0, 1]), queries, queries, ids, seed=0)
     assert shots["released"]["queries"] == 2 and shots["released"]["rank1"]["mean"] == 1.0
     assert shots["chance"]["people"] == 2
 
@@ -97,6 +121,9 @@ def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip
     bundle = export_run(run, "onnx", tmp_path / "bundle", person_detector="motion")
     result = reid_audit.audit_bundle(bundle, epochs=8, seed=0)
     assert result["test_people"] >= 10 and result["raw"]["queries"] >= 100
+    # two folds, each part of the clip once the attacker's: their test people pooled, every one once
+    assert len(result["folds"]) == 2 and sum(f["test_people"] for f in result["folds"]) == result["test_people"]
+    assert all(f["test_people"] > 0 for f in result["folds"]) and len(result["training_people"]) == 2
     assert result["verdict"] in ("protects", "leaks", "no power", "no verdict")
     assert result["raw"]["rank1"]["mean"] > 2 * result["chance"]["rank1"]          # the attacker sees people
     assert result["bank"]["found"]["mean"] <= 0.15                                 # rendered walkers: strangers
