@@ -87,7 +87,7 @@ def audit_by_people(bundle: Path, dataset, person: np.ndarray, epochs: int, seed
 
     def release(query):
         known = None if condition is None else dataset.attributes[condition][query]
-        return released_crops(bundle, "auto", dataset, query, known, draw_seed=seed)
+        return released_crops(bundle, "auto", dataset, query, known, draw_seed=seed, colour=dataset.colour is not None)
     result = identity_audit(people, release, epochs, seed, identities="people of the ground truth",
                             keep=identity != UNMATCHED)
     return {"test_people": result["chance"]["people"], **result}

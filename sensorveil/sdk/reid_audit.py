@@ -23,7 +23,8 @@ the ones the bundle was trained on: a mechanism that remembered its training peo
 
 The attacker compares silhouettes with their clothing, like with like: every crop (gallery, raw and released
 queries, training) is cut out by its person mask, 0 elsewhere, because a camera release pastes cut-out people
-into the empty scene: the background of a released crop is no evidence of who it is.
+into the empty scene: the background of a released crop is no evidence of who it is. Crops are compared as the
+release shows them: in colour where a colour camera's release pastes colour substitutes, in grey otherwise.
 
 Two more measurements sit beside it:
 
@@ -66,8 +67,19 @@ FALSE_MATCH_RATE = 0.05       # the bank test's threshold: this share of raw str
 
 
 def cut_out(crops: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """Crops with everything but the person set to 0 (a released cut-out already is)."""
-    return np.where(masks, crops, 0).astype(np.uint8)
+    """Crops with everything but the person set to 0 (a released cut-out already is); grey (N, H, W) or colour
+    (N, H, W, 3) crops, (N, H, W) masks."""
+    return np.where(masks if crops.ndim == 3 else masks[..., None], crops, 0).astype(np.uint8)
+
+
+def channels_first(crops: np.ndarray) -> np.ndarray:
+    """(N, C, H, W) for the network: grey (N, H, W) gets one channel, colour (N, H, W, 3) its three."""
+    return crops[:, None] if crops.ndim == 3 else crops.transpose(0, 3, 1, 2)
+
+
+def person_crops(dataset, rows: np.ndarray, colour: bool) -> np.ndarray:
+    """The raw crops of ``rows`` cut out by their person masks, in colour or grey."""
+    return cut_out((dataset.colour if colour else dataset.x)[rows], dataset.foreground[rows])
 
 
 def identity_split(track: np.ndarray, split: np.ndarray) -> tuple:
@@ -96,16 +108,16 @@ def folds(split: np.ndarray) -> tuple:
 
 
 def train_attacker(crops: np.ndarray, identities: np.ndarray, epochs: int, seed: int, log=None) -> torch.nn.Module:
-    """The re-id network trained on raw (cut-out) crops of the training people: cross-entropy over their
-    identities plus a batch-hard triplet loss on the L2-normalised features (P people x K crops a batch).
-    Returns the feature extractor (the network without its classifier)."""
+    """The re-id network trained on raw (cut-out) crops of the training people, grey or colour (``cut_out``'s
+    shapes): cross-entropy over their identities plus a batch-hard triplet loss on the L2-normalised features
+    (P people x K crops a batch). Returns the feature extractor (the network without its classifier)."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     ids, labels = np.unique(identities, return_inverse=True)
-    network = omni_scale_reid(1, len(ids))
+    x = torch.as_tensor(channels_first(crops), dtype=torch.float32) / 255.0
+    network = omni_scale_reid(x.shape[1], len(ids))
     features, classifier = network[:-1], network[-1]
     optimiser = torch.optim.AdamW(network.parameters(), lr=2e-3, weight_decay=5e-4)
-    x = torch.as_tensor(crops, dtype=torch.float32)[:, None] / 255.0
     by_person = [np.flatnonzero(labels == k) for k in range(len(ids))]
     steps = max(len(crops) // 64, 1)
     for epoch in range(int(epochs)):
@@ -136,23 +148,23 @@ def batch_hard_triplet(features: torch.Tensor, labels: torch.Tensor, margin: flo
 
 
 def embed(features: torch.nn.Module, crops: np.ndarray) -> np.ndarray:
-    """L2-normalised features of uint8 crops, averaged with their mirror image."""
-    x = torch.as_tensor(crops, dtype=torch.float32)[:, None] / 255.0
+    """L2-normalised features of uint8 crops (grey or colour), averaged with their mirror image."""
+    x = torch.as_tensor(channels_first(crops), dtype=torch.float32) / 255.0
     with torch.no_grad():
         out = [features(x[i:i + 256]) + features(x[i:i + 256].flip(3)) for i in range(0, len(x), 256)]
     return F.normalize(torch.cat(out), dim=1).numpy() if out else np.zeros((0, 1), np.float32)
 
 
 def bank_search(features, dataset, train_rows: np.ndarray, released: np.ndarray, released_from: np.ndarray,
-                stranger_rows: np.ndarray, seed: int) -> dict:
+                stranger_rows: np.ndarray, seed: int, colour: bool = False) -> dict:
     """Does the release show people of this camera? The gallery: raw crops of the camera's training people
     (whom a bank cut from the clip would show). A released substitute is "found" when its best gallery match is
     closer than what FALSE_MATCH_RATE of strangers (raw test people, in no gallery) reach. ``released_from``:
     the dataset row each substitute was cut from (a bank row; its track is the truth where it is a real person
     of the clip); rank-1 is computed over the substitutes whose source is a gallery person."""
-    track, masks = dataset.attributes["track"], dataset.foreground
-    gallery = embed(features, cut_out(dataset.x[train_rows], masks[train_rows]))
-    strangers = embed(features, cut_out(dataset.x[stranger_rows], masks[stranger_rows]))
+    track = dataset.attributes["track"]
+    gallery = embed(features, person_crops(dataset, train_rows, colour))
+    strangers = embed(features, person_crops(dataset, stranger_rows, colour))
     found_by = np.quantile((strangers @ gallery.T).max(1), 1.0 - FALSE_MATCH_RATE)
     shown = embed(features, released)
     best = (shown @ gallery.T).max(1)
@@ -209,15 +221,16 @@ def _pooled_leak(pooled_shots: dict) -> bool:
 
 def fold_audit(dataset, released_query: np.ndarray, released_from: np.ndarray | None, query_rows: np.ndarray,
                gallery_rows: np.ndarray, train_rows: np.ndarray, epochs: int = 15, seed: int = 0, log=None,
-               bank: bool = True) -> dict:
+               bank: bool = True, colour: bool = False) -> dict:
     """One fold's figures. ``released_query``: the crops released at ``query_rows`` (uint8, cut out);
     ``released_from``: the dataset row each was cut from (substitution bundles), or None (a generated crop);
-    ``bank``: whether this fold also searches the release for the camera's own people."""
-    track, masks, x = dataset.attributes["track"], dataset.foreground, dataset.x
-    features = train_attacker(cut_out(x[train_rows], masks[train_rows]), track[train_rows], epochs, seed, log)
-    gallery = embed(features, cut_out(x[gallery_rows], masks[gallery_rows]))
+    ``bank``: whether this fold also searches the release for the camera's own people; ``colour``: whether
+    the crops compared are colour, as the released ones are."""
+    track = dataset.attributes["track"]
+    features = train_attacker(person_crops(dataset, train_rows, colour), track[train_rows], epochs, seed, log)
+    gallery = embed(features, person_crops(dataset, gallery_rows, colour))
     query_ids, gallery_ids = track[query_rows], track[gallery_rows]
-    raw_queries = embed(features, cut_out(x[query_rows], masks[query_rows]))
+    raw_queries = embed(features, person_crops(dataset, query_rows, colour))
     released_queries = embed(features, released_query)
     result = {"raw": figures_from_similarity(raw_queries @ gallery.T, query_ids, gallery_ids, seed),
               "released": figures_from_similarity(released_queries @ gallery.T, query_ids, gallery_ids, seed),
@@ -227,17 +240,20 @@ def fold_audit(dataset, released_query: np.ndarray, released_from: np.ndarray | 
     if dataset.timeline is not None:
         result["trajectory_linkage"] = trajectory_linkage(dataset.timeline, gallery_rows, query_rows, track, seed)
     if released_from is not None and bank:
-        result["bank"] = bank_search(features, dataset, train_rows, released_query, released_from, query_rows, seed)
+        result["bank"] = bank_search(features, dataset, train_rows, released_query, released_from, query_rows, seed,
+                                     colour)
     return result
 
 
 def identity_audit(dataset, release, epochs: int = 15, seed: int = 0, log=None, identities: str = "tracks",
                    keep: np.ndarray | None = None) -> dict:
     """The whole identity audit, both folds pooled. ``release(query_rows)``: (the crops released at those rows,
-    the dataset row each was cut from or None); ``identities``: what the dataset's "track" attribute holds
+    the dataset row each was cut from or None); the attacker compares crops as the release shows them, colour
+    (N, H, W, 3) or grey (N, H, W): clothing colour is a person's strongest cue, and a grey release has none to
+    show; ``identities``: what the dataset's "track" attribute holds
     ("tracks", or a ground truth's people); ``keep``: rows that may take part (all by default). The bank search
     runs on the first fold, whose training people a bank cut from the clip is drawn from."""
-    track, results = dataset.attributes["track"], []
+    track, results, colour = dataset.attributes["track"], [], False
     for fold, split in enumerate(folds(dataset.attributes["trial_split"])):
         rows = identity_split(track, split)
         train, gallery, query = rows if keep is None else (r[keep[r]] for r in rows)
@@ -245,13 +261,14 @@ def identity_audit(dataset, release, epochs: int = 15, seed: int = 0, log=None, 
             log(f"identity fold {fold + 1} of 2: attacker trained on {len(np.unique(track[train]))} {identities}, "
                 f"{len(np.unique(track[query]))} tested")
         released, released_from = release(query)
+        colour = released.ndim == 4
         results.append(fold_audit(dataset, released, released_from, query, gallery, train, epochs, seed, log,
-                                  bank=fold == 0))
-    result = {"identities": identities, **pool_folds(results, seed),
+                                  bank=fold == 0, colour=colour))
+    result = {"identities": identities, "crops": "colour" if colour else "grey", **pool_folds(results, seed),
               "training_people": [r["training_people"] for r in results],
               "folds": [_fold_summary(r) for r in results],
               "attacker": f"omni-scale re-id network, cross-entropy + batch-hard triplet, {epochs} epochs on raw "
-              f"cut-out crops of the training people, one per fold"}
+              f"cut-out {'colour' if colour else 'grey'} crops of the training people, one per fold"}
     if "bank" in results[0]:
         result["bank"] = results[0]["bank"]
     result["verdict"], result["why"] = verdict(result["raw"], result["released"], result["chance"],
@@ -266,12 +283,13 @@ def _fold_summary(result: dict) -> dict:
 
 
 def released_crops(bundle, backend: str, dataset, rows: np.ndarray, known: np.ndarray | None,
-                   draw_seed: int | None = None) -> tuple:
+                   draw_seed: int | None = None, colour: bool = False) -> tuple:
     """(crops, source rows) the bundle releases for ``rows``, through the torch-free runtime: a substitution
     bundle's drawn cut-outs and the dataset row each was cut from; any other bundle's output samples, cut out
     by the person's own mask (what a window paste shows of them), with no source row. ``draw_seed``: the
     runtime's replayable seed for the draws (a device draws from the OS; an audit replays one draw of the same
-    distribution, so its page regenerates to the same figures)."""
+    distribution, so its page regenerates to the same figures). ``colour``: on a colour camera, the colour
+    cut-outs a substitution bundle with a colour bank pastes (as the device pastes them there); grey otherwise."""
     from sensorveil.runtime import Privatizer
     privatizer = Privatizer.load(bundle, backend=backend, seed=draw_seed)
     if privatizer.pipeline.stages[-1].kind == "substitution":
@@ -281,7 +299,8 @@ def released_crops(bundle, backend: str, dataset, rows: np.ndarray, known: np.nd
                                                known=None if known is None else known[i:i + 256])
                                     for i in range(0, len(rows), 256)]).astype(np.int64)
         manifest = privatizer.manifest["pipeline"][-1]
-        samples = np.load(privatizer.pipeline.bundle.root / manifest["bank_samples"], allow_pickle=False)
+        shown = manifest["bank_colour"] if colour and manifest.get("bank_colour") else manifest["bank_samples"]
+        samples = np.load(privatizer.pipeline.bundle.root / shown, allow_pickle=False)
         return samples[positions].astype(np.uint8), draw.bank_indices[positions].astype(np.int64)
     out = np.concatenate([privatizer(dataset.x[rows[i:i + 256]]) for i in range(0, len(rows), 256)])
     return cut_out(np.clip(np.rint(out), 0, 255).astype(np.uint8), dataset.foreground[rows]), None
@@ -303,7 +322,8 @@ def audit_bundle(bundle, backend: str = "auto", epochs: int = 15, seed: int = 0,
 
     def release(query_rows):
         known = None if condition is None else dataset.attributes[condition][query_rows]
-        return released_crops(bundle, backend, dataset, query_rows, known, draw_seed=seed)
+        return released_crops(bundle, backend, dataset, query_rows, known, draw_seed=seed,
+                              colour=dataset.colour is not None)
     result = identity_audit(dataset, release, epochs, seed, log)
     return {"bundle": str(bundle), "test_people": result["chance"]["people"], "draw_seed": seed, **result}
 
@@ -323,8 +343,8 @@ def format_identity(result: dict) -> str:
     """The identity audit as a terminal table (under 100 columns) with its verdict and what it rests on."""
     chance = result["chance"]
     kind = result.get("identities", "tracks")
-    lines = [f"identity: re-identification of {result['test_people']} test {kind}, {result['raw']['queries']} "
-             f"queries, in two folds:",
+    lines = [f"identity: re-identification of {result['test_people']} test {kind} ({result.get('crops', 'grey')} "
+             f"crops), {result['raw']['queries']} queries, in two folds:",
              *_fold_lines(result.get("folds", [])),
              f"  {'each person weighs once':<26}{'rank-1 [95%]':<26}{'mAP [95%]':<26}",
              f"  {'raw crops (power)':<26}{_figure(result['raw']['rank1']):<26}{_figure(result['raw']['mAP']):<26}",

@@ -48,6 +48,16 @@ def test_folds_pool_every_test_person_once_and_weigh_chance_by_people():
     assert chance["rank1"] == pytest.approx(2 / 6) and chance["people"] == 6      # 1/N of each fold, by people
 
 
+def test_colour_crops_are_cut_out_and_reach_the_network_as_three_channels():
+    colour = np.full((2, 4, 3, 3), 200, np.uint8)
+    masks = np.zeros((2, 4, 3), bool)
+    masks[:, 1:3, 1] = True
+    cut = reid_audit.cut_out(colour, masks)
+    assert cut.shape == (2, 4, 3, 3) and cut[:, 1:3, 1].min() == 200 and cut[:, 0].max() == 0
+    assert reid_audit.channels_first(cut).shape == (2, 3, 4, 3)
+    assert reid_audit.channels_first(cut[..., 0]).shape == (2, 1, 4, 3)
+
+
 def test_test_people_are_disjoint_from_training_people_and_alternate_gallery_and_query():
     track = np.array([0, 0, 1, 1, 1, 2, 2, 2, 2, 3])
     split = np.array([0, 0, 0, 1, 1, 1, 1, 1, 1, 1])
@@ -124,6 +134,7 @@ def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip
     # two folds, each part of the clip once the attacker's: their test people pooled, every one once
     assert len(result["folds"]) == 2 and sum(f["test_people"] for f in result["folds"]) == result["test_people"]
     assert all(f["test_people"] > 0 for f in result["folds"]) and len(result["training_people"]) == 2
+    assert result["crops"] == "colour"          # walkway films in colour and the walkers are pasted in colour
     assert result["verdict"] in ("protects", "leaks", "no power", "no verdict")
     assert result["raw"]["rank1"]["mean"] > 2 * result["chance"]["rank1"]          # the attacker sees people
     assert result["bank"]["found"]["mean"] <= 0.15                                 # rendered walkers: strangers
