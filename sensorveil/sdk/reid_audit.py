@@ -186,17 +186,16 @@ def verdict(raw: dict, released: dict, chance: dict, bank: dict | None = None,
     interval is tight enough, released rank-1 is within CHANCE_FACTOR x chance and no more substitutes are
     found among the camera's people than strangers would be. Leaks when the bank shows bystanders, or when the
     released rank-1's whole interval lies above CHANCE_FACTOR x chance: too few test people for a tight interval
-    withholds "protects", never a leak the interval already shows. ``pooled_shots`` (multi_shot's figures): a
-    leak too when its released rank-1's whole interval lies above CHANCE_FACTOR x its chance, once the pooled
-    raw queries re-identify above that bound (its own power). ``identities``: what the test identities are
-    ("tracks", or a ground truth's people), named where too few of them withhold a verdict."""
+    withholds "protects", never a leak the interval already shows, and neither does an attacker short of the
+    power floor on raw crops (power is what "protects" needs; re-identifying the release above chance is itself
+    the power a leak needs). ``pooled_shots`` (multi_shot's figures): a leak too when its released rank-1's whole
+    interval lies above CHANCE_FACTOR x its chance, once the pooled raw queries re-identify above that bound (its
+    own power). ``identities``: what the test identities are ("tracks", or a ground truth's people), named where
+    too few of them withhold a verdict."""
     if bank is not None and bank["found"]["low"] > bank["false_match_rate"]:
         return "leaks", (f"{bank['found']['mean']:.1%} of the released substitutes are found among this camera's "
                          f"own people (strangers: {bank['false_match_rate']:.0%}): the bank shows bystanders")
     raw_rank1, rank1 = raw["rank1"], released["rank1"]
-    if raw_rank1["mean"] < RAW_RANK1_FLOOR or raw_rank1["low"] <= CHANCE_FACTOR * chance["rank1"]:
-        return "no power", (f"the attacker re-identifies raw queries at rank-1 {raw_rank1['mean']:.1%} "
-                            f"[{raw_rank1['low']:.1%}, {raw_rank1['high']:.1%}], needs >= {RAW_RANK1_FLOOR:.0%}")
     bound = CHANCE_FACTOR * chance["rank1"]
     if rank1["low"] > bound:     # the whole interval above the goal: a leak however few the test people
         return "leaks", (f"released rank-1 {rank1['mean']:.1%} [{rank1['low']:.1%}, {rank1['high']:.1%}] is above "
@@ -206,6 +205,9 @@ def verdict(raw: dict, released: dict, chance: dict, bank: dict | None = None,
         return "leaks", (f"pooling each person's released crops re-identifies them at rank-1 "
                          f"{pooled_rank1['mean']:.1%} [{pooled_rank1['low']:.1%}, {pooled_rank1['high']:.1%}], "
                          f"above {CHANCE_FACTOR:g}x its chance ({pooled_bound:.1%}) across its interval")
+    if raw_rank1["mean"] < RAW_RANK1_FLOOR or raw_rank1["low"] <= bound:
+        return "no power", (f"the attacker re-identifies raw queries at rank-1 {raw_rank1['mean']:.1%} "
+                            f"[{raw_rank1['low']:.1%}, {raw_rank1['high']:.1%}], needs >= {RAW_RANK1_FLOOR:.0%}")
     half_width = (rank1["high"] - rank1["low"]) / 2
     if half_width > INTERVAL_POINTS:
         return "no verdict", f"too few test {identities}: the released rank-1 interval is +-{half_width:.1%}"
