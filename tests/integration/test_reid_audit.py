@@ -58,6 +58,14 @@ def test_colour_crops_are_cut_out_and_reach_the_network_as_three_channels():
     assert reid_audit.channels_first(cut[..., 0]).shape == (2, 1, 4, 3)
 
 
+def test_a_clip_whose_people_all_stay_in_both_parts_is_one_clear_error():
+    from types import SimpleNamespace
+    track = np.array([0, 0, 1, 1])
+    everyone_stays = SimpleNamespace(attributes={"track": track, "trial_split": np.array([0, 1, 0, 1])})
+    with pytest.raises(ValueError, match="no test tracks"):
+        reid_audit.identity_audit(everyone_stays, release=None)
+
+
 def test_test_people_are_disjoint_from_training_people_and_alternate_gallery_and_query():
     track = np.array([0, 0, 1, 1, 1, 2, 2, 2, 2, 3])
     split = np.array([0, 0, 0, 1, 1, 1, 1, 1, 1, 1])
