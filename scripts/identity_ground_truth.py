@@ -76,18 +76,11 @@ def audit_by_people(bundle: Path, dataset, person: np.ndarray, epochs: int, seed
     are those never seen in its training part; crops matched to no person are left out."""
     import dataclasses
 
-    from sensorveil.sdk.assess import bundle_run_dir
-    from sensorveil.sdk.mechanisms.pass_parts.bundle import SUBSTITUTION
-    from sensorveil.sdk.reid_audit import identity_audit, released_crops
-    from sensorveil.sdk.rundir import read_run
+    from sensorveil.sdk.reid_audit import bundle_release, identity_audit
     split, track = dataset.attributes["trial_split"], dataset.attributes["track"]
     identity = np.where(split == 2, BANK_IDS + track, person)
     people = dataclasses.replace(dataset, attributes={**dataset.attributes, "track": identity})
-    condition = (read_run(bundle_run_dir(bundle)).sections.get(SUBSTITUTION) or {}).get("condition")
-
-    def release(query):
-        known = None if condition is None else dataset.attributes[condition][query]
-        return released_crops(bundle, "auto", dataset, query, known, draw_seed=seed, colour=dataset.colour is not None)
+    release = bundle_release(bundle, dataset, seed=seed)     # drawn on the dataset's rows, as the device draws
     result = identity_audit(people, release, epochs, seed, identities="people of the ground truth",
                             keep=identity != UNMATCHED)
     return {"test_people": result["chance"]["people"], **result}

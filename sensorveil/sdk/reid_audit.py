@@ -313,25 +313,34 @@ def released_crops(bundle, backend: str, dataset, rows: np.ndarray, known: np.nd
     return cut_out(np.clip(np.rint(out), 0, 255).astype(np.uint8), dataset.foreground[rows]), None
 
 
+def bundle_release(bundle, dataset, backend: str = "auto", seed: int = 0):
+    """``release(query_rows)`` for identity_audit: the crops the bundle releases for those rows through the
+    runtime, drawn as its training run conditions the draw (PASS's known attribute), in colour where the camera
+    films in colour, from the runtime's replayable ``seed``."""
+    from sensorveil.sdk.assess import bundle_run_dir
+    from sensorveil.sdk.mechanisms.pass_parts.bundle import SUBSTITUTION
+    from sensorveil.sdk.rundir import read_run
+    condition = (read_run(bundle_run_dir(bundle)).sections.get(SUBSTITUTION) or {}).get("condition")
+
+    def release(query_rows):
+        known = None if condition is None else dataset.attributes[condition][query_rows]
+        return released_crops(bundle, backend, dataset, query_rows, known, draw_seed=seed,
+                              colour=dataset.colour is not None)
+    return release
+
+
 def audit_bundle(bundle, backend: str = "auto", epochs: int = 15, seed: int = 0, log=None) -> dict:
     """The identity audit of a camera bundle exactly as the device draws: its training run's clip, people
     disjoint by track, the release from the runtime. ``seed``: the attacker's training, the intervals' bootstrap
     and the release's draws (replayed from the runtime's seed), so one seed gives one set of figures."""
     from sensorveil.sdk.assess import bundle_run_dir
-    from sensorveil.sdk.mechanisms.pass_parts.bundle import SUBSTITUTION
     from sensorveil.sdk.rundir import load_recorded_dataset, read_run
     run = read_run(bundle_run_dir(bundle))
     dataset = load_recorded_dataset(run.dataset)
     if dataset.foreground is None or "track" not in dataset.attributes:
         raise ValueError(f"{bundle}: the identity audit needs a camera bundle (people crops with tracks); "
                          f"its dataset is {run.dataset.name!r}")
-    condition = (run.sections.get(SUBSTITUTION) or {}).get("condition")   # PASS's conditioned draw
-
-    def release(query_rows):
-        known = None if condition is None else dataset.attributes[condition][query_rows]
-        return released_crops(bundle, backend, dataset, query_rows, known, draw_seed=seed,
-                              colour=dataset.colour is not None)
-    result = identity_audit(dataset, release, epochs, seed, log)
+    result = identity_audit(dataset, bundle_release(bundle, dataset, backend, seed), epochs, seed, log)
     return {"bundle": str(bundle), "test_people": result["chance"]["people"], "draw_seed": seed, **result}
 
 
