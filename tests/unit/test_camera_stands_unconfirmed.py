@@ -4,13 +4,17 @@ kept out of the background model as "walked in", so they stay found and out of t
 Dropping that protection for people the graph never vouched for looks like a cure for the motion fragments of a
 camera whose exposure follows a near person (Intel's one-by-one clip), but it releases this person: the
 background model learns them, nobody is found there any more, and after the quiet scene's horizon the grey
-block they stand in, never shown before, is revealed with them in it."""
+block they stand in, never shown before, is revealed with them in it.
+
+They get no substitute once they have stood still for ``STILL_FRAMES`` (decision 0028): no graph vouched for
+them, so they are left out of the count, but their place stays busy, so they are still never released."""
 import numpy as np
 import pytest
 
 pytest.importorskip("cv2")
 
 from sensorveil.runtime.camera.detect import MotionPeopleDetector  # noqa: E402
+from sensorveil.runtime.camera.evidence import STILL_FRAMES  # noqa: E402
 from sensorveil.runtime.camera.learned import LearnedPeopleDetector  # noqa: E402
 from sensorveil.runtime.camera.pipeline import PersonCrops  # noqa: E402
 from tests.camera_scenes import PERSON_GREY, STANDS_AT, walk_in_and_stand  # noqa: E402
@@ -25,4 +29,6 @@ def test_a_person_the_graph_never_finds_who_walks_in_and_stands_is_never_release
         crops, context = pipeline.prepare(frame)
         released = pipeline.restore(np.zeros_like(crops), context)      # substitutes that hold nobody
         assert np.abs(released[STANDS_AT].astype(float) - PERSON_GREY).min() > 90, "frame {}".format(k)
-    assert len(context.boxes) == 1, "still found: motion's model did not learn them"
+    tracked = [box for box, _ in pipeline.tracker.tracks.values()]
+    assert len(tracked) == 1, "still found: motion's model did not learn them"
+    assert len(context.boxes) == 0, "no substitute for a person no graph found, standing {} frames".format(STILL_FRAMES)

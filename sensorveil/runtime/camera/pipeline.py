@@ -7,6 +7,7 @@ import numpy as np
 from sensorveil.runtime.camera import learned
 from sensorveil.runtime.camera.composite import crop_people, crop_windows, paste_people
 from sensorveil.runtime.camera.detect import MotionPeopleDetector, channels_like, to_gray
+from sensorveil.runtime.camera.evidence import PersonEvidence
 from sensorveil.runtime.camera.hold import StandingHold
 from sensorveil.runtime.camera.scene import SCENE_HORIZON, QuietScene, busy_mask, starting_scene
 from sensorveil.runtime.camera.settings import (
@@ -96,6 +97,7 @@ class PersonCrops(Preprocessor):
         self.tracker, self.direction = Tracker(), WalkingDirection()
         self.max_protect = int(max_protect)
         self.hold = StandingHold(self.max_protect)   # people who stopped where no detector finds them
+        self.evidence = PersonEvidence()   # which of them get a substitute: found by the graph once, or moving
         # track id -> [first box centre, farthest distance from it in box heights, frames protected]
         self.walked = {}
         self.last_boxes = np.zeros((0, 4), dtype=np.int64)  # the people found in the latest frame
@@ -120,12 +122,15 @@ class PersonCrops(Preprocessor):
         # a held person is protected too: the model that learnt them would lose them, and the hold with them
         self.detector.protect(np.concatenate([walked, boxes[held]]))
         directions = self.direction.update(tracks, boxes)
+        # both paste modes release the quiet scene around the people, never the camera's frame: until the
+        # detectors are warm (and after a reset) the scene is neutral, so nothing raw goes out meanwhile; every
+        # box found stays busy there, a substitute or not
+        scene = self.update_scene(image, boxes)
+        pasted = self.evidence.paste(tracks, boxes, self.whole_boxes(boxes), self.tracker.tracks)
+        boxes, directions, tracks = boxes[pasted], np.asarray(directions)[pasted], np.asarray(tracks)[pasted]
         windows = crop_windows(boxes, image.shape, self.crop_shape, self.margin)
         self.last_boxes, self.last_windows, self.last_directions = boxes, windows, directions
         self.last_tracks = tracks
-        # both paste modes release the quiet scene around the people, never the camera's frame: until the
-        # detectors are warm (and after a reset) the scene is neutral, so nothing raw goes out meanwhile
-        scene = self.update_scene(image, boxes)
         contrast = self.scene.contrast
         context = CropContext(image, boxes, windows, directions, tracks, scene, contrast)
         return crop_people(image, windows, self.crop_shape), context
