@@ -117,7 +117,8 @@ class PersonCrops(Preprocessor):
                                        whole=self.whole_boxes(found))
         tracks = self.tracker.update(boxes)
         walked = self.walked_in(boxes, tracks)
-        self.hold.seen(tracks, boxes, held, self.found_whole(boxes, tracks), self.tracker.tracks,
+        whole = self.whole_boxes(boxes)     # which the learned graph found (None with motion alone)
+        self.hold.seen(tracks, boxes, held, self.found_whole(tracks, whole), self.tracker.tracks,
                        fresh=getattr(self.detector, "fresh", True))
         # a held person is protected too: the model that learnt them would lose them, and the hold with them
         self.detector.protect(np.concatenate([walked, boxes[held]]))
@@ -126,7 +127,7 @@ class PersonCrops(Preprocessor):
         # detectors are warm (and after a reset) the scene is neutral, so nothing raw goes out meanwhile; every
         # box found stays busy there, a substitute or not
         scene = self.update_scene(image, boxes)
-        pasted = self.evidence.paste(tracks, boxes, self.whole_boxes(boxes), self.tracker.tracks)
+        pasted = self.evidence.paste(tracks, boxes, whole, self.tracker.tracks)
         boxes, directions, tracks = boxes[pasted], np.asarray(directions)[pasted], np.asarray(tracks)[pasted]
         windows = crop_windows(boxes, image.shape, self.crop_shape, self.margin)
         self.last_boxes, self.last_windows, self.last_directions = boxes, windows, directions
@@ -162,11 +163,12 @@ class PersonCrops(Preprocessor):
         learned = set(map(tuple, np.asarray(learned, dtype=np.int64).reshape(-1, 4)))
         return np.array([tuple(box) in learned for box in np.asarray(boxes, dtype=np.int64).reshape(-1, 4)], bool)
 
-    def found_whole(self, boxes, tracks):
-        """Which of ``boxes`` hold a whole person: the learned detector's (it finds people, not parts of them), and
-        with motion alone a walker's (a blob that walked in is a person; one that only flickers is not)."""
-        if getattr(self.detector, "learned", None) is not None:
-            return self.whole_boxes(boxes)
+    def found_whole(self, tracks, whole):
+        """Which of the tracks' boxes hold a whole person: ``whole``, the learned detector's (it finds people, not
+        parts of them), and with motion alone (``whole`` None) a walker's (a blob that walked in is a person; one
+        that only flickers is not)."""
+        if whole is not None:
+            return whole
         return [self.walked.get(int(track), (None, 0.0))[1] >= WALKED_IN for track in tracks]
 
     def walked_in(self, boxes, tracks):
