@@ -15,6 +15,8 @@ released frame per gap side by side.
     python scripts/paste_contrast.py --bundle bundles/camera/pass-walkway --clip ../shared/media/walkway.avi
 
 The gap only moves the substitutes' grey levels (bank people, never the camera's): privacy is not in play.
+Since decision 0029 the neutral scene is a fixed grain, not flat grey, and asks for no gap by default; this script
+still compares the gaps on it. scripts/neutral_scene.py compares flat grey with the grain.
 """
 import argparse
 import functools
@@ -36,7 +38,7 @@ def run_gap(bundle: Path, clip: Path, gap: int, seed: int, sheet_frame: int) -> 
     from sensorveil.runtime import Privatizer
     from sensorveil.runtime.camera import pipeline
     from sensorveil.runtime.camera.detect import to_gray
-    from sensorveil.runtime.camera.scene import NEUTRAL_GREY
+    from sensorveil.runtime.camera.scene import neutral_scene
     from sensorveil.runtime.sources import open_source
     from sensorveil.runtime.stream import Stream
     original = pipeline.QuietScene
@@ -50,7 +52,7 @@ def run_gap(bundle: Path, clip: Path, gap: int, seed: int, sheet_frame: int) -> 
             for name, (on_raw, on_release) in pairs.items():
                 diffs[name].append(len(on_release(result.output)) - len(on_raw(result.frame.data)))
             scene = stream.preprocessor.scene.image
-            on_neutral = (result.output != scene).any(axis=-1) & (scene == NEUTRAL_GREY).all(axis=-1)
+            on_neutral = (result.output != scene).any(axis=-1) & (scene == neutral_scene(scene.shape)).all(axis=-1)
             pixels = result.output[on_neutral]
             grey = to_gray(pixels[None])[0]
             extreme += int(((grey < NEAR_BLACK) | (grey > NEAR_WHITE)).sum())

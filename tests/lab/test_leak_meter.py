@@ -3,6 +3,7 @@ shows them, and not when the release shows the empty scene, a neutral one or the
 import numpy as np
 
 from sensorveil.benchmarks.leak_meter import LeakMeter, empty_scene
+from sensorveil.runtime.camera.scene import neutral_scene
 
 
 def walking_clip(frames=60):
@@ -36,6 +37,7 @@ def test_the_empty_scene_or_a_neutral_one_does_not_leak_a_ghost_does():
     empty = np.clip(120 + np.zeros((120, 160, 3)), 0, 255).astype(np.uint8)
     assert meter_over(clip, lambda k, raw: empty)["leaking_boxes"] == 0
     assert meter_over(clip, lambda k, raw: np.full_like(raw, 128))["leaking_boxes"] == 0
+    assert meter_over(clip, lambda k, raw: neutral_scene(raw.shape))["leaking_boxes"] == 0     # the runtime's grain
     ghost = lambda k, raw: (0.3 * raw + 0.7 * empty).astype(np.uint8)     # noqa: E731  a faint ghost still shows
     assert meter_over(clip, ghost)["leaking_boxes"] == len(clip)          # the person's silhouette: a leak
     strong = lambda k, raw: (0.7 * raw + 0.3 * empty).astype(np.uint8)    # noqa: E731

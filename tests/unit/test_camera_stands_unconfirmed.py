@@ -28,7 +28,8 @@ def test_a_person_the_graph_never_finds_who_walks_in_and_stands_is_never_release
     for k, frame in enumerate(frames):
         crops, context = pipeline.prepare(frame)
         released = pipeline.restore(np.zeros_like(crops), context)      # substitutes that hold nobody
-        assert np.abs(released[STANDS_AT].astype(float) - PERSON_GREY).min() > 90, "frame {}".format(k)
+        # nowhere near the person's grey: the camera's ground or the neutral grain (about 95-155)
+        assert np.abs(released[STANDS_AT].astype(float) - PERSON_GREY).min() > 60, "frame {}".format(k)
     tracked = [box for box, _ in pipeline.tracker.tracks.values()]
     assert len(tracked) == 1, "still found: motion's model did not learn them"
     assert len(context.boxes) == 0, "no substitute for a person no graph found, standing {} frames".format(STILL_FRAMES)

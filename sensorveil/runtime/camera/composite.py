@@ -256,8 +256,10 @@ def stand_out_people(patches, corners, background, contrast=None):
     if not patches:
         return []
     wheres = [(x, y, x + patch.shape[1], y + patch.shape[0]) for patch, (x, y) in zip(patches, corners)]
-    scene = to_gray(end_to_end([cut(background, where) for where in wheres]))
     margin = PERSON_CONTRAST if contrast is None else end_to_end([cut(contrast, where) for where in wheres])
+    if not np.any(margin):      # no gap asked anywhere (the quiet scene's default): the people as they are
+        return [np.maximum(patch, 1) for patch in patches]
+    scene = to_gray(end_to_end([cut(background, where) for where in wheres]))
     pixels = end_to_end(patches)
     moved = stand_out(pixels, scene, margin) if pixels.ndim == 2 else stand_out_colour(pixels, scene, margin)
     ends = np.cumsum([patch.shape[0] * patch.shape[1] for patch in patches])[:-1]

@@ -3,9 +3,9 @@
 A background model's picture (MOG2's) learns whatever moves slowly or stands: slow walkers and a standing
 group came out of it as translucent people and trails. QuietScene takes a pixel from the camera only where
 nothing was seen there for ``horizon`` frames in a row: no motion in the detector's foreground mask, no
-detected box and no tracked person (each grown by a block). Until then a region shows the neutral scene (flat
-grey, or a still the operator gives), never the first raw frames. A person nobody ever detects and who never
-moves is the case this cannot see: only a learned detector finds them; the camera audit's
+detected box and no tracked person (each grown by a block). Until then a region shows the neutral scene (a
+fixed grain around mid-grey, or a still the operator gives), never the first raw frames. A person nobody ever
+detects and who never moves is the case this cannot see: only a learned detector finds them; the camera audit's
 leak meter (sensorveil/benchmarks/leak_meter.py) measures what gets through.
 
 Once a block shows the camera it may only drift, never jump: it follows the new frame only while that block
@@ -15,6 +15,8 @@ stays as it was. So a person nobody detects who walks into a quiet block, or sta
 learnt; that block stays stale for as long as it differs (a lighting jump larger than SCENE_CHANGE does the
 same), which fails closed: an old picture of the empty place, never a new one with someone in it.
 """
+from functools import lru_cache
+
 import numpy as np
 
 from sensorveil.runtime.camera.detect import MAX_PERSON_HEIGHT, opencv
@@ -22,13 +24,20 @@ from sensorveil.runtime.errors import InputError
 
 SCENE_BLOCK = 8          # px: the scene is judged quiet or busy per block of this size
 SCENE_HORIZON = 100      # frames a block must stay quiet before the camera may show it (10 s at 10 FPS)
-NEUTRAL_GREY = 128       # the scene before any block is quiet: nothing of any frame
+NEUTRAL_GREY = 128       # the neutral scene's mean grey level: the scene before any block is quiet
+# The neutral scene is a fixed grain around NEUTRAL_GREY, not flat grey: an independent counter of the release
+# (the learned detector) found about half the substitutes pasted on flat grey and nearly as many as raw on a
+# grain near the size of its own features (docs/decisions/0029-neutral-grain.md). The grain is made from a fixed
+# seed, so it holds nothing of any frame and every device releases the same one.
+NEUTRAL_GRAIN = 10       # grey levels: the grain's nodes' standard deviation (the pixels between them: about 7)
+GRAIN_ROWS = 45          # the grain's cells down the frame (8 px at 360 rows), whatever the frame's size
+GRAIN_SEED = 29
 # grey levels: a camera block whose mean absolute difference from the scene (the largest of its colour
 # channels) is above this has changed (someone is there), not been lit differently: above the noise and light
 # of the blocks the scene follows, below what a person adds to a block (both measured by
 # scripts/scene_gate_threshold.py; figures in docs/decisions/0006-scene-change-gate.md)
 SCENE_CHANGE = 6.0
-# A block that starts showing the camera replaces the neutral grey at once, and a background-model counter
+# A block that starts showing the camera replaces the neutral scene at once, and a background-model counter
 # downstream reads the change as something new: a person, where the revealed region stands upright (revealed
 # one by one as they became quiet, they were most of a counter's extra people on walkway). So blocks are
 # revealed together, once every REVEAL_EVERY frames (a
@@ -40,13 +49,10 @@ TALLEST_PERSON = MAX_PERSON_HEIGHT
 # grey levels a camera pixel may move a frame: lighting drifts slower; a person who walks in slowly enough
 # to stay under SCENE_CHANGE each frame would have to stay in step with this to be learnt, and does not
 SCENE_STEP = 2
-# least grey-level gap between a pasted substitute and a block still showing the flat neutral grey (the
-# camera's blocks took PERSON_CONTRAST until decision 0016): a counter's background model holds a flat,
-# noiseless block with the least variance it allows, so a smaller gap is found there, and it leaves the
-# substitutes more of their colours: the darker side is then bound by SHADOW_RATIO rather than the gap
-# (docs/decisions/0011-neutral-contrast.md has the gap's effect on the count and the colours, from
-# scripts/paste_contrast.py)
-NEUTRAL_CONTRAST = 70
+# least grey-level gap between a pasted substitute and the neutral scene: none, as on the camera's blocks. On flat
+# grey it was 70 (decision 0011: a background-model counter's flat, noiseless block), and the learned detector
+# missed the substitutes it moved; on the grain the motion counter finds them without it (decision 0029)
+NEUTRAL_CONTRAST = 0
 # least grey-level gap on a picture of the place (the camera's blocks, or an operator's still): none. There a
 # substitute keeps its own colours: it stands on the place's own ground, which a background-model counter tells
 # it from, and the gap (with SHADOW_RATIO's darkening) made the learned detector miss the substitutes it moved
@@ -191,10 +197,10 @@ def block_sums(values, block):
 
 
 def starting_scene(shape, still=None):
-    """The scene before any block is quiet: the operator's still, else flat neutral grey; nothing of any frame.
+    """The scene before any block is quiet: the operator's still, else the neutral grain; nothing of any frame.
     A colour still serves a grey camera as its grey; any other difference of shape or type is refused."""
     if still is None:
-        return np.full(shape, NEUTRAL_GREY, dtype=np.uint8)
+        return neutral_scene(tuple(shape)).copy()
     still = np.asarray(still)
     if still.dtype != np.uint8:   # a cast would wrap or round what the operator meant the place to look like
         raise InputError("scene_still of dtype {}; expected uint8 pixels like the camera's".format(still.dtype))
@@ -204,6 +210,25 @@ def starting_scene(shape, still=None):
         raise InputError("scene still of shape {}; expected the camera's {} (scene_still: a picture of the empty "
                          "place at the camera's size)".format(still.shape, tuple(shape)))
     return np.array(still, dtype=np.uint8)
+
+
+@lru_cache(maxsize=4)
+def neutral_scene(shape):
+    """(H, W[, C]) uint8: the neutral grain, grey in every channel. Normal noise on a grid of GRAIN_ROWS cells down
+    the frame, smoothly scaled to it, NEUTRAL_GRAIN grey levels about NEUTRAL_GREY: made from GRAIN_SEED alone.
+    Cached per shape; callers get a copy (starting_scene)."""
+    cv2 = opencv()
+    height, width = shape[:2]
+    cell = max(1, int(round(height / float(GRAIN_ROWS))))
+    noise = np.random.RandomState(GRAIN_SEED).standard_normal((height // cell + 1, width // cell + 1))
+    grain = cv2.resize(noise.astype(np.float32), (width, height), interpolation=cv2.INTER_LINEAR)
+    grey = np.clip(np.rint(NEUTRAL_GREY + NEUTRAL_GRAIN * grain), 1, 255).astype(np.uint8)
+    grey.flags.writeable = False
+    if len(shape) == 2:
+        return grey
+    layered = np.repeat(grey[..., None], shape[2], axis=2)
+    layered.flags.writeable = False
+    return layered
 
 
 def read_scene_still(path) -> np.ndarray:
