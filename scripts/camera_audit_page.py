@@ -91,8 +91,8 @@ def still_text(still, note=None) -> str:
     """Which scene the release shows where the camera has not been quiet long enough yet, and how its still was made,
     in the words of whoever wrote the page (nothing here can tell whether a picture holds nobody)."""
     if not still:
-        return ("Released on the neutral grey where the camera has not been quiet long enough yet (no scene "
-                "still given).")
+        return ("Released on the neutral scene, a grey grain made from a seed, where the camera has not been quiet "
+                "long enough yet (no scene still given).")
     return (f"Released with the scene still `{still}` (`--scene-still`, as `sensorveil run` takes it) where the "
             f"camera has not been quiet long enough yet. How it was made and who looked at it, as the page's "
             f"writer states: {note}. A still is released as it is: an operator looks at it before giving it.")

@@ -252,8 +252,8 @@ def how_it_pastes(mechanism: dict) -> str:
                 "is released outside the windows, so a person the detectors miss goes out as filmed.")
     text = ("each person found is replaced by a substitute cut-out, stretched to the person's box and pasted "
             "onto the quiet scene, which is the whole frame released (the camera only where nobody was seen for "
-            "a long horizon, neutral grey elsewhere: a person the detectors miss is left out), one draw per "
-            "tracked person")
+            "a long horizon, a grey grain made from a seed elsewhere: a person the detectors miss is left out), "
+            "one draw per tracked person")
     if audit.get("conditioned_on"):
         text += f", among the bank's people of the {audit['conditioned_on']} the tracker measured (past frames only)"
     return text + f"; {mechanism['cost']['substitutes'] or 'substitutes: not recorded'}."
@@ -473,7 +473,8 @@ def render(result: dict) -> str:
         "",
         "What the released scene holds (seen on the contact sheet): PASS pastes its substitutes on the quiet "
         "scene (sensorveil/runtime/camera/scene.py), which shows the camera only in blocks where no motion, "
-        f"detection or track was seen for {SCENE_HORIZON} frames and is neutral grey until then (a device can "
+        f"detection or track was seen for {SCENE_HORIZON} frames and is the neutral scene until then, a grey "
+        "grain made from a seed (a device can "
         "start from an operator's scene still instead: `sensorveil scene-still`). PR-GAN releases the camera's "
         "frame outside each person's window, so a person its detectors miss goes out raw: the leak meter above "
         "counts them.",

@@ -148,7 +148,8 @@ def page(result: dict, record: dict) -> str:
               "count are the camera audit's (`sensorveil camera-audit BUNDLE --clip CLIP --no-identity --seed "
               f"{result['draw_seed']}`; docs/guides/camera.md, \"The camera goal, part by part\"): recall covers "
               f"the audit's reference people ({result['release'][measured[0]]['recall']['reference']}); released on "
-              "the neutral grey where the camera has not been quiet long enough (no scene still); substitutes drawn "
+              "the neutral scene (a grey grain) where the camera has not been quiet long enough (no scene still); "
+              "substitutes drawn "
               f"from the runtime's replayable seed {result['draw_seed']}.", ""]
     return "\n".join(lines)
 

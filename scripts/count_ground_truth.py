@@ -58,7 +58,7 @@ def nearer_text(name: str, count: dict) -> str:
 
 
 def scene_text(note) -> str:
-    return "on neutral grey (no scene still)" if not note else f"on the scene still ({note})"
+    return "on the neutral scene, a grey grain (no scene still)" if not note else f"on the scene still ({note})"
 
 
 def page(result: dict, record: dict) -> str:

@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 
 from sensorveil.benchmarks import leak_meter as meter
+from sensorveil.runtime.camera.scene import neutral_scene
 from sensorveil_lab.camera_pipeline import stream_privatizer
 from sensorveil_lab.clips import clip_empty_scene
 
 ROOT = Path(__file__).resolve().parents[1]
 
-NEUTRAL = 128     # the quiet scene's start where no still is given (runtime.camera.scene)
 
 
 def frame_of(bundle: Path, clip: Path, index: int, seed: int):
@@ -44,7 +44,8 @@ def report(raw, released, crops, empty, box) -> list:
     shown = released_grey[rows, cols][person]
     scene = getattr(crops, "scene", None)
     scene_grey = meter.to_grey(scene.image)[rows, cols][person] if scene is not None else np.full(shown.shape, -1.0)
-    grey = np.abs(shown - NEUTRAL) < 1
+    neutral = meter.to_grey(neutral_scene(raw.shape))[rows, cols][person]   # the start where no still is given
+    grey = np.abs(shown - neutral) < 1
     from_scene = (np.abs(shown - scene_grey) < 1) & ~grey
     share = meter.person_share(raw_grey, released_grey, empty, box, pasted)
     lines = [f"meter's share {share:.3f} over {person.sum()} judged person pixels: {grey.sum()} neutral grey, "

@@ -222,13 +222,13 @@ def camera_quickstart(out: Path, clip: Path, seeds: int = AUDIT_SEEDS, person_de
 
 def scene_still_hint(summary: dict, clip: Path, has_detector: bool) -> "str | None":
     """Where the count fails and the bundle carries the learned detector, the next step: a picture of the empty
-    place (decision 0015: on the neutral grey a learned counter finds few of the pasted people), which the
+    place (decisions 0015, 0029: on the neutral scene a learned counter finds fewer of the pasted people), which the
     operator looks at before releasing it; it stays the operator's choice, so the quickstart does not make one."""
     count = summary["goal"]["parts"].get("count")
     if not has_detector or count is None or count["holds"] is not False:
         return None
     bundle = summary["bundle"]
-    return (f"the count fails; on the neutral grey a learned counter finds few of the pasted people. A picture of "
+    return (f"the count fails; on the neutral scene a learned counter finds fewer of the pasted people. A picture of "
             f"the empty place: `sensorveil scene-still {bundle} --clip {clip} --out still.png`; look at it (it is "
             f"released), then `sensorveil camera-audit {bundle} --clip {clip} --scene-still still.png`")
 

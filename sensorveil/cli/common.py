@@ -119,7 +119,8 @@ def progress_for(source, frames):
 
 
 SCENE_STILL_HELP = ("camera bundles that release a scene: a picture (PNG, JPEG) of the empty place at the camera's "
-                    "size, shown where the camera has not been quiet long enough yet (default: neutral grey); "
+                    "size, shown where the camera has not been quiet long enough yet (default: the neutral scene, a "
+                    "grey grain); "
                     "whatever it shows is released, so it must hold nobody")
 
 

@@ -700,7 +700,7 @@ def test_the_quiet_scene_never_learns_a_low_contrast_person_who_edges_in_a_pixel
 
 def test_the_quiet_scene_follows_a_slow_lighting_drift_and_starts_neutral():
     """Light that changes a grey level a frame is followed (the scene drifts with it); before a block has been
-    quiet for the horizon it shows the neutral grey, whatever the camera sees."""
+    quiet for the horizon it shows the neutral scene, whatever the camera sees."""
     from sensorveil.runtime.camera.scene import QuietScene, neutral_scene
     rng, horizon = np.random.default_rng(4), 10
     scene, nobody = QuietScene((64, 96, 3), horizon=horizon), np.zeros((64, 96), bool)

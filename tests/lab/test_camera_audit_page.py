@@ -18,7 +18,7 @@ def test_each_counter_line_says_how_many_raw_people_are_found_at_their_place():
 
 def test_the_page_says_which_scene_the_release_shows():
     page = load_script("camera_audit_page")
-    assert "neutral grey" in page.still_text(None)
+    assert "neutral scene" in page.still_text(None)
     text = page.still_text("empty.png", "made by `sensorveil scene-still`; looked at by the writer")
     assert "`empty.png`" in text and "made by `sensorveil scene-still`; looked at by the writer" in text
     assert "holds nobody" not in text      # the script cannot know it: only the writer's note may say it

@@ -37,4 +37,4 @@ def test_the_page_says_which_count_is_nearer_the_truth_only_when_the_intervals_p
     text = script.page(result, {"command": "python scripts/count_ground_truth.py", "generated": "now",
                                 "machine": "here", "commit": "abc", "dirty": False})
     assert "| independent | release | 50.0% [40.0%, 60.0%] | 0.60 [0.50, 0.70] | 41 |" in text
-    assert "neutral grey" in text and all(len(line) <= 120 for line in text.splitlines() if line.startswith("|"))
+    assert "neutral scene" in text and all(len(line) <= 120 for line in text.splitlines() if line.startswith("|"))
