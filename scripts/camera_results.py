@@ -474,8 +474,8 @@ def render(result: dict) -> str:
         "What the released scene holds (seen on the contact sheet): PASS pastes its substitutes on the quiet "
         "scene (sensorveil/runtime/camera/scene.py), which shows the camera only in blocks where no motion, "
         f"detection or track was seen for {SCENE_HORIZON} frames and is the neutral scene until then, a grey "
-        "grain made from a seed (a device can "
-        "start from an operator's scene still instead: `sensorveil scene-still`). PR-GAN releases the camera's "
+        "grain made from a seed (a device can start from an operator's scene still instead: `sensorveil "
+        "scene-still`). PR-GAN releases the camera's "
         "frame outside each person's window, so a person its detectors miss goes out raw: the leak meter above "
         "counts them.",
         "",

@@ -223,12 +223,9 @@ def neutral_scene(shape):
     noise = np.random.RandomState(GRAIN_SEED).standard_normal((height // cell + 1, width // cell + 1))
     grain = cv2.resize(noise.astype(np.float32), (width, height), interpolation=cv2.INTER_LINEAR)
     grey = np.clip(np.rint(NEUTRAL_GREY + NEUTRAL_GRAIN * grain), 1, 255).astype(np.uint8)
-    grey.flags.writeable = False
-    if len(shape) == 2:
-        return grey
-    layered = np.repeat(grey[..., None], shape[2], axis=2)
-    layered.flags.writeable = False
-    return layered
+    scene = grey if len(shape) == 2 else np.repeat(grey[..., None], shape[2], axis=2)
+    scene.flags.writeable = False     # the cached one is shared: a caller that writes to it must copy it
+    return scene
 
 
 def read_scene_still(path) -> np.ndarray:
