@@ -81,6 +81,7 @@ def add_parser(verbs) -> None:
                    "beside motion; motion: the motion detector alone (misses people who stand)")
     p.add_argument("--camera-speed", default="recall", choices=("recall", "fast"),
                    help="camera bundles with the learned detector: recall (default) runs the graph every 3 frames "
-                   "and motion at half size; fast runs it every 10, motion at a quarter and (onnx) the int8 graph: "
-                   "less CPU a frame, fewer people found, more so in a crowd (docs/camera_speed.md)")
+                   "and motion at half size; fast runs it every 10, motion at a quarter and (onnx) the int8 graph "
+                   "where it finds the fp32 graph's people: less CPU a frame, fewer people found, more so in a crowd "
+                   "(docs/camera_speed.md)")
     p.set_defaults(func=cmd_export)

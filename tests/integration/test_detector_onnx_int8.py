@@ -137,6 +137,32 @@ def test_a_refused_int8_graph_is_never_cached(graphs, tmp_path, monkeypatch):
     assert not int8_module.cached_path(fp32, fresh).exists()
 
 
+def test_the_fast_speed_runs_fp32_where_its_int8_graph_finds_other_people(graphs, tmp_path, monkeypatch):
+    """--camera-speed fast takes the int8 graph where it finds fp32's people and otherwise ships the fp32 graph,
+    saying so; a bundle exported at int8 precision still refuses that graph (its precision was asked for)."""
+    from sensorveil.export.person_detector import DetectorJob, DetectorUnavailable, onnx_detector, writers
+    fp32, int8, frames = graphs
+
+    def job(folder, precision, lines):
+        made = DetectorJob(tmp_path / folder, precision, str(WALKWAY), progress=lines.append, speed="fast")
+        made.out_dir.mkdir()
+        made.frames, made.fitted = frames, {"detector_score": learned.DEFAULT_SCORE}
+        return made
+
+    lines = []
+    assert onnx_detector(job("matches", "fp32", lines))["precision"] == "int8"
+    bad = corrupted(int8, tmp_path / "bad.onnx", 1.5)
+    monkeypatch.setattr(writers, "detector_onnx_int8", lambda frames, progress: bad)
+    lines = []
+    entry = onnx_detector(job("other-people", "fp32", lines))
+    assert entry == {"file": "person-detector.onnx", "precision": "fp32"}
+    assert (tmp_path / "other-people" / entry["file"]).read_bytes() == fp32.read_bytes()
+    assert any(line.startswith("the fast speed runs the fp32 person detector: ") and "other people" in line
+               for line in lines), lines
+    with pytest.raises(DetectorUnavailable, match="finds other people than the fp32 graph"):
+        onnx_detector(job("asked-int8", "int8", []))
+
+
 @pytest.fixture(scope="module")
 def int8_bundle(graphs, tmp_path_factory):
     """An int8 ONNX camera bundle of a short PASS run on walkway (its detector: the cached int8 graph)."""

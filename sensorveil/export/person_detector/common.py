@@ -25,8 +25,9 @@ CONVERT_TIMEOUT_S = 1800
 EXPORT_EVERY = 3
 # export's --camera-speed: the camera fields (and the ONNX detector's precision) of each choice. "recall" (the
 # default): the fp32 graph every EXPORT_EVERY frames, motion at half size. "fast": the graph every 10 frames,
-# motion at a quarter and, in the onnxruntime artifact, the int8 graph at its matched threshold: less CPU a frame
-# for fewer people found, more so in a crowd (docs/camera_speed.md, decision 0012)
+# motion at a quarter and, in the onnxruntime artifact, the int8 graph at its matched threshold where it finds
+# fp32's people on the clip (else fp32: writers.onnx_detector): less CPU a frame for fewer people found, more
+# so in a crowd (docs/camera_speed.md, decision 0012)
 CAMERA_SPEEDS = {"recall": {"detector_every": EXPORT_EVERY},
                  "fast": {"detector_every": 10, "motion_scale": 0.25}}
 CALIBRATION_FRAMES = 64     # int8 calibration frames of the run's clip

@@ -15,6 +15,7 @@ from sensorveil.export.person_detector.common import (
     CAMERA_SPEEDS,
     SOURCE,
     TENSORRT_WORKSPACE_MB,
+    DetectorUnavailable,
 )
 from sensorveil.export.person_detector.convert import box_coder, check_matches, detector_onnx, encodings_cut
 from sensorveil.export.person_detector.frames import clip_frames
@@ -78,19 +79,31 @@ def add_person_detector(artifacts: dict, job: DetectorJob) -> dict:
 
 
 def onnx_detector(job: DetectorJob) -> dict:
-    """fp32, or for int8 bundles (CPU boards) and the "fast" camera speed the int8 QDQ graph calibrated on the
-    clip's frames and checked against fp32 (onnx_int8.py); float in and out either way,
-    so no anchors."""
-    if job.precision == "int8" or job.speed == "fast":
-        file = f"{DETECTOR_GRAPH}_int8.onnx"
-        quantized = detector_onnx_int8(job.calibration(), job.progress)
-        score = matched_score(detector_onnx(job.progress), quantized, job.calibration(), job.score)
-        job.progress(f"the int8 person detector's threshold: {score} (finds fp32's people at {job.score})")
-        shutil.copyfile(quantized, job.out_dir / file)
-        return {"file": file, "precision": "int8", "quantization": QUANTIZATION, GRAPH_SCORE_KEY: score}
+    """fp32, or for int8 bundles (CPU boards) the int8 QDQ graph calibrated on the clip's frames and checked
+    against fp32 (onnx_int8.py); float in and out either way, so no anchors. The "fast" camera speed takes the
+    int8 graph where it finds fp32's people on this camera, and the fp32 graph where it does not (a crowd:
+    docs/camera_speed-crowd.md): its lever is running the graph less often; int8 is a further one, never a
+    reason to refuse the speed. An int8 bundle still refuses, as its precision was asked for."""
+    if job.precision == "int8":
+        return int8_onnx_entry(job)
+    if job.speed == "fast":
+        try:
+            return int8_onnx_entry(job)
+        except DetectorUnavailable as why:
+            job.progress(f"the fast speed runs the fp32 person detector: {why}")
     file = f"{DETECTOR_GRAPH}.onnx"
     shutil.copyfile(detector_onnx(job.progress), job.out_dir / file)
     return {"file": file, "precision": "fp32"}
+
+
+def int8_onnx_entry(job: DetectorJob) -> dict:
+    """The int8 graph at the threshold matched to fp32's people (DetectorUnavailable where none is)."""
+    file = f"{DETECTOR_GRAPH}_int8.onnx"
+    quantized = detector_onnx_int8(job.calibration(), job.progress)
+    score = matched_score(detector_onnx(job.progress), quantized, job.calibration(), job.score)
+    job.progress(f"the int8 person detector's threshold: {score} (finds fp32's people at {job.score})")
+    shutil.copyfile(quantized, job.out_dir / file)
+    return {"file": file, "precision": "int8", "quantization": QUANTIZATION, GRAPH_SCORE_KEY: score}
 
 
 def openvino_detector(job: DetectorJob) -> dict:
