@@ -5,9 +5,9 @@ The leak meter (sensorveil/benchmarks/leak_meter.py) reads how much of a raw per
 fitted over the person's pixels. A flagged box is a finding to look at, not a verdict: this script runs the bundle
 as `sensorveil run` does (``stream_privatizer``: colour release, seeded draws) up to ``--frame``, and
 for the box prints the meter's share, the judged pixels, and for each of them whether the released value is the
-neutral grey, the quiet scene's (what the pipeline shows of the place), or neither, with the raw and empty-scene
-values of those that are not grey. ``--png`` writes raw | released around the box, 4x. Used for the crowd page
-of docs/camera_speed.md (decision 0012):
+neutral scene's (the grey grain of decision 0029), the quiet scene's (what the pipeline shows of the place), or
+neither, with the raw and empty-scene values of those that are neither. ``--png`` writes raw | released around
+the box, 4x. Used for the crowd page of docs/camera_speed.md (decision 0012):
 
     python scripts/leak_box.py --bundle bundles/camera-speed/pass-crowd/fast --clip CROWD --frame 529 \\
         --box 371 75 28 40 --png leak-529.png
@@ -48,7 +48,7 @@ def report(raw, released, crops, empty, box) -> list:
     grey = np.abs(shown - neutral) < 1
     from_scene = (np.abs(shown - scene_grey) < 1) & ~grey
     share = meter.person_share(raw_grey, released_grey, empty, box, pasted)
-    lines = [f"meter's share {share:.3f} over {person.sum()} judged person pixels: {grey.sum()} neutral grey, "
+    lines = [f"meter's share {share:.3f} over {person.sum()} judged person pixels: {grey.sum()} the neutral scene's, "
              f"{from_scene.sum()} the quiet scene's, {(~grey & ~from_scene).sum()} neither"]
     ys, xs = np.nonzero(person)
     for k in np.flatnonzero(~grey):
