@@ -20,8 +20,8 @@ import json
 import sys
 from pathlib import Path
 
+from sensorveil.benchmarks.ground_truth import true_counts
 from sensorveil.cli.common import scene_still_from  # --scene-still read as `sensorveil run` reads it
-from sensorveil_lab.mot_ground_truth import clip_size_of, frame_count, ground_truth, people_in_frame
 from sensorveil_lab.provenance import page_header, portable, provenance, require_clean
 
 VIDEOS = (("raw", "raw frames"), ("floor", "raw as JPEG 90"), ("released", "release"))
@@ -99,8 +99,7 @@ def main(argv=None) -> int:
     require_clean(args.allow_dirty)
     record = provenance(allow_dirty=args.allow_dirty)
     from sensorveil.benchmarks.clip_audit import audit_clip
-    size, clip_size = tuple(int(v) for v in args.gt_size.lower().split("x")), clip_size_of(args.clip)
-    truth = people_in_frame(ground_truth(args.gt, size, clip_size), clip_size, frame_count(args.clip))
+    truth = true_counts(args.gt, args.clip, tuple(int(v) for v in args.gt_size.lower().split("x")))
     result = audit_clip(args.bundle, args.clip, log=lambda text: print(text, flush=True),
                         scene_still=scene_still_from(args), seed=args.seed, true_counts=truth)
     result.update(bundle=str(args.bundle), source=args.source, scene_still_note=args.still_note)

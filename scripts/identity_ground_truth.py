@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sensorveil_lab.mot_ground_truth import clip_size_of, ground_truth
+from sensorveil.benchmarks.ground_truth import clip_size_of, ground_truth
 from sensorveil_lab.provenance import page_header, provenance, require_clean
 
 UNMATCHED = -1

@@ -294,7 +294,7 @@ def clip_slug(clip: Path) -> str:
 
 
 def print_camera_summary(summary: dict) -> None:
-    from sensorveil.benchmarks.camera_goal import format_goal
+    from sensorveil.benchmarks.camera_goal import format_goal, format_people_there
     from sensorveil.benchmarks.direction_check import format_direction
     from sensorveil.sdk.reid_audit import format_identity
     row = summary["mechanisms"]["pass"]
@@ -311,6 +311,7 @@ def print_camera_summary(summary: dict) -> None:
     print(format_goal(summary["goal"]))
     if "direction" in (summary.get("clip_audit") or {}):
         print(format_direction(summary["clip_audit"]["direction"]))
+        print(format_people_there(summary["clip_audit"]))
     print(f"  {summary['substitutes']}")
     if summary.get("scene_still"):
         print(f"  next      {summary['scene_still']}")

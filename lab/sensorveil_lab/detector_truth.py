@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sensorveil_lab.mot_ground_truth import clip_size_of
+from sensorveil.benchmarks.ground_truth import clip_size_of
 
 JUDGE_EVERY = 10
 

@@ -87,3 +87,34 @@ def format_goal(goal: dict) -> str:
     mark = {True: "holds", False: "FAILS", None: "no verdict"}
     lines = [f"  {name:<11} {mark[p['holds']]:<10} {p['why']}" for name, p in goal["parts"].items()]
     return "\n".join(["camera goal, part by part:", *lines, f"  verdict: {goal['verdict']} ({goal['why']})"])
+
+
+def format_people_there(clip: dict) -> str:
+    """Beside the goal, the count a user reads: each counter's count of the raw frames and of the release against
+    the people there are (a ground truth where the audit was given one, else the recall's reference people on its
+    scored frames), as people off a frame with 95% intervals."""
+    counts = {name: c for name, c in clip["count"].items() if c.get("reference_frames")}
+    if not counts:
+        return "count against the people there are: not measured (no scored frame)"
+    first = next(iter(counts.values()))
+    source = clip.get("count_reference", "reference people")
+    lines = ["count against the people there are, beside the goal: people a count is off a frame [95%]",
+             f"  ({source}: {first['reference_people']:,} people on {first['reference_frames']} frames)"]
+    lines += [f"  {name:<14} raw {off(c, 'raw')}, release {off(c, 'released')} ({nearer(c)})"
+              for name, c in counts.items()]
+    return "\n".join(lines)
+
+
+def off(count: dict, video: str) -> str:
+    low, high = count[f"{video}_error_vs_reference_interval"]
+    return f"{count[f'{video}_error_vs_reference']:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def nearer(count: dict) -> str:
+    """Which of raw and release is counted nearer the people there are: only where the intervals part."""
+    raw, released = count["raw_error_vs_reference_interval"], count["released_error_vs_reference_interval"]
+    if released[1] < raw[0]:
+        return "release nearer"
+    if released[0] > raw[1]:
+        return "release further"
+    return "as near"

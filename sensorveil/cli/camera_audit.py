@@ -1,12 +1,15 @@
 """sensorveil camera-audit BUNDLE [--clip CLIP]: the camera goal of a bundle, part by part, without retraining.
 
 Identity (re-identification) needs the bundle's training run on this machine; leak meter, recall and count run
-the bundle over a clip (the training run's clip by default, or the user's own ``--clip``). Nothing is written
+the bundle over a clip (the training run's clip by default, or the user's own ``--clip``). With a clip's annotated
+people (``--ground-truth``, a MOTChallenge gt.txt) the counts are also scored against them. Nothing is written
 but ``--json``."""
+import argparse
 import sys
 from pathlib import Path
 
 from sensorveil.cli.common import SCENE_STILL_HELP, positive_int, scene_still_from, write_json
+from sensorveil.runtime.errors import InputError
 
 
 def log(line: str) -> None:
@@ -37,21 +40,36 @@ def identity_audit(args) -> dict:
     return result
 
 
+def people_there(args, clip):
+    """{frame index: people} of ``--ground-truth`` for ``clip``, read before any audit runs (a bad file is one
+    error, not minutes of auditing first); None without it."""
+    from sensorveil.benchmarks.ground_truth import true_counts
+    if args.ground_truth is None:
+        if args.gt_size is not None:
+            raise InputError(f"--gt-size {args.gt_size[0]}x{args.gt_size[1]} without --ground-truth; expected both")
+        return None
+    if clip is None:
+        raise InputError("--ground-truth needs the clip its frames annotate; expected --clip CLIP")
+    return true_counts(args.ground_truth, clip, args.gt_size)
+
+
 def cmd_camera_audit(args) -> int:
-    from sensorveil.benchmarks.camera_goal import camera_goal, format_goal
+    from sensorveil.benchmarks.camera_goal import camera_goal, format_goal, format_people_there
     from sensorveil.benchmarks.clip_audit import audit_clip
     from sensorveil.benchmarks.direction_check import format_direction
-    identity = identity_audit(args)
     clip = args.clip or training_clip(args.bundle)
+    truth = people_there(args, clip)
+    identity = identity_audit(args)
     clip_result = None
     if clip is not None:
         log(f"clip audit: {clip} through {args.bundle} (leak meter, recall, count)")
         clip_result = audit_clip(args.bundle, clip, frames=args.frames, backend=args.backend, log=log,
-                                 scene_still=scene_still_from(args), seed=args.seed)
+                                 scene_still=scene_still_from(args), seed=args.seed, true_counts=truth)
     goal = camera_goal(clip_result, identity)
     print(format_goal(goal))
     if clip_result is not None:
         print(format_direction(clip_result["direction"]))
+        print(format_people_there(clip_result))
     write_json({"bundle": str(args.bundle), "goal": goal, "identity": identity, "clip": clip_result}, args.json)
     return 0
 
@@ -71,5 +89,19 @@ def add_parser(verbs) -> None:
     p.add_argument("--seed", type=int, default=0, help="the attacker's, the intervals' bootstrap's and the "
                                                        "substitutes' draws' seed (a device draws from the OS; the "
                                                        "audit replays one draw, so one seed gives one set of figures)")
+    p.add_argument("--ground-truth", type=Path, default=None, metavar="GT_TXT",
+                   help="the clip's annotated people (a MOTChallenge gt.txt: frame,id,left,top,width,height,...; "
+                   "frames from 1): the counts are also scored against them, beside the goal (default: against "
+                   "the recall's reference people)")
+    p.add_argument("--gt-size", type=frame_size, default=None, metavar="WxH",
+                   help="the frame size the gt.txt's boxes are in (default: the clip's)")
     p.add_argument("--json", default=None, help="also write the figures to this JSON file")
     p.set_defaults(func=cmd_camera_audit)
+
+
+def frame_size(text: str) -> tuple:
+    """argparse type: WxH, two whole numbers of 1 or more."""
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(part.isdigit() and int(part) > 0 for part in parts):
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT in pixels (e.g. 768x576), got {text!r}")
+    return int(parts[0]), int(parts[1])

@@ -132,7 +132,8 @@ def test_pooled_release_above_chance_across_its_interval_is_a_leak_single_shots_
 @pytest.mark.exports
 @pytest.mark.trains
 def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip_bank_would_be_found(tmp_path,
-                                                                                                   monkeypatch):
+                                                                                                   monkeypatch,
+                                                                                                   capsys):
     from sensorveil.export import export_run
     from sensorveil.sdk.runs import train_run
     run = train_run("pass", "walkway", data_path=walkway(), out=tmp_path / "run", epochs=1, attacker_epochs=1,
@@ -199,6 +200,27 @@ def test_the_audit_of_a_rendered_bank_bundle_finds_no_camera_person_where_a_clip
     assert main(["camera-audit", str(bundle), "--clip", walkway(), "--frames", "40", "--no-identity",
                  "--scene-still", str(tmp_path / "still.png"), "--json", str(tmp_path / "still.json")]) == 0
     assert json.loads((tmp_path / "still.json").read_text())["clip"]["scene_still"] is True
+    check_ground_truth(bundle, tmp_path, capsys)
+
+
+def check_ground_truth(bundle, folder, capsys):
+    """--ground-truth: the counts are scored against the gt.txt's people (three on every frame here, in 768x576
+    pixels), and a file that is not one is one error before any audit runs."""
+    from sensorveil.cli import main
+    gt = folder / "gt.txt"
+    gt.write_text("".join(f"{frame},{person},{100 + 200 * person},200,40,120,1,-1,-1,-1\n"
+                          for frame in range(1, 41) for person in range(3)))
+    capsys.readouterr()
+    assert main(["camera-audit", str(bundle), "--clip", walkway(), "--frames", "40", "--no-identity",
+                 "--ground-truth", str(gt), "--gt-size", "768x576", "--json", str(folder / "gt.json")]) == 0
+    clip = json.loads((folder / "gt.json").read_text())["clip"]
+    counted = clip["count"]["pipeline"]
+    assert clip["count_reference"] == "ground truth" and counted["reference_frames"] > 0
+    assert counted["reference_people"] == 3 * counted["reference_frames"]
+    assert "(ground truth: " in capsys.readouterr().out
+    gt.write_text("frame,id,left,top\n")
+    assert main(["camera-audit", str(bundle), "--clip", walkway(), "--no-identity", "--ground-truth", str(gt)]) == 2
+    assert "expected numeric rows frame,id,left,top,width,height" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("attributes, identity, expected", [

@@ -2,7 +2,7 @@
 raw, JPEG 90 and the release scored against it."""
 import numpy as np
 
-from sensorveil_lab.mot_ground_truth import ground_truth, people_in_frame
+from sensorveil.benchmarks.ground_truth import ground_truth, people_in_frame
 from tests.conftest import load_script
 
 
