@@ -297,7 +297,7 @@ def count_cell(count: dict) -> str:
 
 def goal_lines(result: dict) -> list:
     """The camera goal table, then each mechanism's parts and identity audit as `camera-audit` prints them."""
-    from sensorveil.benchmarks.camera_goal import format_goal
+    from sensorveil.benchmarks.camera_goal import format_goal, format_people_there
     from sensorveil.benchmarks.direction_check import format_direction
     from sensorveil.sdk.reid_audit import format_identity
 
@@ -327,6 +327,7 @@ def goal_lines(result: dict) -> list:
         lines += ["", f"{name}:", "", "```", format_goal(m["goal"])]
         if "direction" in m["clip"]:       # beside the goal: the direction the device's draws walk
             lines += [format_direction(m["clip"]["direction"])]
+        lines += [format_people_there(m["clip"])]      # beside the goal: the count a user reads
         if "chance" in m["identity"]:
             lines += [format_identity(m["identity"])]
         lines += ["```"]
