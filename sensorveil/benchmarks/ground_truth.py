@@ -1,8 +1,6 @@
 """A MOTChallenge gt.txt (frame, id, left, top, width, height, ...; frames from 1) read for a clip of the same
 frames, possibly at another size (walkway.avi is MOT15's PETS09-S2L1 scaled from 768x576 to 480x360): the
 people there are on each frame, which `sensorveil camera-audit --ground-truth` scores the counts against."""
-from __future__ import annotations
-
 from pathlib import Path
 
 import numpy as np
