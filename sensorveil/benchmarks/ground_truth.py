@@ -24,15 +24,22 @@ def ground_truth(path: Path, size: tuple, clip_size: tuple) -> dict:
 
 
 def read_rows(path: Path) -> np.ndarray:
+    import warnings
     try:
-        table = np.loadtxt(path, delimiter=",", ndmin=2)
+        with warnings.catch_warnings():      # an empty file warns, then gets the one error below
+            warnings.simplefilter("ignore", UserWarning)
+            table = np.loadtxt(path, delimiter=",", ndmin=2)
     except OSError as error:
         raise InputError(f"ground truth {path}: {error.strerror or error}; expected a MOTChallenge gt.txt") from None
     except ValueError as error:
         raise InputError(f"ground truth {path}: {error}; expected numeric rows {COLUMNS}") from None
-    if table.shape[0] == 0 or table.shape[1] < 6:
-        raise InputError(f"ground truth {path}: {table.shape[1] if table.size else 0} columns in "
-                         f"{table.shape[0]} rows; expected rows {COLUMNS}")
+    if table.size == 0:
+        raise InputError(f"ground truth {path}: no rows; expected rows {COLUMNS}")
+    if table.shape[1] < 6:
+        raise InputError(f"ground truth {path}: {table.shape[1]} columns in {table.shape[0]} rows; expected rows "
+                         f"{COLUMNS}")
+    if not np.isfinite(table[:, :6]).all():
+        raise InputError(f"ground truth {path}: a value that is not a finite number; expected rows {COLUMNS}")
     if (table[:, 0] < 1).any() or (table[:, 4:6] <= 0).any():
         raise InputError(f"ground truth {path}: a frame below 1 or a box without width or height; expected "
                          f"MOTChallenge's frames from 1 and boxes of positive size")

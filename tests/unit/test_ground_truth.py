@@ -33,6 +33,8 @@ def test_people_are_counted_on_each_frame_at_the_clips_size(tmp_path, clip):
 @pytest.mark.parametrize("text, expected", [
     ("frame,id,left\n", "expected numeric rows frame,id,left,top,width,height"),
     ("1,1,10,10\n", "4 columns in 1 rows; expected rows frame,id,left,top,width,height"),
+    ("", "no rows"),
+    ("1,1,10,nan,20,40\n", "a value that is not a finite number"),
     ("0,1,10,10,20,40\n", "a frame below 1 or a box without width or height"),
     ("1,1,10,10,0,40\n", "a frame below 1 or a box without width or height"),
     ("50,1,10,10,20,40\n", "its first annotated frame is 50, the clip"),
