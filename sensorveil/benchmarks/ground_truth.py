@@ -25,6 +25,8 @@ def ground_truth(path: Path, size: tuple, clip_size: tuple) -> dict:
 
 def read_rows(path: Path) -> np.ndarray:
     import warnings
+    if not path.is_file():
+        raise InputError(f"ground truth {path}: no such file; expected a MOTChallenge gt.txt")
     try:
         with warnings.catch_warnings():      # an empty file warns, then gets the one error below
             warnings.simplefilter("ignore", UserWarning)
