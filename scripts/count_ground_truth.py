@@ -45,13 +45,11 @@ def counter_rows(name: str, count: dict) -> list:
 
 def nearer_text(name: str, count: dict) -> str:
     """Which of raw and release a counter counts nearer the ground truth, by whole intervals or not at all."""
-    raw, released = count["raw_error_vs_reference_interval"], count["released_error_vs_reference_interval"]
-    if released[1] < raw[0]:
-        verdict = "nearer the ground truth than its count of the raw frames (intervals apart)"
-    elif released[0] > raw[1]:
-        verdict = "further from the ground truth than its count of the raw frames (intervals apart)"
-    else:
-        verdict = "as near the ground truth as its count of the raw frames (the intervals overlap)"
+    from sensorveil.benchmarks.camera_goal import nearer  # the audit's own reading, in the page's words
+    verdict = {"release nearer": "nearer the ground truth than its count of the raw frames (intervals apart)",
+               "release further": "further from the ground truth than its count of the raw frames (intervals apart)",
+               "as near": "as near the ground truth as its count of the raw frames (the intervals overlap)"}[
+        nearer(count)]
     return (f"- {name}: its count of the release is {verdict}; the goal's agreement with raw: "
             f"{count['same_count']:.1%} against JPEG 90's {count['floor_same_count']:.1%} "
             f"({'holds' if count['holds'] else 'fails'}).")
