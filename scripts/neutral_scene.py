@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sensorveil_lab.page_text import COUNT_COLUMNS, count_cells, share_of
 from sensorveil_lab.provenance import page_header, portable, provenance, require_clean
 
 DRAW_SEED = 0
@@ -102,27 +103,19 @@ def measure(cases: list) -> dict:
     return out
 
 
-def share(part, whole) -> str:
-    return f"{100.0 * part / whole:.1f}%" if whole else "-"
-
-
 def case_lines(name: str, case: dict) -> list:
     lines = [f"## {name}", "", f"Bundle `{case['bundle']}`, clip `{case['clip']}`.", "",
-             "| neutral scene | counter | counted as raw (JPEG 90) | within 10 points | release more, fewer | "
-             "people raw, released |", "|---|---|---|---|---|---|"]
+             f"| neutral scene | {COUNT_COLUMNS} |", "|---|---|---|---|---|---|"]
     for scene, figures in case["scenes"].items():
         for counter, count in figures["count"].items():
             label = counter + ("" if count["in_goal"] else " (beside the goal)")
-            lines.append(f"| {scene} | {label} | {100 * count['same_count']:.1f}% "
-                         f"({100 * count['floor_same_count']:.1f}%) | {'yes' if count['holds'] else 'no'} | "
-                         f"{100 * count['released_more']:.1f}%, {100 * count['released_fewer']:.1f}% | "
-                         f"{count['raw_people']:,}, {count['released_people']:,} |")
+            lines.append(f"| {scene} | {label} | {count_cells(count)} |")
     lines += ["", "The substitutes the independent counter finds (a box at IoU >= 0.3 of the pasted person's, each box "
               "for one person at most, as the camera audit matches people at their place), on the judged frames:", ""]
     for scene, figures in case["scenes"].items():
-        lines.append(f"- {scene}: {share(figures['found_released'], figures['pasted'])} of {figures['pasted']:,} "
+        lines.append(f"- {scene}: {share_of(figures['found_released'], figures['pasted'])} of {figures['pasted']:,} "
                      f"pasted in the release; the same people in the raw frames: "
-                     f"{share(figures['found_raw'], figures['pasted'])}.")
+                     f"{share_of(figures['found_raw'], figures['pasted'])}.")
     return lines + [""]
 
 

@@ -63,3 +63,19 @@ def audit_lines(entry: dict) -> list:
                    f"5 points of Random*: {'yes' if within else 'NO'}."), ""]
     return lines
 
+
+
+COUNT_COLUMNS = ("counter | counted as raw (JPEG 90) | within 10 points | release more, fewer | people raw, released")
+
+
+def count_cells(count: dict) -> str:
+    """One counter's count of a release as table cells (COUNT_COLUMNS): frames counted as raw, against the
+    JPEG-90 floor, whether within the goal's 10 points, which way the release is off, and the people counted."""
+    return (f"{100 * count['same_count']:.1f}% ({100 * count['floor_same_count']:.1f}%) | "
+            f"{'yes' if count['holds'] else 'no'} | {100 * count['released_more']:.1f}%, "
+            f"{100 * count['released_fewer']:.1f}% | {count['raw_people']:,}, {count['released_people']:,}")
+
+
+def share_of(part, whole) -> str:
+    """``part`` of ``whole`` in percent, "-" where the whole is none."""
+    return f"{100.0 * part / whole:.1f}%" if whole else "-"
