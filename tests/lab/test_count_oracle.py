@@ -35,3 +35,16 @@ def test_only_the_boxes_a_counter_found_are_kept_one_found_box_for_one_person():
     assert script.matched_rows(boxes, [(102, 51, 30, 80)]).sum() == 1           # two people, one box found
     assert script.matched_rows(boxes, [(300, 50, 30, 80)]).tolist() == [False, False, True]
     assert not script.matched_rows(boxes, []).any() and len(script.matched_rows([], [(1, 1, 5, 5)])) == 0
+
+
+def test_the_page_shows_the_goals_counters_only_with_their_cells():
+    script = load_script("count_oracle")
+    count = {"same_count": 0.5, "floor_same_count": 0.8, "holds": False, "released_more": 0.1,
+             "released_fewer": 0.4, "raw_people": 1200, "released_people": 900}
+    figures = {"count": {"independent": dict(count, in_goal=True), "motion": dict(count, in_goal=False)},
+               "pasted": 8, "in_release": 6, "in_raw": 8}
+    case = {"bundle": "b", "clip": "c", "still": "still.png", "pastes": {"own_boxes": figures}}
+    text = "\n".join(script.case_lines("walkway", case))
+    assert "| independent | 50.0% (80.0%) | no | 10.0%, 40.0% | 1,200, 900 |" in text
+    assert "motion" not in text and "scene still `still.png`" in text
+    assert "75.0% of 8 pasted, in the release; the same places in the raw frames: 100.0%" in text
