@@ -76,17 +76,18 @@ class PastedAsFilmed(object):
 
     def __init__(self, find=None, grow=0.0):
         self.find, self.grow = find, grow
+        self.kept = np.zeros((0, 4), dtype=np.int64)    # the people pasted in the latest frame (boxes before growing)
 
     def __enter__(self):
         from sensorveil.runtime.camera import pipeline
         from sensorveil.runtime.camera.detect import channels_like
         self.saved = pipeline.PersonCrops.restore
-        find, grow = self.find, self.grow
+        owner = self
 
         def restore(crops, privatized, context):
             scene = channels_like(crops.scene_of(context), context.frame)
-            boxes = context.boxes if find is None else find(context.frame)
-            return boxes_as_filmed(scene, context.frame, grown(boxes, grow))
+            owner.kept = context.boxes if owner.find is None else owner.find(context.frame)
+            return boxes_as_filmed(scene, context.frame, grown(owner.kept, owner.grow))
 
         pipeline.PersonCrops.restore = restore
         return self
@@ -141,13 +142,9 @@ def matched_rows(boxes, found):
     return keep
 
 
-def pasted_boxes(paste: str, stream, privatizer, raw, patch):
-    """The boxes of the people pasted in this frame's release."""
-    if paste.startswith("counter_"):
-        return independent(privatizer)(raw)
-    if isinstance(patch, OnlyWhereCounted):
-        return patch.kept
-    return stream.preprocessor.last_boxes
+def pasted_boxes(stream, patch):
+    """The boxes of the people pasted in this frame's release: those the patch kept, else the pipeline's."""
+    return stream.preprocessor.last_boxes if patch is None else patch.kept
 
 
 def independent(privatizer):
@@ -176,8 +173,7 @@ def count_release(bundle: Path, clip: Path, paste: str, still=None) -> dict:
             read = judged(result.frame.index)
             counts.add(result.frame.data, result.output, read, result.frame.index)
             if read:
-                boxes = pasted_boxes(paste, stream, privatizer, result.frame.data, patch)
-                boxes = np.asarray(boxes, float).reshape(-1, 4)
+                boxes = np.asarray(pasted_boxes(stream, patch), float).reshape(-1, 4)
                 found["pasted"] += len(boxes)
                 for key, frame in (("in_release", result.output), ("in_raw", result.frame.data)):
                     people = np.asarray((on_release if key == "in_release" else on_raw)(frame), float).reshape(-1, 4)
