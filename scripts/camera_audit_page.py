@@ -8,12 +8,11 @@ committed; the page says where it came from).
         [--scene-still STILL --still-note "how it was made, and who looked at it"]   # released as `run` does
 """
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from sensorveil.cli.common import scene_still_from  # --scene-still read as `sensorveil run` reads it
-from sensorveil_lab.provenance import page_header, portable, provenance, require_clean
+from sensorveil_lab.provenance import page_header, portable, provenance, require_clean, write_page
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -132,9 +131,7 @@ def main(argv=None) -> int:
     result["scene_still_note"] = args.still_note
     result = portable(result, folders={
         str(args.clip.parent.resolve()): "CLIPS", str(args.bundle.parent.resolve()): "BUNDLES"})
-    args.out.write_text(page(result, record, args.source))
-    args.out.with_suffix(".json").write_text(json.dumps({"provenance": record, **result}, indent=2, default=str))
-    print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
+    write_page(args.out, page(result, record, args.source), record, result, indent=2)
     return 0
 
 

@@ -16,13 +16,12 @@ docs/count_ground_truth.md:
 repository; scripts/identity_ground_truth.py reads the same file.)
 """
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from sensorveil.benchmarks.ground_truth import true_counts
 from sensorveil.cli.common import scene_still_from  # --scene-still read as `sensorveil run` reads it
-from sensorveil_lab.provenance import page_header, portable, provenance, require_clean
+from sensorveil_lab.provenance import page_header, portable, provenance, require_clean, write_page
 
 VIDEOS = (("raw", "raw frames"), ("floor", "raw as JPEG 90"), ("released", "release"))
 
@@ -103,9 +102,7 @@ def main(argv=None) -> int:
     result.update(bundle=str(args.bundle), source=args.source, scene_still_note=args.still_note)
     result = portable(result, folders={
         str(args.clip.parent.resolve()): "CLIPS", str(args.bundle.parent.resolve()): "BUNDLES"})
-    args.out.write_text(page(result, record))
-    args.out.with_suffix(".json").write_text(json.dumps({"provenance": record, **result}, indent=1, default=str))
-    print(f"wrote {args.out}")
+    write_page(args.out, page(result, record), record, result)
     return 0
 
 

@@ -29,14 +29,13 @@ The last three paste raw pixels: they are measurements here, never a release.
 """
 import argparse
 import contextlib
-import json
 import time
 from pathlib import Path
 
 import numpy as np
 
-from sensorveil_lab.page_text import COUNT_COLUMNS, count_cells, share_of
-from sensorveil_lab.provenance import page_header, portable, provenance, require_clean
+from sensorveil_lab.page_text import count_table, found_lines
+from sensorveil_lab.provenance import page_header, portable, provenance, require_clean, write_page
 
 DRAW_SEED = 0
 PASTES = {
@@ -196,18 +195,15 @@ def measure(cases: list) -> dict:
 
 def case_lines(name: str, case: dict) -> list:
     scene = f"scene still `{case['still']}`" if case.get("still") else "no scene still (the neutral grain)"
-    lines = [f"## {name}", "", f"Bundle `{case['bundle']}`, clip `{case['clip']}`, {scene}.", "",
-             f"| pasted on the released scene | {COUNT_COLUMNS} |", "|---|---|---|---|---|---|"]
-    for paste, figures in case["pastes"].items():
-        for counter, count in figures["count"].items():
-            if count["in_goal"]:
-                lines.append(f"| {PASTES[paste]} | {counter} | {count_cells(count)} |")
+    rows = [(PASTES[paste], counter, count) for paste, figures in case["pastes"].items()
+            for counter, count in figures["count"].items() if count["in_goal"]]
+    found = [(PASTES[paste], figures["in_release"], figures["in_raw"], figures["pasted"])
+             for paste, figures in case["pastes"].items()]
+    lines = [f"## {name}", "", f"Bundle `{case['bundle']}`, clip `{case['clip']}`, {scene}.", ""]
+    lines += count_table("pasted on the released scene", rows)
     lines += ["", "The pasted people the independent counter finds at their place (a box at IoU >= 0.3, one box for "
               "one person, as the camera audit matches them), on the judged frames:", ""]
-    for paste, figures in case["pastes"].items():
-        lines.append(f"- {PASTES[paste]}: {share_of(figures['in_release'], figures['pasted'])} of "
-                     f"{figures['pasted']:,} pasted, in the release; the same places in the raw frames: "
-                     f"{share_of(figures['in_raw'], figures['pasted'])}.")
+    lines += found_lines(found)
     return lines + [""]
 
 
@@ -242,9 +238,7 @@ def main(argv=None) -> int:
     result = {"cases": measure(args.case)}
     folders = {str(Path(case[2]).parent.resolve()): "CLIPS" for case in args.case}
     result = portable(result, folders=folders)
-    args.out.write_text(page(result, record))
-    args.out.with_suffix(".json").write_text(json.dumps({"provenance": record, **result}, indent=1, default=str))
-    print(f"wrote {args.out}")
+    write_page(args.out, page(result, record), record, result)
     return 0
 
 

@@ -11,11 +11,10 @@ and the fit's own reference people are then scored against the annotated people 
 (sensorveil_lab.detector_truth), which the fit never saw.
 """
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from sensorveil_lab.provenance import page_header, portable, provenance, require_clean
+from sensorveil_lab.provenance import page_header, portable, provenance, require_clean, write_page
 
 
 def log(line):
@@ -126,9 +125,7 @@ def main(argv=None) -> int:
                         "truth": truth})
     folders = {str(clip.parent.resolve()): "CLIPS" for clip in args.clip if "shared" not in str(clip)}
     results = portable(results, folders=folders)
-    args.out.write_text(page(results, record))
-    args.out.with_suffix(".json").write_text(json.dumps({"provenance": record, "clips": results}, indent=2))
-    print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
+    write_page(args.out, page(results, record), record, {"clips": results}, indent=2)
     return 0
 
 

@@ -15,14 +15,13 @@ person (as the audit matches people at their place).
 """
 import argparse
 import functools
-import json
 import time
 from pathlib import Path
 
 import numpy as np
 
-from sensorveil_lab.page_text import COUNT_COLUMNS, count_cells, share_of
-from sensorveil_lab.provenance import page_header, portable, provenance, require_clean
+from sensorveil_lab.page_text import count_table, found_lines
+from sensorveil_lab.provenance import page_header, portable, provenance, require_clean, write_page
 
 DRAW_SEED = 0
 FLAT_GAP = 70       # decision 0011's gap on the flat grey, the runtime's until decision 0029
@@ -104,18 +103,15 @@ def measure(cases: list) -> dict:
 
 
 def case_lines(name: str, case: dict) -> list:
-    lines = [f"## {name}", "", f"Bundle `{case['bundle']}`, clip `{case['clip']}`.", "",
-             f"| neutral scene | {COUNT_COLUMNS} |", "|---|---|---|---|---|---|"]
-    for scene, figures in case["scenes"].items():
-        for counter, count in figures["count"].items():
-            label = counter + ("" if count["in_goal"] else " (beside the goal)")
-            lines.append(f"| {scene} | {label} | {count_cells(count)} |")
+    rows = [(scene, counter + ("" if count["in_goal"] else " (beside the goal)"), count)
+            for scene, figures in case["scenes"].items() for counter, count in figures["count"].items()]
+    found = [(scene, figures["found_released"], figures["found_raw"], figures["pasted"])
+             for scene, figures in case["scenes"].items()]
+    lines = [f"## {name}", "", f"Bundle `{case['bundle']}`, clip `{case['clip']}`.", ""]
+    lines += count_table("neutral scene", rows)
     lines += ["", "The substitutes the independent counter finds (a box at IoU >= 0.3 of the pasted person's, each box "
               "for one person at most, as the camera audit matches people at their place), on the judged frames:", ""]
-    for scene, figures in case["scenes"].items():
-        lines.append(f"- {scene}: {share_of(figures['found_released'], figures['pasted'])} of {figures['pasted']:,} "
-                     f"pasted in the release; the same people in the raw frames: "
-                     f"{share_of(figures['found_raw'], figures['pasted'])}.")
+    lines += found_lines(found)
     return lines + [""]
 
 
@@ -144,9 +140,7 @@ def main(argv=None) -> int:
     result = {"cases": measure(args.case)}
     folders = {str(Path(clip).parent.resolve()): "CLIPS" for _, _, clip in args.case}
     result = portable(result, folders=folders)
-    args.out.write_text(page(result, record))
-    args.out.with_suffix(".json").write_text(json.dumps({"provenance": record, **result}, indent=1, default=str))
-    print(f"wrote {args.out}")
+    write_page(args.out, page(result, record), record, result)
     return 0
 
 

@@ -79,3 +79,16 @@ def count_cells(count: dict) -> str:
 def share_of(part, whole) -> str:
     """``part`` of ``whole`` in percent, "-" where the whole is none."""
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
+
+
+def count_table(first_column: str, rows) -> list:
+    """A count table's lines (COUNT_COLUMNS after ``first_column``): one row per (label, counter, count)."""
+    lines = [f"| {first_column} | {COUNT_COLUMNS} |", "|---|---|---|---|---|---|"]
+    return lines + [f"| {label} | {counter} | {count_cells(count)} |" for label, counter, count in rows]
+
+
+def found_lines(rows) -> list:
+    """A bullet per (label, found in the release, found in raw, pasted): the pasted people an independent
+    counter finds at their place in the release, and at the same places in the raw frames."""
+    return [f"- {label}: {share_of(released, pasted)} of {pasted:,} pasted, in the release; the same places in the raw "
+            f"frames: {share_of(raw, pasted)}." for label, released, raw, pasted in rows]

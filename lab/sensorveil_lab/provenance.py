@@ -8,6 +8,7 @@ so. ``portable`` rewrites absolute paths inside a result (run folders under /tmp
 shared files) to paths that mean something on another machine.
 """
 import functools
+import json
 import os
 import platform
 import re
@@ -138,3 +139,10 @@ def code_version() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
+
+
+def write_page(out: Path, text: str, record: dict, result: dict, indent: int = 1) -> None:
+    """The page at ``out`` and its figures beside it (the same name, .json), headed by the provenance record."""
+    out.write_text(text)
+    out.with_suffix(".json").write_text(json.dumps({"provenance": record, **result}, indent=indent, default=str))
+    print(f"wrote {out} and {out.with_suffix('.json')}")

@@ -2,6 +2,7 @@
 clean-tree check and portable paths (a throwaway git repository stands in for the checkout)."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import tempfile
@@ -103,3 +104,12 @@ def test_a_script_run_from_a_clone_records_that_clone_with_the_package_installed
     head = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=repo, stdout=subprocess.PIPE,
                           universal_newlines=True, check=True).stdout.strip()
     assert done.stdout.split() == [head, "python", "scripts/page.py", "--x", "False"]
+
+
+def test_write_page_puts_the_figures_beside_the_page_under_its_record(tmp_path):
+    out = tmp_path / "page.md"
+    record = {"command": "python scripts/x.py", "commit": "abc"}
+    prov.write_page(out, "# page\n", record, {"figure": 0.5, "where": tmp_path}, indent=2)
+    assert out.read_text() == "# page\n"
+    written = json.loads(out.with_suffix(".json").read_text())
+    assert written == {"provenance": record, "figure": 0.5, "where": str(tmp_path)}
