@@ -38,6 +38,21 @@ def test_block_sums_and_block_any_give_the_definitions_answers(shape):
     assert np.array_equal(scene.block_any(sparse, 8), reference_block_any(sparse, 8))
 
 
+@pytest.mark.parametrize("shape", [(360, 480), (61, 90), (37, 50), (8, 8)])
+def test_busy_blocks_are_the_blocks_of_the_busy_mask(shape):
+    """The pipeline's block-level busy (no frame-sized mask) against block_any of busy_mask: boxes inside, across
+    every edge, wholly off the frame and degenerate; a uint8 foreground (the motion detector's 0/127/255), none."""
+    rng = np.random.default_rng(shape[0])
+    h, w = shape
+    boxes = np.concatenate([rng.integers(-60, max(h, w) + 60, (40, 2)), rng.integers(-5, 80, (40, 2))], axis=1)
+    boxes = np.concatenate([boxes, [[w, h, 5, 5], [-30, -30, 10, 10], [0, 0, 0, 0], [w - 1, h - 1, 1, 1]]])
+    foreground = (rng.random(shape) > 0.998).astype(np.uint8) * rng.choice([127, 255], shape).astype(np.uint8)
+    for mask in (foreground, np.zeros(shape, np.uint8), None):
+        for count in (0, 1, len(boxes)):
+            expected = scene.block_any(scene.busy_mask(shape, mask, boxes[:count]), 8)
+            assert np.array_equal(scene.busy_blocks(shape, mask, boxes[:count], 8), expected)
+
+
 def reference_update(state, frame, busy):
     """QuietScene.update as numpy alone: per-pixel masks, numpy's masked copy, int16 arithmetic."""
     diff = np.abs(frame.astype(np.int16) - state.image.astype(np.int16)).astype(np.uint8)

@@ -9,7 +9,7 @@ from sensorveil.runtime.camera.composite import crop_people, crop_windows, paste
 from sensorveil.runtime.camera.detect import MotionPeopleDetector, channels_like, to_gray
 from sensorveil.runtime.camera.evidence import PersonEvidence
 from sensorveil.runtime.camera.hold import StandingHold
-from sensorveil.runtime.camera.scene import SCENE_HORIZON, QuietScene, busy_mask, starting_scene
+from sensorveil.runtime.camera.scene import SCENE_HORIZON, QuietScene, busy_blocks, starting_scene
 from sensorveil.runtime.camera.settings import (
     CROP_MARGIN,
     CROP_SHAPE,
@@ -144,8 +144,8 @@ class PersonCrops(Preprocessor):
         tracked = [state[0] for state in self.tracker.tracks.values()]
         everyone = np.concatenate([np.asarray(boxes, np.float64).reshape(-1, 4),
                                    np.asarray(tracked, np.float64).reshape(-1, 4)]).astype(np.int64)
-        busy = busy_mask(image.shape[:2], self.moving_pixels(), everyone)
-        return self.scene.update(image, busy)
+        busy = busy_blocks(image.shape[:2], self.moving_pixels(), everyone, self.scene.block)
+        return self.scene.update_blocks(image, busy)
 
     def moving_pixels(self):
         """The detector's every moving pixel of the latest frame, before its cleaning (a caller's detector may have

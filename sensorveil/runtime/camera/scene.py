@@ -96,9 +96,14 @@ class QuietScene(object):
     def update(self, frame, busy):
         """``busy``: bool (H, W), True where a person is or may be in this frame. A new array each time, so a
         scene handed to an earlier frame's restore() is never changed under it."""
+        return self.update_blocks(frame, block_any(busy, self.block))
+
+    def update_blocks(self, frame, busy):
+        """``update`` with ``busy`` given per block (``busy_blocks``): the pipeline's way, which never builds
+        the frame-sized mask (the same blocks, for less CPU a frame)."""
         self.updates += 1
         changed = self.shown & (self.difference(frame) > self.change)
-        busy_blocks = dilate(block_any(busy, self.block) | changed)
+        busy_blocks = dilate(busy | changed)
         self.quiet = np.where(busy_blocks, 0, np.minimum(self.quiet + 1, self.horizon))
         ready = self.quiet >= self.horizon
         if ready.any():
@@ -239,11 +244,12 @@ def read_scene_still(path) -> np.ndarray:
 
 
 def block_any(mask, block):
-    """(H, W) bool -> (ceil(H / block), ceil(W / block)) bool: whether any pixel of each block is set. Each
-    pixel takes the largest of the block x block pixels right of and below it (OpenCV's dilation, nothing
-    beyond the frame), so every block's top-left pixel holds its block's answer."""
-    grown = opencv().dilate(np.ascontiguousarray(mask, dtype=bool).view(np.uint8), np.ones((block, block), np.uint8),
-                            anchor=(0, 0))
+    """(H, W) bool or uint8 -> (ceil(H / block), ceil(W / block)) bool: whether any pixel of each block is set
+    (non-zero). Each pixel takes the largest of the block x block pixels right of and below it (OpenCV's dilation,
+    nothing beyond the frame), so every block's top-left pixel holds its block's answer."""
+    pixels = np.ascontiguousarray(mask) if mask.dtype == np.uint8 else \
+        np.ascontiguousarray(mask, dtype=bool).view(np.uint8)
+    grown = opencv().dilate(pixels, np.ones((block, block), np.uint8), anchor=(0, 0))
     return grown[::block, ::block] > 0
 
 
@@ -256,6 +262,22 @@ def dilate(blocks):
     wide[:, 1:] |= grown[:, :-1]
     wide[:, :-1] |= grown[:, 1:]
     return wide
+
+
+def busy_blocks(shape, foreground, boxes, block=SCENE_BLOCK, margin=BUSY_MARGIN):
+    """``block_any(busy_mask(shape, foreground, boxes, margin), block)``, block by block: the foreground's blocks
+    and each grown box's (the blocks its pixel rows and columns in the frame fall in), without a frame-sized
+    mask."""
+    height, width = shape[:2]
+    blocks = (block_any(foreground, block) if foreground is not None else
+              np.ones((-(-height // block), -(-width // block)), dtype=bool))
+    for x, y, w, h in np.asarray(boxes, dtype=np.int64).reshape(-1, 4):
+        grow_x, grow_y = int(np.ceil(margin * max(w, 1))), int(np.ceil(margin * max(h, 1)))
+        top, bottom = max(y - grow_y, 0), min(max(y + h + grow_y, 0), height)
+        left, right = max(x - grow_x, 0), min(max(x + w + grow_x, 0), width)
+        if bottom > top and right > left:      # the pixels busy_mask sets: none where the box lies off the frame
+            blocks[top // block:(bottom - 1) // block + 1, left // block:(right - 1) // block + 1] = True
+    return blocks
 
 
 def busy_mask(shape, foreground, boxes, margin=BUSY_MARGIN):
