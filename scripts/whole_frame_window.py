@@ -64,8 +64,8 @@ def compare(clip: Path) -> dict:
             found = {name: hits(people[index], unite(fit.merged_boxes(rows, score, tallest), moving[index]))
                      for name, rows in windows.items()}
             row["people"] += len(people[index])
-            row["squares"], row["whole"] = row["squares"] + int(found["squares"].sum()), \
-                row["whole"] + int(found["whole"].sum())
+            row["squares"] += int(found["squares"].sum())
+            row["whole"] += int(found["whole"].sum())
             only = found["squares"] & ~found["whole"]
             row["squares_only"] += int(only.sum())
             row["whole_only"] += int((found["whole"] & ~found["squares"]).sum())

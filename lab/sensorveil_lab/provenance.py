@@ -140,7 +140,6 @@ def code_version() -> str:
         return "unknown"
 
 
-
 def write_page(out: Path, text: str, record: dict, result: dict, indent: int = 1) -> None:
     """The page at ``out`` and its figures beside it (the same name, .json), headed by the provenance record."""
     out.write_text(text)

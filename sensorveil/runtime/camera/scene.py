@@ -271,13 +271,19 @@ def busy_blocks(shape, foreground, boxes, block=SCENE_BLOCK, margin=BUSY_MARGIN)
     height, width = shape[:2]
     blocks = (block_any(foreground, block) if foreground is not None else
               np.ones((-(-height // block), -(-width // block)), dtype=bool))
-    for x, y, w, h in np.asarray(boxes, dtype=np.int64).reshape(-1, 4):
-        grow_x, grow_y = int(np.ceil(margin * max(w, 1))), int(np.ceil(margin * max(h, 1)))
-        top, bottom = max(y - grow_y, 0), min(max(y + h + grow_y, 0), height)
-        left, right = max(x - grow_x, 0), min(max(x + w + grow_x, 0), width)
+    for top, bottom, left, right in grown_spans(boxes, margin):
+        bottom, right = min(bottom, height), min(right, width)
         if bottom > top and right > left:      # the pixels busy_mask sets: none where the box lies off the frame
             blocks[top // block:(bottom - 1) // block + 1, left // block:(right - 1) // block + 1] = True
     return blocks
+
+
+def grown_spans(boxes, margin=BUSY_MARGIN):
+    """(top, bottom, left, right) pixel spans of each (x, y, w, h) box grown by ``margin`` of its width and height
+    each way (at least a pixel), cut at the frame's top and left (its bottom and right: the caller's)."""
+    for x, y, w, h in np.asarray(boxes, dtype=np.int64).reshape(-1, 4):
+        grow_x, grow_y = int(np.ceil(margin * max(w, 1))), int(np.ceil(margin * max(h, 1)))
+        yield max(y - grow_y, 0), max(y + h + grow_y, 0), max(x - grow_x, 0), max(x + w + grow_x, 0)
 
 
 def busy_mask(shape, foreground, boxes, margin=BUSY_MARGIN):
@@ -286,7 +292,6 @@ def busy_mask(shape, foreground, boxes, margin=BUSY_MARGIN):
     a standing person's feet or an arm, and a part nobody covers for SCENE_HORIZON frames would be learnt into
     the released scene, and stay there after they leave."""
     busy = np.ones(shape, dtype=bool) if foreground is None else foreground.astype(bool)
-    for x, y, w, h in np.asarray(boxes, dtype=np.int64).reshape(-1, 4):
-        grow_x, grow_y = int(np.ceil(margin * max(w, 1))), int(np.ceil(margin * max(h, 1)))
-        busy[max(y - grow_y, 0):max(y + h + grow_y, 0), max(x - grow_x, 0):max(x + w + grow_x, 0)] = True
+    for top, bottom, left, right in grown_spans(boxes, margin):
+        busy[top:bottom, left:right] = True
     return busy
