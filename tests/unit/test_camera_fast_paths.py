@@ -323,3 +323,38 @@ def test_a_substitute_keeps_its_own_proportions_in_a_wide_box():
 
 def test_a_box_without_width_keeps_the_substitute_at_its_own_x():
     assert composite.own_width((100, 40), 10, 0, 50) == (10, 1)
+
+
+class ThreadsSeen:
+    """A detector that finds nobody and notes how many threads OpenCV runs its ops on while it looks."""
+
+    def __init__(self):
+        self.threads = []
+
+    def detect(self, frame):
+        self.threads.append(detect.opencv().getNumThreads())
+        return np.zeros((0, 4), dtype=np.int64)
+
+    def protect(self, boxes):
+        pass
+
+
+def test_the_pipeline_runs_opencv_on_the_calling_thread_and_gives_the_callers_setting_back():
+    from sensorveil.runtime.camera import pipeline
+
+    cv2 = detect.opencv()
+    before = cv2.getNumThreads()
+    try:
+        cv2.setNumThreads(2)
+        seen = ThreadsSeen()
+        crops = pipeline.PersonCrops(detector=seen, paste="cut-out")
+        frame = np.full((72, 96, 3), 90, dtype=np.uint8)
+        samples, context = crops.prepare(frame)
+        released = crops.restore(samples, context)
+        assert seen.threads == [pipeline.OPENCV_THREADS] and pipeline.OPENCV_THREADS == 1
+        assert cv2.getNumThreads() == 2 and released.shape == frame.shape
+        crops.opencv_threads = None                 # left as it is: the caller's pool runs the ops
+        crops.prepare(frame)
+        assert seen.threads[-1] == 2 and cv2.getNumThreads() == 2
+    finally:
+        cv2.setNumThreads(before)

@@ -1,12 +1,13 @@
 """The camera pipeline as a bundle's pre-processor: a frame's people found, followed and cropped as one
 batch, and the privatized crops pasted back (``PersonCrops``, built from a manifest's ``camera`` entry)."""
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
 
 from sensorveil.runtime.camera import learned
 from sensorveil.runtime.camera.composite import crop_people, crop_windows, paste_people
-from sensorveil.runtime.camera.detect import MotionPeopleDetector, channels_like, to_gray
+from sensorveil.runtime.camera.detect import MotionPeopleDetector, channels_like, opencv, to_gray
 from sensorveil.runtime.camera.evidence import PersonEvidence
 from sensorveil.runtime.camera.hold import StandingHold
 from sensorveil.runtime.camera.scene import SCENE_HORIZON, QuietScene, busy_blocks, starting_scene
@@ -31,6 +32,11 @@ WALKED_IN = 0.5
 # frames a tracked person may stay protected: past it the model learns them after all, so a thing that
 # moved in and stays for good (a parked trolley of a person's shape) becomes scene; 30 s at 25 FPS
 MAX_PROTECT = 750
+# OpenCV spreads each image op over a pool of worker threads that wait actively for work. On this pipeline's
+# frames that gives no more frames a second and costs about a sixth of its CPU a frame, CPU a board's app
+# needs: the pipeline runs its ops on the calling thread and puts the caller's setting back after each call,
+# so an app that embeds the runtime keeps its own pool (docs/decisions/0032-opencv-on-the-calling-thread.md)
+OPENCV_THREADS = 1
 
 
 class CropContext(NamedTuple):
@@ -60,6 +66,22 @@ def person_crops_from_manifest(settings, run_graph=None, scene_still=None):
                        scene_still=scene_still)
 
 
+@contextmanager
+def opencv_threads(count):
+    """OpenCV's ops run on ``count`` threads (``cv2.setNumThreads``; process-wide) inside the block, and on as
+    many as before it after; ``count`` None leaves OpenCV as it is."""
+    if count is None:
+        yield
+        return
+    cv2 = opencv()
+    before = cv2.getNumThreads()
+    cv2.setNumThreads(count)
+    try:
+        yield
+    finally:
+        cv2.setNumThreads(before)
+
+
 def learned_people(settings, run_graph, motion=None, leave_behind=False):
     """The learned people detector as a bundle's camera settings (``CameraSettings``) run it: its graph,
     threshold, step, tile rows and height cap. The pipeline gives it its motion detector; a caller that wants the
@@ -83,6 +105,7 @@ class PersonCrops(Preprocessor):
 
     name = "person-crops"
     batched = True  # prepare() returns a batch of samples (one per person, maybe none)
+    opencv_threads = OPENCV_THREADS   # OpenCV's threads while a frame is prepared or restored (None: as it is)
 
     def __init__(
         self, crop_shape=CROP_SHAPE, detector=None, margin=CROP_MARGIN, paste=DEFAULT_PASTE, max_protect=MAX_PROTECT,
@@ -108,6 +131,11 @@ class PersonCrops(Preprocessor):
         self.scene = None   # QuietScene, made at the first frame (its shape): what cut-out pasting releases
 
     def prepare(self, frame):
+        with opencv_threads(self.opencv_threads):
+            return self.crops_of(frame)
+
+    def crops_of(self, frame):
+        """``prepare`` itself: the frame's people found and followed, the scene updated, their crops cut."""
         image = frame if isinstance(frame, np.ndarray) else frame.data
         if image.dtype != np.uint8 or image.ndim not in (2, 3) or image.size == 0:
             raise InputError("camera frame of {} {}; expected uint8 HxW or HxWx3 with pixels".format(
@@ -197,6 +225,11 @@ class PersonCrops(Preprocessor):
         return [int(track) for track in context.track_ids]
 
     def restore(self, privatized, context):
+        with opencv_threads(self.opencv_threads):
+            return self.pasted(privatized, context)
+
+    def pasted(self, privatized, context):
+        """``restore`` itself: the privatized crops pasted on the scene released around them."""
         image, boxes, windows = context.frame, context.boxes, context.windows
         scene = channels_like(self.scene_of(context), image)
         if len(windows) == 0:
