@@ -33,7 +33,7 @@ WALKED_IN = 0.5
 # moved in and stays for good (a parked trolley of a person's shape) becomes scene; 30 s at 25 FPS
 MAX_PROTECT = 750
 # OpenCV spreads each image op over a pool of worker threads that wait actively for work. On this pipeline's
-# frames that gives no more frames a second and costs about a sixth of its CPU a frame, CPU a board's app
+# frames that gives no more frames a second and costs about a seventh of its CPU a frame, CPU a board's app
 # needs: the pipeline runs its ops on the calling thread and puts the caller's setting back after each call,
 # so an app that embeds the runtime keeps its own pool (docs/decisions/0032-opencv-on-the-calling-thread.md)
 OPENCV_THREADS = 1
