@@ -18,12 +18,12 @@ import sys
 import numpy as np
 
 
-def releases(bundle: str, clip: str, frames: set, seed: int) -> dict:
+def releases(privatizer, clip: str, frames: set) -> dict:
     """{index: (raw, released, the pipeline's windows)} for ``frames``, released as the camera audit releases them."""
     from sensorveil.runtime.sources import open_source
-    from sensorveil.runtime.stream import Stream, load_for_stream
+    from sensorveil.runtime.stream import Stream
 
-    stream = Stream(load_for_stream(bundle, seed=seed), open_source(clip, reconnect=False, prefetch=False))
+    stream = Stream(privatizer, open_source(clip, reconnect=False, prefetch=False))
     kept = {}
     for result in stream:
         if result.frame.index in frames:
@@ -40,10 +40,10 @@ def readings(bundle: str, clip: str, frame: int, box, before: int, seed: int = 0
     from sensorveil.runtime.camera.scene import starting_scene
     from sensorveil.runtime.stream import load_for_stream
 
-    graph = load_for_stream(bundle, seed=seed).pipeline.run_graph
+    privatizer = load_for_stream(bundle, seed=seed)     # one load: the audit's reference graph and its release
     # the audit's empty scene, as clip_audit makes it
-    empty = meter.empty_scene(read_clip(clip), OncePerFrame(meter.TiledPeople(graph)))
-    kept = releases(bundle, clip, {frame, before}, seed)
+    empty = meter.empty_scene(read_clip(clip), OncePerFrame(meter.TiledPeople(privatizer.pipeline.run_graph)))
+    kept = releases(privatizer, clip, {frame, before})
     raw, released, windows = meter.to_grey(kept[frame][0]), meter.to_grey(kept[frame][1]), kept[frame][2]
     earlier_raw, earlier = meter.to_grey(kept[before][0]), meter.to_grey(kept[before][1])
     pasted = meter.pasted_mask(raw.shape, windows)

@@ -13,9 +13,11 @@ import statistics
 import sys
 from pathlib import Path
 
+from sensorveil.runtime.camera.pipeline import OPENCV_THREADS
 from sensorveil_lab.provenance import page_header, portable, provenance, require_clean, write_page
 
-SETTINGS = {"calling thread (as shipped)": 1, "OpenCV's own pool": None}
+# the shipped setting read from the runtime, so the page's "as shipped" row is what the runtime does
+SETTINGS = {"calling thread (as shipped)": OPENCV_THREADS, "OpenCV's own pool": None}
 
 
 def rounds(bundles: list, clip: Path, frames: int, count: int) -> dict:
