@@ -51,6 +51,11 @@ def page(result: dict, record: dict, source: str) -> str:
         lines += ["Leaking boxes (frame, box x y w h, share of the person the release keeps):", ""]
         lines += [f"- frame {leak_box['frame']}: {leak_box['box']}, {leak_box['share']}" for leak_box in leak["leaks"]]
         lines.append("")
+    if leak.get("held"):
+        lines += ["Boxes read at the rule on values the release took before the person came, so not leaks "
+                  "(docs/decisions/0033-held-since-empty.md; frame, box, share):", ""]
+        lines += [f"- frame {held['frame']}: {held['box']}, {held['share']}" for held in leak["held"]]
+        lines.append("")
     for name, count in clip["count"].items():
         lines.append(f"- {name} counter ({count['counter']}): {count['raw_people']:,} people counted in the raw "
                      f"frames read, {count['released_people']:,} in the release, {count['floor_people']:,} in "

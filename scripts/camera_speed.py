@@ -104,6 +104,12 @@ def measure(run: Path, clip: Path, out: Path, frames: int, rounds: int, deface: 
     return result
 
 
+def held_text(leak: dict) -> str:
+    """The boxes the meter read at its rule on values from before the person came (decision 0033), if any."""
+    held = leak.get("held_boxes", 0)
+    return f"; {held:,} more on values from before the person came" if held else ""
+
+
 def spread(values: list) -> str:
     return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
 
@@ -130,7 +136,8 @@ def page(result: dict, record: dict) -> str:
             f"at {s['motion_scale']} | {spread(cpu[speed])} | {statistics.median(fps[speed]):.1f} | {times} | "
             f"{recall['found']:,} of {recall['reference_people']:,}, {100 * recall['share']:.1f}% "
             f"[{100 * recall['interval'][0]:.1f}, {100 * recall['interval'][1]:.1f}] | "
-            f"{leak['leaking_boxes']:,} of {leak['offline_boxes']:,} ({leak['measured_boxes']:,} judged) | "
+            f"{leak['leaking_boxes']:,} of {leak['offline_boxes']:,} ({leak['measured_boxes']:,} judged"
+            f"{held_text(leak)}) | "
             f"{agreement} |")
     lines += [""] + [f"{speed}: refused at export, not measured: {why}" for speed, why in
                      result.get("refused", {}).items()]
@@ -149,6 +156,8 @@ def page(result: dict, record: dict) -> str:
               f"{result['draw_seed']}`; docs/guides/camera.md, \"The camera goal, part by part\"): recall covers "
               f"the audit's reference people ({result['release'][measured[0]]['recall']['reference']}); released on "
               "the neutral scene (a grey grain) where the camera has not been quiet long enough (no scene still); "
+              "a box the meter reads at its rule where every judged pixel shows a value the release took while "
+              "nobody was near (or the grain) is not a leaking box, and is counted beside it (docs/decisions/0033); "
               "substitutes drawn "
               f"from the runtime's replayable seed {result['draw_seed']}.", ""]
     return "\n".join(lines)

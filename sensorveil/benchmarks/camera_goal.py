@@ -39,8 +39,11 @@ def leak_part(leak: dict) -> dict:
     if judged == 0 or caught < CONTROL_POWER * judged:
         return part(None, f"no power: the control ghost is caught in {caught} of {judged} judged boxes "
                           f"(needs {CONTROL_POWER:.0%})")
+    held = leak.get("held_boxes", 0)    # an audit's JSON from before the meter set them apart has none
+    held_said = f"; {held} more read as leaking on values from before the person came" if held else ""
     return part(leak["leaking_boxes"] == 0, f"{leak['leaking_boxes']} leaking boxes of {leak['offline_boxes']} "
-                                            f"people found offline ({judged} judged; control caught in {caught})")
+                                            f"people found offline ({judged} judged; control caught in {caught}"
+                                            f"{held_said})")
 
 
 def recall_part(recall: dict) -> dict:

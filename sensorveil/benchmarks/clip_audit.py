@@ -281,6 +281,7 @@ def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None, scene
     ``true_counts``: {frame index: people}, a ground truth's count per frame (an annotated clip); the counts are
     then compared with it on every judged frame instead of with the recall's reference people."""
     from sensorveil.runtime.camera.learned import DETECTOR_GRAPH
+    from sensorveil.runtime.camera.scene import neutral_scene
     from sensorveil.runtime.sources import open_source
     from sensorveil.runtime.stream import Stream, load_for_stream
 
@@ -293,7 +294,9 @@ def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None, scene
     tiles = OncePerFrame(TiledPeople(privatizer.pipeline.run_graph)) if learned else None
     people = Announced(tiles, len(raw_frames[::MEDIAN_EVERY]), log, "clip audit: the empty scene") if learned else None
     empty = empty_scene(raw_frames, people)
-    meter, recall = LeakMeter(empty, offline=tiles), RecallCheck(empty, tiles)
+    # the neutral grain holds nothing of any frame: a released pixel showing it is not the person now there
+    meter = LeakMeter(empty, offline=tiles, fixed=neutral_scene if scene_still is None else None)
+    recall = RecallCheck(empty, tiles)
     counts = CountCheck(counter_factories(privatizer), stateless=STATELESS if learned else ())
     directions = DirectionCheck()
     stream = Stream(privatizer, open_source(str(clip), reconnect=False, prefetch=False))
@@ -302,6 +305,7 @@ def audit_clip(bundle, clip, frames=None, backend: str = "auto", log=None, scene
         if result.frame.index >= len(raw_frames):
             break
         index, raw, boxes = result.frame.index, result.frame.data, stream.preprocessor.last_boxes
+        meter.follow(index, raw, result.output)     # every frame: which released pixels are older than a person
         if judged(index):
             meter.add(index, raw, result.output, boxes, stream.preprocessor.last_windows)
         recall.add(index, raw, boxes)

@@ -16,6 +16,11 @@ bundle's learned detector run on the frame and on overlapping tiles at a low sco
 the pipeline's own detectors miss are looked for at a higher resolution than the pipeline runs. A person who
 stands through the whole clip is in the median too: their pixels do not differ from the empty scene, so such a
 box is counted as found but cannot be judged (``measured_boxes`` says how many could).
+
+A box that reads GHOST_SHARE or more is not a leak when every pixel the meter judged there still holds a value the
+release took while nobody was near that pixel in the raw frame (``HeldSinceEmpty``): that value was made before the
+person now there came, so it cannot show them; the fit read the scene's old picture of the place. Such boxes are
+counted apart (``held_boxes``, listed like leaks), never hidden (docs/decisions/0033-held-since-empty.md).
 """
 import numpy as np
 
@@ -39,6 +44,7 @@ DETAIL_SIGMA = 1.5        # px, the blur ``detail`` takes away: what is left is 
 RING = 2                  # px around the person's pixels judged too: a flat-coloured person shows as an outline
 BLUR_REACH = 4            # px a pasted pixel's detail spreads under the blur (about 2.5 DETAIL_SIGMA)
 KEPT_LEAKS = 100          # leaking boxes listed one by one (frame, box, share) for a person to look at
+HELD_REACH = BLUR_REACH   # px around a raw person's pixel within which a value the release takes may be theirs
 
 
 def detail(grey):
@@ -75,10 +81,22 @@ def person_share(raw_grey, released_grey, empty, box, pasted=None) -> "float | N
     median by a gain, an offset or neutral blocks reads about 0 instead of tying with the raw frame. Pixels
     within BLUR_REACH of a pasted one are left out too: the blur carries the paste's detail that far. None: too
     few person pixels to judge, or a person with no detail beyond an affine copy of the empty scene's."""
+    region = fitted_pixels(raw_grey, empty, box, pasted)
+    return None if region is None else share_over(region, raw_grey, released_grey, empty)
+
+
+def fitted_pixels(raw_grey, empty, box, pasted=None) -> "tuple | None":
+    """(rows, cols, pixels): the region of ``box`` and the pixels ``person_share`` fits there (the person's and a
+    RING around them, pasted left out); None where fewer than MIN_PERSON_PIXELS are the person's."""
     rows, cols, person, judged = person_pixels(raw_grey, empty, box, pasted)
     if person.sum() < MIN_PERSON_PIXELS:
         return None
-    person = near(person, RING) & judged
+    return rows, cols, near(person, RING) & judged
+
+
+def share_over(region, raw_grey, released_grey, empty) -> "float | None":
+    """``person_share`` over a region ``fitted_pixels`` chose."""
+    rows, cols, person = region
     r, x_raw, e = (detail(a[rows, cols])[person].astype(np.float64) for a in (released_grey, raw_grey, empty))
     basis = np.stack([e, np.ones(e.size)], 1)
     # Frisch-Waugh: the raw person's own pattern is what the empty scene and a constant cannot explain. Only the
@@ -88,6 +106,55 @@ def person_share(raw_grey, released_grey, empty, box, pasted=None) -> "float | N
     if pattern.std() < MIN_PATTERN:
         return None
     return float(pattern @ r / (pattern @ pattern))
+
+
+class HeldSinceEmpty(object):
+    """Per pixel, the value the release last took there while nobody was near that pixel in the raw frame (no raw
+    pixel within HELD_REACH differed from the empty scene by more than PERSON_DIFF), and whether the release shows
+    that value now: a value taken before a person came, held (or shown again once a paste over it has passed).
+
+    ``follow(index, raw_grey, released)`` on every frame from the stream's first (index 0: its release is made from
+    that frame alone). A pixel whose value changes while nobody is near takes the new value as its own; one that
+    changes while someone is near keeps the old. A frame not followed (a gap, or a first frame past 0) forgets
+    every pixel's value: a value may have been taken in a frame the meter never saw. Why it holds: each pixel can
+    only show its one remembered value or not, and that value was fixed before anyone was near it, so a region that
+    shows all of them is the same picture whoever stands there now.
+
+    ``fixed(shape)``: a picture the release may show that holds nothing of any frame (the runtime's neutral grain,
+    made from a fixed seed); a pixel showing its value there is as good as one showing a value taken while
+    nobody was near. An operator's scene still is not passed: it is a picture of the place at some time."""
+
+    def __init__(self, empty, fixed=None):
+        self.empty, self.fixed = empty, fixed
+        self.index = self.value = self.remembered = self.known = self.fixed_picture = None
+
+    def follow(self, index, raw_grey, released):
+        released = np.asarray(released)
+        nobody_near = ~near(np.abs(np.asarray(raw_grey, np.float64) - self.empty) > PERSON_DIFF, HELD_REACH)
+        if self.value is None or index != self.index + 1 or released.shape != self.value.shape:
+            self.remembered = released.copy()
+            self.known = nobody_near if index == 0 else np.zeros(nobody_near.shape, bool)
+            self.fixed_picture = None if self.fixed is None else self.fixed(released.shape)
+        else:
+            taken = any_channel(released != self.value) & nobody_near
+            self.remembered[taken] = released[taken]
+            self.known |= taken
+        self.index, self.value = index, released.copy()
+
+    def held(self, index, rows, cols, pixels) -> bool:
+        """Whether every one of ``pixels`` (a mask over the region rows x cols) shows its remembered value at
+        frame ``index``."""
+        if self.index != index:
+            return False
+        shown = self.value[rows, cols]
+        ok = ~any_channel(shown != self.remembered[rows, cols]) & self.known[rows, cols]
+        if self.fixed_picture is not None:
+            ok |= ~any_channel(shown != self.fixed_picture[rows, cols])
+        return bool(ok[pixels].all())
+
+
+def any_channel(differs):
+    return differs.any(2) if differs.ndim == 3 else differs
 
 
 def pasted_mask(shape, windows):
@@ -101,14 +168,30 @@ def pasted_mask(shape, windows):
 class LeakMeter(object):
     """``add(index, raw, released, pipeline_boxes, pipeline_windows)`` per frame, then ``figures()``."""
 
-    def __init__(self, empty, offline=None):
+    def __init__(self, empty, offline=None, fixed=None):
         """``empty``: the grey empty scene; ``offline(index, raw)``: more boxes of people (a made scene's truth,
-        or ``TiledPeople`` on the raw frame)."""
+        or ``TiledPeople`` on the raw frame); ``fixed(shape)``: a picture of no frame the release may show
+        (``HeldSinceEmpty``)."""
         self.empty, self.offline = empty, offline
         self.boxes = self.unprivatized = self.leaking = self.measured = self.control_caught = 0
         self.largest_share = None
         self.worst = {"frame": None, "leaking": 0, "boxes": []}
         self.leaks = []       # the first KEPT_LEAKS leaking boxes, each with its frame and share: to inspect
+        # boxes at GHOST_SHARE or more whose judged pixels all hold values from before them: counted, the first
+        # KEPT_LEAKS listed
+        self.held_boxes, self.held_readings = 0, []
+        self.history = HeldSinceEmpty(empty, fixed)
+
+    def follow(self, index, raw, released):
+        """The release's history, on every frame (``add`` follows the frames it judges itself): a frame not
+        followed leaves every pixel's history unknown, and then no box is set apart as held."""
+        self.history.follow(index, to_grey(raw), released)
+
+    def held_from_before(self, index, region) -> bool:
+        """Whether every released pixel the fit read (the fitted pixels and the blur's reach around them, all in the
+        region) holds a value taken while nobody was near it."""
+        rows, cols, pixels = region
+        return self.history.held(index, rows, cols, near(pixels, BLUR_REACH))
 
     def people(self, index, raw):
         """Every person the offline detectors find in the raw frame (``offline(index, raw)`` adds its boxes)."""
@@ -124,20 +207,31 @@ class LeakMeter(object):
         self.unprivatized += len(found)
         raw_grey, released_grey = to_grey(raw), to_grey(released)
         pasted = None if pipeline_windows is None else pasted_mask(raw.shape, pipeline_windows)
-        # the control: the same release with CONTROL_GHOST of the raw frame blended in, which must read as a leak
+        if self.history.index != index:
+            self.history.follow(index, raw_grey, released)
+        # the control: the same release with CONTROL_GHOST of the raw frame blended in, which must read as a leak.
+        # It is made in this frame, so none of its person's pixels is held from before: never set apart as held
         control = CONTROL_GHOST * raw_grey + (1 - CONTROL_GHOST) * released_grey
         leaking = []
         for box in found:
-            share = person_share(raw_grey, released_grey, self.empty, box, pasted)
+            region = fitted_pixels(raw_grey, self.empty, box, pasted)
+            share = None if region is None else share_over(region, raw_grey, released_grey, self.empty)
             if share is None:
                 continue
             self.measured += 1
             self.largest_share = share if self.largest_share is None else max(self.largest_share, share)
-            self.control_caught += person_share(raw_grey, control, self.empty, box, pasted) >= GHOST_SHARE
-            if share >= GHOST_SHARE:
-                leaking.append(box.tolist())
-                if len(self.leaks) < KEPT_LEAKS:
-                    self.leaks.append({"frame": int(index), "box": box.tolist(), "share": round(share, 3)})
+            self.control_caught += share_over(region, raw_grey, control, self.empty) >= GHOST_SHARE
+            if share < GHOST_SHARE:
+                continue
+            reading = {"frame": int(index), "box": box.tolist(), "share": round(share, 3)}
+            if self.held_from_before(index, region):
+                self.held_boxes += 1
+                if len(self.held_readings) < KEPT_LEAKS:
+                    self.held_readings.append(reading)
+                continue
+            leaking.append(box.tolist())
+            if len(self.leaks) < KEPT_LEAKS:
+                self.leaks.append(reading)
         self.leaking += len(leaking)
         if len(leaking) > self.worst["leaking"]:
             self.worst = {"frame": int(index), "leaking": len(leaking), "boxes": leaking}
@@ -147,6 +241,7 @@ class LeakMeter(object):
                 "measured_boxes": self.measured, "leaking_boxes": self.leaking,
                 "leaking_share": self.leaking / self.boxes if self.boxes else 0.0, "worst_frame": self.worst,
                 "leaks": self.leaks,
+                "held_boxes": self.held_boxes, "held": self.held_readings,
                 "rule": {"ghost_share": GHOST_SHARE, "control_ghost": CONTROL_GHOST},
                 "largest_share": self.largest_share,
                 "control_caught_boxes": int(self.control_caught),

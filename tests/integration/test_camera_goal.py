@@ -45,6 +45,15 @@ def test_a_counter_beside_the_goal_is_shown_and_not_judged():
     assert goal.camera_goal(clip, PROTECTS)["verdict"] == "goal not met"
 
 
+def test_boxes_read_on_values_from_before_the_person_are_said_beside_the_leaking_ones():
+    clip = clip_figures()
+    clip["leak_meter"]["held_boxes"] = 2
+    leak = goal.camera_goal(clip, PROTECTS)["parts"]["leak_meter"]
+    assert leak["holds"] and "0 leaking boxes" in leak["why"] and "2 more read as leaking on values" in leak["why"]
+    clip["leak_meter"]["leaking_boxes"] = 1          # a leak beside them still fails the part
+    assert goal.camera_goal(clip, PROTECTS)["verdict"] == "goal not met"
+
+
 def test_a_failed_attribute_audit_fails_the_goal():
     assert goal.camera_goal(clip_figures(), PROTECTS, {"verdict": "leaks"})["verdict"] == "goal not met"
     assert goal.camera_goal(clip_figures(), PROTECTS, {"verdict": "protects"})["verdict"] == "goal met"

@@ -132,3 +132,84 @@ def test_recall_counts_reference_people_a_detector_overlaps():
     assert found(reference, np.array([[1, 1, 10, 20]])) == 1 and found(reference, np.zeros((0, 4))) == 0
     low, high = wilson(90, 100)
     assert low < 0.9 < high and 0.82 < low < 0.84
+
+
+def striped_place_clip(frames=40, arrive=20, shade_until=10):
+    """An empty place; until ``shade_until`` a faint striped shade lies on it (a passing light: far under
+    PERSON_DIFF, so nobody is there), and from frame ``arrive`` a person with stripes in the same rows stands on
+    it. A release that kept the shaded place reads as the person: the meter's false reading, on purpose."""
+    rng = np.random.default_rng(1)
+    place = np.clip(120 + rng.normal(0, 2, (120, 160)), 0, 255)
+    clip = []
+    for k in range(frames):
+        frame = place + rng.normal(0, 1, place.shape)
+        if k < shade_until:
+            frame[50:86:4, 60:72] += 12
+        if k >= arrive:
+            frame[50:86, 60:72] = 40
+            frame[50:86:4, 60:72] = 80
+        clip.append(np.clip(frame, 0, 255).astype(np.uint8))
+    return clip, place
+
+
+def test_a_release_held_since_nobody_was_there_is_set_apart_not_called_a_leak():
+    """The release froze the place at frame 5, before the person came: its shade reads as the person, but no
+    value the meter judges was taken while anyone was near, so the box is held, listed apart, not leaking."""
+    clip, place = striped_place_clip()
+    meter = LeakMeter(place)
+    frozen = clip[5].copy()
+    for k, raw in enumerate(clip):
+        meter.add(k, raw, raw if k < 5 else frozen, np.zeros((0, 4), np.int64))
+    figures = meter.figures()
+    assert figures["measured_boxes"] == 20 and figures["largest_share"] >= 0.1   # the meter reads the place
+    assert figures["leaking_boxes"] == 0 and figures["held_boxes"] == 20
+    assert figures["held"][0]["frame"] == 20 and figures["control_caught_boxes"] == 20   # power kept
+
+
+def test_a_value_taken_while_the_person_was_there_is_never_held():
+    """The same frozen place, but frozen at frame 25 with a ghost of the person in it: the values were taken while
+    the person stood there, so every later reading of them leaks (a ghost absorbed by a scene stays a leak)."""
+    clip, place = striped_place_clip()
+    meter = LeakMeter(place)
+    ghost = (0.3 * clip[25] + 0.7 * place).astype(np.uint8)
+    for k, raw in enumerate(clip):
+        meter.add(k, raw, raw if k < 20 else place.astype(np.uint8) if k < 25 else ghost, np.zeros((0, 4), np.int64))
+    figures = meter.figures()
+    assert figures["leaking_boxes"] == 15 and figures["held_boxes"] == 0
+
+
+def test_frames_the_meter_did_not_follow_leave_the_history_unknown():
+    """Judged on every other frame without ``follow`` between: a value may have been taken in a frame the meter
+    never saw, so nothing is held and the place's reading counts as leaking, as before this check."""
+    clip, place = striped_place_clip()
+    meter = LeakMeter(place)
+    frozen = clip[5].copy()
+    for k, raw in enumerate(clip):
+        if k % 2 == 0:
+            meter.add(k, raw, raw if k < 5 else frozen, np.zeros((0, 4), np.int64))
+    figures = meter.figures()
+    assert figures["held_boxes"] == 0 and figures["leaking_boxes"] == 10
+    followed = LeakMeter(place)       # the same frames judged, every frame followed
+    for k, raw in enumerate(clip):
+        followed.follow(k, raw, raw if k < 5 else frozen)
+        if k % 2 == 0:
+            followed.add(k, raw, raw if k < 5 else frozen, np.zeros((0, 4), np.int64))
+    assert followed.figures()["held_boxes"] == 10 and followed.figures()["leaking_boxes"] == 0
+
+
+def test_a_picture_of_no_frame_counts_as_taken_while_nobody_was_there():
+    """The person stands there from the first frame, so no value of the region was taken while nobody was near;
+    the release shows a fixed picture (a neutral grain, of no frame) that happens to read as the person. Told that
+    the picture is of no frame, the meter sets the boxes apart; not told, it calls them leaking."""
+    clip, place = striped_place_clip(arrive=0)
+    picture = np.clip(place, 0, 255).astype(np.uint8)
+    picture[50:86:4, 60:72] += 12                         # stripes in the person's rows: the false reading
+
+    def figures(fixed):
+        meter = LeakMeter(place, fixed=fixed)
+        for k, raw in enumerate(clip):
+            meter.add(k, raw, picture, np.zeros((0, 4), np.int64))
+        return meter.figures()
+    told, not_told = figures(lambda shape: picture), figures(None)
+    assert not_told["leaking_boxes"] == len(clip) and not_told["held_boxes"] == 0
+    assert told["leaking_boxes"] == 0 and told["held_boxes"] == len(clip)
