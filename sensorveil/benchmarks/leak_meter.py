@@ -117,8 +117,11 @@ class HeldSinceEmpty(object):
     that frame alone). A pixel whose value changes while nobody is near takes the new value as its own; one that
     changes while someone is near keeps the old. A frame not followed (a gap, or a first frame past 0) forgets
     every pixel's value: a value may have been taken in a frame the meter never saw. Why it holds: each pixel can
-    only show its one remembered value or not, and that value was fixed before anyone was near it, so a region that
-    shows all of them is the same picture whoever stands there now.
+    only show its one remembered value or not, and the release first showed that value at a frame when nobody was
+    near it, so a region that shows all of them is a picture the release had already shown of the empty place.
+    What it cannot tell: a value shown first while nobody was near may still carry an earlier frame (a scene that
+    kept a person who stood there, shown again once a paste over it has passed); if that person comes back, the
+    box is set apart. That leak is read while it forms, with the person there and the values taken near them.
 
     ``fixed(shape)``: a picture the release may show that holds nothing of any frame (the runtime's neutral grain,
     made from a fixed seed); a pixel showing its value there is as good as one showing a value taken while
