@@ -61,6 +61,12 @@ def near(mask, reach: int):
     return cv2.dilate(mask.astype(np.uint8), kernel).astype(bool)
 
 
+def differs_from_empty(raw_grey, empty):
+    """Where the raw frame differs from the empty scene by more than PERSON_DIFF: the meter's test of a person's
+    pixel, for the box it judges and for the history of what the release showed (``HeldSinceEmpty``)."""
+    return np.abs(np.asarray(raw_grey, np.float64) - empty) > PERSON_DIFF
+
+
 def person_pixels(raw_grey, empty, box, pasted=None) -> tuple:
     """(rows, cols, person, judged) of ``box`` grown by CONTEXT: the slices, the person's pixels (raw differs from
     the empty scene by more than PERSON_DIFF) among the judged ones (not within BLUR_REACH of a pasted pixel)."""
@@ -69,7 +75,7 @@ def person_pixels(raw_grey, empty, box, pasted=None) -> tuple:
     rows = slice(max(y - grow_y, 0), y + h + grow_y)
     cols = slice(max(x - grow_x, 0), x + w + grow_x)
     judged = np.ones(raw_grey[rows, cols].shape, bool) if pasted is None else ~near(pasted[rows, cols], BLUR_REACH)
-    person = (np.abs(np.asarray(raw_grey[rows, cols], np.float64) - empty[rows, cols]) > PERSON_DIFF) & judged
+    person = differs_from_empty(raw_grey[rows, cols], empty[rows, cols]) & judged
     return rows, cols, person, judged
 
 
@@ -133,7 +139,7 @@ class HeldSinceEmpty(object):
 
     def follow(self, index, raw_grey, released):
         released = np.asarray(released)
-        nobody_near = ~near(np.abs(np.asarray(raw_grey, np.float64) - self.empty) > PERSON_DIFF, HELD_REACH)
+        nobody_near = ~near(differs_from_empty(raw_grey, self.empty), HELD_REACH)
         if self.value is None or index != self.index + 1 or released.shape != self.value.shape:
             self.remembered = released.copy()
             self.known = nobody_near if index == 0 else np.zeros(nobody_near.shape, bool)
