@@ -5,20 +5,19 @@ A camera bundle runs over a clip as `sensorveil run` runs it (Stream, the bundle
 time with nothing reading ahead, so each step's CPU time (time.process_time: every thread of the process,
 onnxruntime's pool included) lands on that step alone. The steps are the pipeline's own methods, timed where
 the pipeline calls them; "the rest" is what the loop spends between them (validation, crop geometry, the
-tracker's bookkeeping). deface's CPU time per frame is read from docs/peers.json (scripts/compare_peers.py, the
-same clip and machine kind). Read the figures as shares: CPU time moves with the machine's load.
+tracker's bookkeeping). deface is timed in the same run on the same frames, its start-up taken out
+(sensorveil.benchmarks.peers.deface_cpu_per_frame), as `sensorveil benchmark --versus deface` and
+docs/camera_speed.md time it, so the goal line divides like by like (docs/peers.md's figure is a whole process,
+start-up included: another question). Read the figures as shares: CPU time moves with the machine's load.
 
     python scripts/pipeline_cost.py --bundle bundles/camera/pass-walkway --clip ../shared/media/walkway.avi \\
         --out docs/pipeline_cost.md
 """
 import argparse
-import json
 import time
 from pathlib import Path
 
 from sensorveil_lab.provenance import page_header, provenance, require_clean
-
-ROOT = Path(__file__).resolve().parents[1]
 
 GOAL_TIMES_DEFACE = 10
 
@@ -94,17 +93,13 @@ def override(detector, every: "int | None", motion_scale: "float | None") -> Non
         detector.motion = MotionPeopleDetector(scale=motion_scale)
 
 
-def deface_cpu_ms(peers: Path) -> "tuple | None":
-    """(deface's CPU ms per frame on docs/peers.json's clip, the machine that page was made on), or None
-    without that page."""
-    if not peers.is_file():
-        return None
-    record = json.loads(peers.read_text())
-    ms = next((1e3 * row["cpu_s_per_frame"] for row in record.get("rows", []) if row.get("tool") == "deface"), None)
-    return None if ms is None else (ms, record.get("provenance", {}).get("host", "a machine it does not name"))
+def deface_cpu_ms(clip: Path, frames: int, warmup: int) -> dict:
+    """deface's CPU ms for one more frame on the frames the pipeline was timed on (after ``warmup``)."""
+    from sensorveil.benchmarks.peers import deface_cpu_per_frame
+    return deface_cpu_per_frame(clip, frames, warmup=warmup)
 
 
-def page(result: dict, record: dict, deface: "tuple | None") -> str:
+def page(result: dict, record: dict, deface: "dict | None") -> str:
     total = result["total_cpu_ms"]
     lines = ["# Where the camera pipeline's CPU time goes", "", page_header(record), "",
              f"{result['frames']} frames of `{result['clip']}` through `{result['bundle']}` "
@@ -114,23 +109,16 @@ def page(result: dict, record: dict, deface: "tuple | None") -> str:
     for step, ms in sorted(result["cpu_ms"].items(), key=lambda item: -item[1]):
         lines.append(f"| {step} | {ms:.1f} | {100 * ms / total:.0f}% |")
     lines.append(f"| **whole pipeline** | **{total:.1f}** | {1000 / total:.1f} frames per CPU-second |")
-    if deface:
-        deface_ms, host = deface
-        goal = deface_ms / GOAL_TIMES_DEFACE
-        lines += ["", f"Goal: {GOAL_TIMES_DEFACE}x deface's frames per CPU-second. deface spends {deface_ms:.1f} "
-                  f"CPU ms a frame on this clip (docs/peers.json, on {host}), so the goal is {goal:.1f} CPU ms a "
-                  f"frame; the pipeline spends {total:.1f} ({deface_ms / total:.1f}x deface's frames per "
-                  f"CPU-second)." + other_machine(host, record)]
-        lines += ["", budget_line(result["cpu_ms"], total, goal, deface_ms)]
+    if deface is None:
+        return "\n".join(lines + ["", "deface was not timed (--no-deface): no goal line."]) + "\n"
+    deface_ms = deface["cpu_ms_per_frame"]
+    goal = deface_ms / GOAL_TIMES_DEFACE
+    lines += ["", f"Goal: {GOAL_TIMES_DEFACE}x deface's frames per CPU-second. deface (`{deface['command']}`) "
+              f"spends {deface_ms:.1f} CPU ms a frame on the same {deface['frames']} frames, timed in this run "
+              f"with its start-up taken out, as docs/camera_speed.md times it; so the goal is {goal:.1f} CPU ms a "
+              f"frame, and the pipeline spends {total:.1f} ({deface_ms / total:.1f}x deface's frames per "
+              f"CPU-second).", "", budget_line(result["cpu_ms"], total, goal, deface_ms)]
     return "\n".join(lines) + "\n"
-
-
-def other_machine(deface_host: str, record: dict) -> str:
-    """A warning where deface's figure comes from another machine than this page's: a ratio of two CPUs' times."""
-    if deface_host == record.get("host"):
-        return ""
-    return (f" deface's figure was measured on another machine than this page ({record.get('host')}), so that "
-            f"ratio mixes two CPUs; docs/camera_speed.md times deface in the same rounds as the bundles.")
 
 
 def settings_text(every: "int | None", motion_scale: "float | None") -> str:
@@ -162,13 +150,15 @@ def main() -> None:
     parser.add_argument("--allow-dirty", action="store_true")
     parser.add_argument("--every", type=int, help="time the learned graph every N frames instead of the bundle's")
     parser.add_argument("--motion-scale", type=float, help="time motion at this scale instead of 0.5")
+    parser.add_argument("--no-deface", action="store_true", help="leave deface untimed (no goal line)")
     args = parser.parse_args()
     if args.out:
         require_clean(args.allow_dirty)
     record = provenance(allow_dirty=args.allow_dirty)
     result = measure(Path(args.bundle), Path(args.clip), args.warmup, args.every, args.motion_scale)
     result.update(bundle=args.bundle, clip=args.clip, settings=settings_text(args.every, args.motion_scale))
-    text = page(result, record, deface_cpu_ms(ROOT / "docs" / "peers.json"))
+    deface = None if args.no_deface else deface_cpu_ms(Path(args.clip), result["frames"], args.warmup)
+    text = page(result, record, deface)
     print(text)
     if args.out:
         Path(args.out).write_text(text)

@@ -36,14 +36,24 @@ def test_override_refuses_a_motion_only_bundle():
         pipeline_cost().override(MotionPeopleDetector(), 10, None)
 
 
-def test_a_deface_figure_from_another_machine_is_named_as_such():
-    """The goal line divides deface's CPU time by the pipeline's: from two machines it says so, not silently."""
-    script = pipeline_cost()
-    result = {"total_cpu_ms": 10.0, "cpu_ms": {"decode the frame": 10.0}, "frames": 5, "clip": "c.avi",
-              "bundle": "b", "backend": "onnxruntime"}
+def page_of(deface):
+    result = {"total_cpu_ms": 10.0, "cpu_ms": {"decode the frame": 2.0, "learned person graph (amortized)": 8.0},
+              "frames": 5, "clip": "c.avi", "bundle": "b", "backend": "onnxruntime"}
     record = {"command": "python scripts/pipeline_cost.py", "date": "2026-12-06 00:00 UTC", "host": "CPU A",
               "commit": "0" * 10, "dirty": False}
-    same = script.page(result, record, (80.0, "CPU A"))
-    other = script.page(result, record, (80.0, "CPU B"))
-    assert "on CPU A" in same and "another machine" not in same
-    assert "another machine than this page (CPU A)" in other and "docs/camera_speed.md" in other
+    return pipeline_cost().page(result, record, deface)
+
+
+def test_the_goal_divides_by_deface_timed_on_the_same_frames_in_the_same_run():
+    """The goal line's deface figure is the one this run measured (start-up taken out), named with its frames; the
+    multiple and the budget follow from it."""
+    text = page_of({"tool": "deface", "frames": 5, "cpu_ms_per_frame": 80.0, "command": "deface CLIP -o OUT.mp4"})
+    assert "spends 80.0 CPU ms a frame on the same 5 frames, timed in this run" in text
+    assert "the goal is 8.0 CPU ms a frame, and the pipeline spends 10.0 (8.0x deface's" in text
+    assert "the goal leaves 6.0 ms a frame for finding them" in text
+    assert "peers.json" not in text
+
+
+def test_without_deface_the_page_says_it_has_no_goal_line():
+    text = page_of(None)
+    assert "deface was not timed (--no-deface): no goal line." in text and "Goal:" not in text
