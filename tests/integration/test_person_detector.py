@@ -138,18 +138,21 @@ class ScriptedMotion:
         return np.asarray(self.per_frame.pop(0), np.int64).reshape(-1, 4)
 
 
-def test_a_walker_who_leaves_the_graphs_box_is_not_found_twice_between_its_runs():
-    """The graph's person at PERSON: motion finds them inside the box (kept), then half out of it
-    from the third frame after the run (the box is dropped, so one substitute follows the walker, not two), and
-    the graph's next run finds them again. With the graph every 3 frames the box always stands."""
-    inside, moved_on = [182, 95, 14, 170], [191, 90, 18, 180]
+def test_a_walker_motion_sees_in_pieces_keeps_one_box_between_the_graphs_runs():
+    """The graph's person at PERSON: motion finds them inside the box, then walked on and in two pieces (torso and
+    legs, as a quarter-size motion model splits a walker) from the third frame after the run: the box moves with
+    them and holds both pieces, so one substitute follows the walker, not two (decision 0034); the graph's next
+    run finds them again. With the graph every 3 frames the box always stands where the graph found it."""
+    inside = [182, 95, 14, 170]
+    torso, legs = [193, 90, 14, 80], [192, 175, 16, 95]
     frame = np.full((360, 360, 3), 90, np.uint8)
-    motion = ScriptedMotion([[inside]] * 3 + [[moved_on]] * 7 + [[]])
+    motion = ScriptedMotion([[inside]] * 3 + [[torso, legs]] * 7 + [[]])
     detector = learned.LearnedPeopleDetector(CountingGraph(), every=10, motion=motion, leave_behind=True)
     found = [detector.detect(frame).tolist() for _ in range(11)]
     assert found[:3] == [[PERSON]] * 3
-    assert found[3:10] == [[moved_on]] * 7
+    assert found[3:10] == [[[191, 90, 18, 180]]] * 7      # centred across the pieces, standing on their feet
     assert found[10] == [PERSON]              # the graph's next run
+    moved_on = [191, 90, 18, 180]
     every_3 = learned.LearnedPeopleDetector(CountingGraph(), every=3, motion=ScriptedMotion([[moved_on]] * 9),
                                             leave_behind=True)
     assert all(len(every_3.detect(frame)) == 2 for _ in range(9))    # never stale: the box stands beside motion's
@@ -158,10 +161,24 @@ def test_a_walker_who_leaves_the_graphs_box_is_not_found_twice_between_its_runs(
     assert all(standing.detect(frame).tolist() == [PERSON] for _ in range(10))   # nobody moves: kept
 
 
-def test_only_a_cut_out_release_lets_a_graph_box_go_between_runs():
-    """A window paste releases the camera's frame around its windows: a box dropped there would release whoever
-    stood in it, so a window-paste pipeline keeps every graph box until the next run (two boxes for a walker who
-    left one: over-covered, never shown); a cut-out release drops it (the person would only be hidden)."""
+def test_a_box_follows_only_its_own_walker():
+    """Each motion box belongs to the learned box it overlaps most; a box no motion touches stays (a person who
+    stands), and one whose motion is a group's blob (wider than GROUP_WIDTH of it) stays too; short motion (no
+    feet shown) moves a box across, not up or down."""
+    standing, walker = [10, 10, 20, 60], [100, 10, 20, 60]
+    moved = learned.follow_walkers([standing, walker], [[106, 12, 20, 56]])
+    assert moved.tolist() == [standing, [106, 8, 20, 60]]
+    group = learned.follow_walkers([walker], [[90, 10, 40, 60]])
+    assert group.tolist() == [walker]
+    head = learned.follow_walkers([walker], [[104, 10, 20, 20]])
+    assert head.tolist() == [[104, 10, 20, 60]]
+    assert learned.follow_walkers([walker], []).tolist() == [walker]
+
+
+def test_only_a_cut_out_release_lets_a_graph_box_move_between_runs():
+    """A window paste releases the camera's frame around its windows: a box moved there would release whoever
+    stood in it, so a window-paste pipeline keeps every graph box where it was until the next run (two boxes for a
+    walker who left one: over-covered, never shown); a cut-out release moves it (the person would only be hidden)."""
     from sensorveil.runtime.camera import person_crops_from_manifest
     camera = {"frame": "person-crops", "detector": learned.DETECTOR_KIND, "detector_graph": "person-detector",
               "crop_shape": [64, 32], "detector_every": 10}

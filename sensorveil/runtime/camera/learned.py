@@ -53,13 +53,18 @@ DETECTOR_OUTPUT = "detections"
 OVERLAP_IOU = 0.6                   # boxes overlapping more are one person (the SSD config's own NMS threshold)
 MIN_HEIGHT = 12                     # px: a learned box shorter than this is not a person at this frame's scale
 COVERED = 0.5                       # a motion box whose area is this much inside a learned box is that person
-# from this many frames after the graph's run, a learned box that a motion box overlaps by PARTLY (IoU) without
-# being inside it is taken for a walker who has moved on: the box is dropped until the graph runs again, else the
-# walker would get two substitutes (the standing box and motion's). Never reached with the graph every 3 frames
-# or more often; with it every 10 (export's --camera-speed fast) it keeps a counter on the release from seeing
-# people twice (docs/decisions/0012-camera-speed-preset.md)
+# from this many frames after the graph's run, a learned box moves with its walker until the graph runs again
+# (``follow_walkers``): the motion boxes that overlap it by PARTLY (IoU) or lie inside it are theirs, and it is
+# centred on them, so motion's pieces of that walker stay inside it and the walker gets one substitute, not one for
+# the standing box and more for motion's pieces. Never reached with the graph every 3 frames or more often; with it
+# every 10 (export's --camera-speed fast) it keeps a counter on the release from seeing people twice
+# (docs/decisions/0012-camera-speed-preset.md; it dropped such boxes before decision 0034)
 STALE_AFTER = 3
 PARTLY = 0.1
+# a motion blob wider than this many of a learned box's widths is a group's: its centre is no one's, the box stays
+GROUP_WIDTH = 1.5
+# motion's blobs of a walker this share of their box's height or taller reach their feet: the box stands on them
+FEET_SHOWN = 0.5
 # neighbouring smaller tiles (detector_tiles' rows) share this share of their side: a person one tile cuts is
 # whole in the next, up to a quarter of a tile wide
 TILE_OVERLAP = 0.25
@@ -93,7 +98,7 @@ class LearnedPeopleDetector(object):
         self.seen = 0
         self.learned = np.zeros((0, 4), dtype=np.int64)   # the last run's people
         self.fresh = False      # whether the graph ran on the latest frame (else its last boxes stand)
-        # drop the boxes walkers leave (``left_behind``) only where a dropped box hides a person rather than shows
+        # move the boxes with their walkers (``follow_walkers``) only where a moved box hides a person rather than shows
         # them: a cut-out release, which shows nothing of the camera where a person may be; a window paste releases
         # the camera's frame around its windows, so a standing person whose box went would go out as they are
         self.leave_behind = bool(leave_behind)
@@ -118,7 +123,7 @@ class LearnedPeopleDetector(object):
         if since == 0:
             self.learned = self.find(frame)
         elif since >= STALE_AFTER and self.leave_behind:
-            self.learned = left_behind(self.learned, moving)
+            self.learned = follow_walkers(self.learned, moving)
         self.seen += 1
         return unite(self.learned, moving)
 
@@ -327,16 +332,29 @@ def unite(learned, moving):
     return np.asarray(boxes, dtype=np.int64).reshape(-1, 4)
 
 
-def left_behind(learned, moving):
-    """The learned boxes no motion box overlaps by PARTLY or more without lying inside it: a person who stands
-    (motion sees nothing there) or walks within the box keeps it; one whose motion box has moved half out of it
-    has left it behind."""
-    learned = np.asarray(learned, dtype=np.int64).reshape(-1, 4)
+def follow_walkers(learned, moving):
+    """The learned boxes moved with their walkers: each motion box that overlaps a learned box by PARTLY or more, or
+    lies inside it, belongs to the one it overlaps most, and a box with motion of its own is centred across it (and
+    stands on its feet where the motion is FEET_SHOWN of the box tall or more). A box no motion touches stays: a
+    person who stands; one whose motion is a group's (GROUP_WIDTH) stays too."""
+    learned = np.asarray(learned, dtype=np.int64).reshape(-1, 4).copy()
     moving = np.asarray(moving, dtype=np.int64).reshape(-1, 4)
     if not len(learned) or not len(moving):
         return learned
-    moved = ((iou(moving, learned) >= PARTLY) & ~inside_pairs(moving, learned)).any(axis=0)
-    return learned[~moved]
+    overlap = iou(moving, learned)
+    near = (overlap >= PARTLY) | inside_pairs(moving, learned)
+    owner = np.where(near.any(axis=1), np.argmax(np.where(near, overlap + 1e-9, -1.0), axis=1), -1)
+    for k in np.unique(owner[owner >= 0]):
+        theirs = moving[owner == k]
+        left, top = theirs[:, 0].min(), theirs[:, 1].min()
+        right, bottom = (theirs[:, 0] + theirs[:, 2]).max(), (theirs[:, 1] + theirs[:, 3]).max()
+        _, _, width, height = learned[k]
+        if right - left > GROUP_WIDTH * width:
+            continue
+        learned[k, 0] = int(round((left + right) / 2.0 - width / 2.0))
+        if bottom - top >= FEET_SHOWN * height:
+            learned[k, 1] = int(bottom - height)
+    return learned
 
 
 def covered(box, boxes):
