@@ -147,17 +147,17 @@ def test_a_walker_motion_sees_in_pieces_keeps_one_box_between_the_graphs_runs():
     torso, legs = [193, 90, 14, 80], [192, 175, 16, 95]
     frame = np.full((360, 360, 3), 90, np.uint8)
     motion = ScriptedMotion([[inside]] * 3 + [[torso, legs]] * 7 + [[]])
-    detector = learned.LearnedPeopleDetector(CountingGraph(), every=10, motion=motion, leave_behind=True)
+    detector = learned.LearnedPeopleDetector(CountingGraph(), every=10, motion=motion, boxes_follow=True)
     found = [detector.detect(frame).tolist() for _ in range(11)]
     assert found[:3] == [[PERSON]] * 3
     assert found[3:10] == [[[191, 90, 18, 180]]] * 7      # centred across the pieces, standing on their feet
     assert found[10] == [PERSON]              # the graph's next run
     moved_on = [191, 90, 18, 180]
     every_3 = learned.LearnedPeopleDetector(CountingGraph(), every=3, motion=ScriptedMotion([[moved_on]] * 9),
-                                            leave_behind=True)
+                                            boxes_follow=True)
     assert all(len(every_3.detect(frame)) == 2 for _ in range(9))    # never stale: the box stands beside motion's
     standing = learned.LearnedPeopleDetector(CountingGraph(), every=10, motion=ScriptedMotion([[]] * 10),
-                                             leave_behind=True)
+                                             boxes_follow=True)
     assert all(standing.detect(frame).tolist() == [PERSON] for _ in range(10))   # nobody moves: kept
 
 
@@ -185,7 +185,7 @@ def test_only_a_cut_out_release_lets_a_graph_box_move_between_runs():
     frame = np.full((360, 360, 3), 90, np.uint8)
     for paste, kept in (("window", True), ("cut-out", False)):
         detector = person_crops_from_manifest(dict(camera, paste=paste), CountingGraph()).detector
-        assert detector.leave_behind is not kept
+        assert detector.boxes_follow is not kept
         detector.motion = ScriptedMotion([[]] * 3 + [[[191, 90, 18, 180]]] * 2)
         found = [detector.detect(frame).tolist() for _ in range(5)]
         assert (PERSON in found[-1]) is kept

@@ -84,7 +84,7 @@ class LearnedPeopleDetector(object):
     pipeline reads (``protect``, ``foreground``)."""
 
     def __init__(self, run_graph, graph=DETECTOR_GRAPH, score=DEFAULT_SCORE, every=DEFAULT_EVERY, motion=None,
-                 person_class=COCO_PERSON, input_size=DETECTOR_INPUT, box_coder=None, leave_behind=False,
+                 person_class=COCO_PERSON, input_size=DETECTOR_INPUT, box_coder=None, boxes_follow=False,
                  tile_rows=DEFAULT_TILE_ROWS, tallest=DEFAULT_TALLEST):
         if run_graph is None:
             raise InputError("the learned people detector needs the bundle's graphs "
@@ -98,10 +98,10 @@ class LearnedPeopleDetector(object):
         self.seen = 0
         self.learned = np.zeros((0, 4), dtype=np.int64)   # the last run's people
         self.fresh = False      # whether the graph ran on the latest frame (else its last boxes stand)
-        # move the boxes with their walkers (``follow_walkers``) only where a moved box hides a person rather than shows
-        # them: a cut-out release, which shows nothing of the camera where a person may be; a window paste releases
-        # the camera's frame around its windows, so a standing person whose box went would go out as they are
-        self.leave_behind = bool(leave_behind)
+        # move the boxes with their walkers (``follow_walkers``) only where a moved box hides a person rather than
+        # shows them: a cut-out release, which shows nothing of the camera where a person may be; a window paste
+        # releases the camera's frame around its windows, so a standing person whose box moved would go out as they are
+        self.boxes_follow = bool(boxes_follow)
         # (scales, anchors) of a graph that returns box encodings: given, or the bundle's own file
         self.box_coder = box_coder if box_coder is not None else bundle_box_coder(run_graph, graph)
 
@@ -122,7 +122,7 @@ class LearnedPeopleDetector(object):
         self.fresh = since == 0
         if since == 0:
             self.learned = self.find(frame)
-        elif since >= STALE_AFTER and self.leave_behind:
+        elif since >= STALE_AFTER and self.boxes_follow:
             self.learned = follow_walkers(self.learned, moving)
         self.seen += 1
         return unite(self.learned, moving)

@@ -82,14 +82,14 @@ def opencv_threads(count):
         cv2.setNumThreads(before)
 
 
-def learned_people(settings, run_graph, motion=None, leave_behind=False):
+def learned_people(settings, run_graph, motion=None, boxes_follow=False):
     """The learned people detector as a bundle's camera settings (``CameraSettings``) run it: its graph,
     threshold, step, tile rows and height cap. The pipeline gives it its motion detector; a caller that wants the
     graph alone (``find``) leaves ``motion`` out."""
     return learned.LearnedPeopleDetector(
         run_graph, graph=settings.detector_graph, score=settings.detector_score, every=settings.detector_every,
         tile_rows=settings.detector_tile_rows, tallest=settings.detector_tallest, motion=motion,
-        leave_behind=leave_behind)
+        boxes_follow=boxes_follow)
 
 
 class PersonCrops(Preprocessor):
