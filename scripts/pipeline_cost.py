@@ -93,12 +93,6 @@ def override(detector, every: "int | None", motion_scale: "float | None") -> Non
         detector.motion = MotionPeopleDetector(scale=motion_scale)
 
 
-def deface_cpu_ms(clip: Path, frames: int, warmup: int) -> dict:
-    """deface's CPU ms for one more frame on the frames the pipeline was timed on (after ``warmup``)."""
-    from sensorveil.benchmarks.peers import deface_cpu_per_frame
-    return deface_cpu_per_frame(clip, frames, warmup=warmup)
-
-
 def page(result: dict, record: dict, deface: "dict | None") -> str:
     total = result["total_cpu_ms"]
     lines = ["# Where the camera pipeline's CPU time goes", "", page_header(record), "",
@@ -142,6 +136,7 @@ def budget_line(cpu_ms: dict, total: float, goal: float, deface_ms: float) -> st
 
 
 def main() -> None:
+    from sensorveil.benchmarks.peers import deface_cpu_per_frame
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bundle", required=True, help="a camera bundle (cut-out paste)")
     parser.add_argument("--clip", required=True)
@@ -157,7 +152,8 @@ def main() -> None:
     record = provenance(allow_dirty=args.allow_dirty)
     result = measure(Path(args.bundle), Path(args.clip), args.warmup, args.every, args.motion_scale)
     result.update(bundle=args.bundle, clip=args.clip, settings=settings_text(args.every, args.motion_scale))
-    deface = None if args.no_deface else deface_cpu_ms(Path(args.clip), result["frames"], args.warmup)
+    # deface on the frames the pipeline was timed on (after the warm-up)
+    deface = None if args.no_deface else deface_cpu_per_frame(Path(args.clip), result["frames"], warmup=args.warmup)
     text = page(result, record, deface)
     print(text)
     if args.out:

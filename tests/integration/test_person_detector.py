@@ -150,9 +150,9 @@ def test_a_walker_motion_sees_in_pieces_keeps_one_box_between_the_graphs_runs():
     detector = learned.LearnedPeopleDetector(CountingGraph(), every=10, motion=motion, boxes_follow=True)
     found = [detector.detect(frame).tolist() for _ in range(11)]
     assert found[:3] == [[PERSON]] * 3
-    assert found[3:10] == [[[191, 90, 18, 180]]] * 7      # centred across the pieces, standing on their feet
+    moved_on = [191, 90, 18, 180]             # centred across the pieces, standing on their feet
+    assert found[3:10] == [[moved_on]] * 7
     assert found[10] == [PERSON]              # the graph's next run
-    moved_on = [191, 90, 18, 180]
     every_3 = learned.LearnedPeopleDetector(CountingGraph(), every=3, motion=ScriptedMotion([[moved_on]] * 9),
                                             boxes_follow=True)
     assert all(len(every_3.detect(frame)) == 2 for _ in range(9))    # never stale: the box stands beside motion's
